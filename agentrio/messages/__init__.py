@@ -1,0 +1,46 @@
+"""Messages, their parts, usage, the cattrs converter and the tool-call protocol."""
+
+from .converter import converter, register_tagged_union
+from .messages import (
+    TRUNCATED_STOP_REASONS,
+    AssistantMessage,
+    Message,
+    StopReason,
+    ToolResultMessage,
+    UserMessage,
+)
+from .parts import Part, Text, Thinking, ToolCall
+from .protocol import (
+    ABORTED_BEFORE_DISPATCH,
+    TOOL_ABORTED,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    TOOL_RESULT_MISSING,
+    error_result,
+    project_tool_protocol,
+)
+from .usage import Usage, total_usage
+
+__all__ = [
+    "ABORTED_BEFORE_DISPATCH",
+    "TOOL_ABORTED",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
+    "TOOL_RESULT_MISSING",
+    "TRUNCATED_STOP_REASONS",
+    "AssistantMessage",
+    "Message",
+    "Part",
+    "StopReason",
+    "Text",
+    "Thinking",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "converter",
+    "error_result",
+    "project_tool_protocol",
+    "register_tagged_union",
+    "total_usage",
+]

@@ -1,0 +1,98 @@
+"""The tool-call protocol every provider enforces, and the projection onto it.
+
+Providers reject a request whose tool results are not paired with the
+assistant message that asked for them. History can break that pairing in many
+ordinary ways (a cancel between a call and its result, a crash, a context
+trimmed by a hook), so every request goes through ``project_tool_protocol``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from .messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from .parts import Part, Text, ToolCall
+
+#: Recovery codes written into synthesized tool results. Each starts the
+#: result's text so that a model, a log reader and a test can tell them apart.
+TOOL_RESULT_MISSING = "TOOL_RESULT_MISSING"
+TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
+ABORTED_BEFORE_DISPATCH = "ABORTED_BEFORE_DISPATCH"
+TOOL_ABORTED = "TOOL_ABORTED"
+
+_EXPLANATIONS = {
+    TOOL_RESULT_MISSING: "no result was recorded for this tool call.",
+    TOOL_NOT_STARTED: "the run stopped before this tool call started; it had no effect.",
+    TOOL_OUTCOME_UNKNOWN: (
+        "the run stopped while this tool call was executing and its result was "
+        "lost. Side effects may have happened: check the current state before "
+        "retrying."
+    ),
+    ABORTED_BEFORE_DISPATCH: "the run was cancelled before this tool call started; it had no effect.",
+    TOOL_ABORTED: (
+        "the run was cancelled while this tool call was executing. It may have "
+        "had partial effects."
+    ),
+}
+
+
+def error_result(call: ToolCall, code: str, detail: str | None = None) -> ToolResultMessage:
+    """An ``is_error`` result for ``call`` carrying a recovery ``code``."""
+    text = f"{code}: {detail or _EXPLANATIONS[code]}"
+    return ToolResultMessage(
+        tool_call_id=call.id, tool_name=call.name, content=[Text(text)], is_error=True
+    )
+
+
+def _is_blank(part: Part) -> bool:
+    return isinstance(part, Text) and not part.text
+
+
+def _without_blank_parts(message: AssistantMessage) -> AssistantMessage:
+    if not any(_is_blank(p) for p in message.content):
+        return message
+    return attrs.evolve(message, content=[p for p in message.content if not _is_blank(p)])
+
+
+def _is_empty_user(message: UserMessage) -> bool:
+    if isinstance(message.content, str):
+        return not message.content
+    return all(_is_blank(p) for p in message.content)
+
+
+def project_tool_protocol(messages: Iterable[Message]) -> list[Message]:
+    """Return the provider-valid projection of ``messages``.
+
+    - assistant messages with no content (and blank text parts) are dropped,
+      as are user messages with no content;
+    - tool results whose call is not in a kept assistant message are dropped;
+    - each result is placed right after the assistant message that asked for
+      it, in the order of the calls (the first result for an id wins);
+    - a call with no result gets a synthesized ``is_error`` result.
+    """
+    messages = list(messages)
+    results: dict[str, ToolResultMessage] = {}
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            results.setdefault(message.tool_call_id, message)
+
+    projected: list[Message] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            continue
+        if isinstance(message, UserMessage):
+            if not _is_empty_user(message):
+                projected.append(message)
+            continue
+        message = _without_blank_parts(message)
+        if not message.content:
+            continue
+        projected.append(message)
+        for call in message.tool_calls:
+            result = results.pop(call.id, None)
+            projected.append(result or error_result(call, TOOL_RESULT_MISSING))
+    return projected
+

@@ -1,0 +1,39 @@
+"""What the agent asks a model for."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from ..messages import Message
+
+if TYPE_CHECKING:
+    from .events import StreamEvent
+
+
+@attrs.frozen
+class ToolSpec:
+    """A tool as a model sees it: a name, a description, a JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@attrs.frozen
+class ModelRequest:
+    system_prompt: str
+    messages: list[Message]
+    tools: list[ToolSpec] = attrs.field(factory=list)
+
+
+class Model(Protocol):
+    """Anything that streams an answer to a ``ModelRequest``.
+
+    ``stream`` is an async generator of normalized events; it raises
+    ``ProviderError`` when the request fails.
+    """
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
