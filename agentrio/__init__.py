@@ -1,6 +1,23 @@
 """agentrio: LLM agents as supervised trio actors."""
 
+from . import events
+from .actors import (
+    Agent,
+    AgentDisposed,
+    AgentSpec,
+    Hooks,
+    Limits,
+    PreStep,
+    Reject,
+    RequestContext,
+    RequestError,
+    RunResult,
+)
+from .journal import MemoryStore, Store
 from .messages import (
+    ABORTED_BEFORE_DISPATCH,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
     AssistantMessage,
     Message,
     Text,
@@ -12,4 +29,42 @@ from .messages import (
     project_tool_protocol,
 )
 from .models import ProviderError, ScriptedModel
-from .tools import Tool, ToolContext, ToolResult, tool
+from .supervisors import Runtime
+from .tools import Tool, ToolCallContext, ToolContext, ToolRefused, ToolResult, tool
+
+__all__ = [
+    "ABORTED_BEFORE_DISPATCH",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
+    "Agent",
+    "AgentDisposed",
+    "AgentSpec",
+    "AssistantMessage",
+    "Hooks",
+    "Limits",
+    "MemoryStore",
+    "Message",
+    "PreStep",
+    "ProviderError",
+    "Reject",
+    "RequestContext",
+    "RequestError",
+    "RunResult",
+    "Runtime",
+    "ScriptedModel",
+    "Store",
+    "Text",
+    "Thinking",
+    "Tool",
+    "ToolCall",
+    "ToolCallContext",
+    "ToolContext",
+    "ToolRefused",
+    "ToolResult",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "events",
+    "project_tool_protocol",
+    "tool",
+]

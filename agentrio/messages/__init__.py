@@ -18,6 +18,7 @@ from .protocol import (
     TOOL_RESULT_MISSING,
     error_result,
     project_tool_protocol,
+    unanswered_calls,
 )
 from .usage import Usage, total_usage
 
@@ -43,4 +44,5 @@ __all__ = [
     "project_tool_protocol",
     "register_tagged_union",
     "total_usage",
+    "unanswered_calls",
 ]

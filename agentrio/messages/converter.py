@@ -47,6 +47,9 @@ def register_tagged_union(union: Any, tag: str) -> None:
         return structure_fns[name](data, cls)
 
     converter.register_structure_hook(union, structure)
+    converter.register_structure_hook(
+        union | None, lambda data, _: None if data is None else structure(data, union)
+    )
 
 
 def _structure_user_content(data: Any, _: Any) -> str | list[Part]:

@@ -8,7 +8,7 @@ trimmed by a hook), so every request goes through ``project_tool_protocol``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -96,3 +96,15 @@ def project_tool_protocol(messages: Iterable[Message]) -> list[Message]:
             projected.append(result or error_result(call, TOOL_RESULT_MISSING))
     return projected
 
+
+
+def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:
+    """Tool calls in ``messages`` with no result in it, in model order."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)}
+    return [
+        call
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+        if call.id not in answered
+    ]

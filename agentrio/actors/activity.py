@@ -1,0 +1,410 @@
+"""An activity: one run of the agent, from claiming input until both queues
+are empty or a turn stops it.
+
+A turn lasts from claiming input until the model stops asking for tools
+(steering included); a step is one model request, with its retries, plus the
+tool calls it produced. Each step walks the state machine
+
+    build_context -> call_model -> validate_tools -> check_permission
+      -> execute_tools -> append_results -> (recover) -> next step | done
+
+and reports every transition as a ``state`` event.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from .. import _callbacks
+from ..events import (
+    AgentEnd,
+    AgentStart,
+    Event,
+    MessageDiscard,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    RequestRetry,
+    State,
+    StepEnd,
+    StepStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    TurnEnd,
+    TurnStart,
+)
+from ..journal.records import MessageAppended, StepEnded, StepStarted, TurnEnded, TurnStarted
+from ..mailbox import QueuedInput
+from ..mailbox.inbox import as_queued
+from ..messages import (
+    ABORTED_BEFORE_DISPATCH,
+    TOOL_ABORTED,
+    TOOL_NOT_STARTED,
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    error_result,
+    project_tool_protocol,
+)
+from ..models import MessageAssembler, ModelRequest, ProviderError
+from ..models.events import StreamEvent, StreamStart
+from .model_stream import stream_model
+from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
+from .tool_pool import ToolBatch
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+log = logging.getLogger("agentrio")
+
+#: The run's stop reason when a model message ends truncated.
+TRUNCATION_STOPS = {
+    "max_tokens": "max_tokens",
+    "context_overflow": "context_overflow",
+    "error": "model_error",
+    "aborted": "aborted",
+}
+
+#: Tool calls written as text instead of through the native protocol.
+TEXT_TOOL_CALL = re.compile(
+    r"<\s*(?:invoke|function_calls|function_call|tool_call|tool_use|antml:invoke)\b"
+    r"|<\|(?:tool_call|python_tag)\|>",
+    re.IGNORECASE,
+)
+
+PROTOCOL_REPAIR = (
+    "Your previous reply wrote tool calls as text (for example `<invoke>` or "
+    "`<tool_call>` markup); text is never executed. Call tools only through "
+    "the native tool-calling interface, and do not write tool-call markup."
+)
+
+
+@attrs.define(eq=False)
+class LiveMessage:
+    """The assistant message streaming right now."""
+
+    assembler: MessageAssembler = attrs.field(factory=MessageAssembler)
+    #: Whether ``message_start`` was emitted for it.
+    announced: bool = False
+
+
+class Activity:
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.journal = agent._journal
+        self._state = agent._journal.state
+        self._hooks = agent.spec.hooks
+        self.scope = trio.CancelScope()
+        self.cancel_cause: str | None = None
+        # The run's working copy of history; committed history is the journal's.
+        self.context: list[Message] = list(self._state.messages)
+        self.new_messages: list[Message] = []
+        self.usage = Usage()
+        self.turns = 0
+        self.requests = 0
+        self.tool_calls = 0
+        self.claimed: list[QueuedInput] = []
+        self.error: str | None = None
+        self._live: LiveMessage | None = None
+        self._batch: ToolBatch | None = None
+
+    # -- plumbing -------------------------------------------------------------
+
+    def emit(self, event_type: type[Event], **fields: Any) -> Event:
+        return self.agent._bus.emit(event_type, **fields)
+
+    def state(self, name: str) -> None:
+        self.emit(State, name=name)
+
+    def cancel(self, cause: str) -> None:
+        self.cancel_cause = cause
+        self.scope.cancel()
+
+    async def commit(self, message: Message, *, announced: bool = False) -> None:
+        """Append ``message`` to the journal, the run's context and its events."""
+        await self.journal.append(MessageAppended(message))
+        self.context.append(message)
+        self.new_messages.append(message)
+        if isinstance(message, AssistantMessage):
+            self.usage = self.usage + message.usage
+        if not announced:
+            self.emit(MessageStart, role=message.role, message=message)
+        self.emit(MessageEnd, message=message)
+
+    def tool_started(self, call: ToolCall) -> None:
+        self.emit(
+            ToolExecutionStart, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments
+        )
+
+    async def commit_tool_result(
+        self, call: ToolCall, result: ToolResultMessage, duration: float = 0.0
+    ) -> None:
+        if call.id not in self._state.started_calls:
+            self.tool_started(call)  # never dispatched: its start and end come together
+        self.emit(
+            ToolExecutionEnd,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            is_error=result.is_error,
+            result=result,
+            duration=duration,
+        )
+        await self.commit(result)
+
+    # -- the run --------------------------------------------------------------
+
+    async def execute(self) -> RunResult:
+        self.emit(AgentStart)
+        stop = "aborted"  # unless the run gets further than an outer cancel lets it
+        timeout = self.agent.spec.limits.timeout
+        if timeout is not None:
+            self.scope.deadline = trio.current_time() + timeout
+        try:
+            with self.scope:
+                stop = await self._turns()
+        except Exception as exc:
+            log.exception("agent %s: run failed", self.agent.id)
+            stop, self.error = "error", f"{type(exc).__name__}: {exc}"
+        finally:
+            if self.scope.cancelled_caught:
+                stop = "aborted" if self.cancel_cause else "timeout"
+            # Closing the open step and turn must finish even when the agent
+            # is torn down; it is bounded by ABANDON_AFTER.
+            with trio.CancelScope(shield=True):
+                await self._settle(stop)
+            self.emit(
+                AgentEnd,
+                stop_reason=stop,
+                new_messages=list(self.new_messages),
+                usage=self.usage,
+                turns=self.turns,
+                error=self.error,
+            )
+        return RunResult(stop, list(self.new_messages), self.usage, self.turns, self.error)
+
+    async def _turns(self) -> str:
+        inbox = self.agent.inbox
+        while inbox:
+            stop = await self._turn()
+            if stop != "completed":
+                return stop
+        return "completed"
+
+    async def _turn(self) -> str:
+        self.turns += 1
+        turn = self._state.turn + 1
+        await self.journal.append(TurnStarted(turn))
+        self.emit(TurnStart, turn=turn)
+        stop = await self._steps()
+        self.state("done")
+        await self._end_turn(stop)
+        return stop
+
+    async def _end_turn(self, stop: str) -> None:
+        turn = self._state.turn
+        await self.journal.append(TurnEnded(turn, stop))
+        await self.journal.sync()
+        self.emit(TurnEnd, turn=turn, stop_reason=stop)
+
+    async def _end_step(self) -> None:
+        step = self._state.step
+        await self.journal.append(StepEnded(step))
+        self.emit(StepEnd, step=step)
+
+    async def _steps(self) -> str:
+        """The steps of one turn; returns the turn's stop reason."""
+        inbox = self.agent.inbox
+        target = "next_turn"
+        outcome: str | None = None  # None: the model is owed a request
+        max_tokens_seen = False
+        first = True
+        while True:
+            claimed = await inbox.claim(target)
+            target = "next_step"
+            self.claimed += claimed
+            admitted = await self._pre_step(claimed) if claimed else []
+            if isinstance(admitted, Reject):
+                return "blocked"
+            if not admitted and outcome is not None:
+                if self._hooks and self._hooks.turn_stopping:
+                    await _callbacks.call(self._hooks.turn_stopping, self.agent)
+                if inbox.next_step:
+                    continue
+                return "max_tokens" if max_tokens_seen else outcome
+            if not admitted and first:
+                return "completed"
+            first = False
+            outcome = await self._step(admitted)
+            if outcome == "max_tokens":
+                max_tokens_seen = True
+            elif outcome not in (None, "completed"):
+                return outcome
+
+    async def _pre_step(self, claimed: list[QueuedInput]) -> list[UserMessage] | Reject:
+        messages = [q.message for q in claimed]
+        hook = self._hooks and self._hooks.pre_step
+        if not hook:
+            return messages
+        decision = await _callbacks.call(
+            hook, PreStep(self.agent, self._state.turn, self._state.step + 1, claimed)
+        )
+        if decision is None:
+            return messages
+        if isinstance(decision, Reject):
+            return decision
+        return [as_queued(m).message for m in decision]
+
+    async def _step(self, admitted: list[UserMessage]) -> str | None:
+        step = self._state.step + 1
+        await self.journal.append(StepStarted(step))
+        self.emit(StepStart, step=step)
+        for message in admitted:
+            await self.commit(message)
+        outcome = await self._step_body()
+        await self._end_step()
+        return outcome
+
+    async def _step_body(self) -> str | None:
+        self.state("build_context")
+        max_turns = self.agent.spec.limits.max_turns
+        if max_turns is not None and self.requests >= max_turns:
+            return "max_turns"
+        request = await self._build_request()
+        self.state("call_model")
+        self.requests += 1
+        message = await self._call_model(request)
+        if message.truncated:
+            self.error = message.error
+            for call in message.tool_calls:
+                await self.commit_tool_result(
+                    call,
+                    error_result(
+                        call,
+                        TOOL_NOT_STARTED,
+                        f"the model's output was cut off ({message.stop_reason}), "
+                        "so this call was not executed.",
+                    ),
+                )
+            return TRUNCATION_STOPS[message.stop_reason]
+        if not message.tool_calls:
+            return "completed"
+        self._batch = ToolBatch(self, message.tool_calls)
+        outcome = await self._batch.run()
+        self._batch = None
+        return outcome
+
+    async def _build_request(self) -> ModelRequest:
+        agent = self.agent
+        context = RequestContext(
+            system_prompt=agent.spec.system_prompt,
+            messages=list(self.context),
+            tools=[tool.spec for tool in agent.tools.values()],
+        )
+        hook = self._hooks and self._hooks.prepare_context
+        if hook:
+            context = await _callbacks.call(hook, context) or context
+        return ModelRequest(
+            context.system_prompt, project_tool_protocol(context.messages), list(context.tools)
+        )
+
+    # -- the model request ----------------------------------------------------
+
+    async def _call_model(self, request: ModelRequest) -> AssistantMessage:
+        """One model request with its retries and its one protocol repair;
+        returns the committed assistant message."""
+        attempt = 1
+        repaired = False
+        while True:
+            live = self._live = LiveMessage()
+            error = await stream_model(self.agent.spec.model, request, self._on_stream_event)
+            if error is None and live.assembler.done is None:
+                error = ProviderError(type="connection_error", message="the stream ended without a stop reason")
+            if error is not None:
+                delay = await self._retry_delay(error, attempt)
+                if delay is not None:
+                    self._withdraw(live, "retry")
+                    self.emit(RequestRetry, error=error, attempt=attempt, delay=delay)
+                    await trio.sleep(delay)
+                    attempt += 1
+                    continue
+                stop = "context_overflow" if error.type == "context_overflow" else "error"
+                message = live.assembler.interrupted(stop, str(error))
+            else:
+                message = live.assembler.message()
+                if not repaired and request.tools and _writes_tool_calls_as_text(message):
+                    self._withdraw(live, "protocol_repair")
+                    request = attrs.evolve(
+                        request, messages=[*request.messages, UserMessage(PROTOCOL_REPAIR)]
+                    )
+                    repaired = True
+                    continue
+            self._live = None
+            await self.commit(message, announced=live.announced)
+            return message
+
+    async def _on_stream_event(self, event: StreamEvent) -> None:
+        live = self._live
+        live.assembler.feed(event)
+        if isinstance(event, StreamStart):
+            live.announced = True
+            self.emit(MessageStart, role="assistant")
+        else:
+            self.emit(MessageUpdate, delta=event)
+        hook = self._hooks and self._hooks.on_assistant_stream
+        if hook:
+            await _callbacks.call(hook, event)
+
+    def _withdraw(self, live: LiveMessage, reason: str) -> None:
+        if live.announced:
+            self.emit(MessageDiscard, reason=reason)
+        self._live = None
+
+    async def _retry_delay(self, error: ProviderError, attempt: int) -> float | None:
+        policy = getattr(self.agent.spec.model, "retry_policy", None)
+        default = policy.delay(error, attempt) if policy is not None else None
+        hook = self._hooks and self._hooks.on_request_error
+        if not hook:
+            return default
+        return await _callbacks.call(hook, RequestError(self.agent, error, attempt, default))
+
+    # -- settling after a cancel, a time-out or a failure ---------------------
+
+    async def _settle(self, stop: str) -> None:
+        """Close whatever the run left open so that history stays valid: keep
+        an interrupted stream's visible text, answer every unanswered call,
+        end the step and the turn."""
+        state = self._state
+        if self._live is not None:
+            live, self._live = self._live, None
+            message = live.assembler.interrupted(
+                "error" if stop == "error" else "aborted", self.error
+            )
+            if message.content:
+                await self.commit(message, announced=live.announced)
+            elif live.announced:
+                self.emit(MessageDiscard, reason=stop)
+        known = await self._batch.settle() if self._batch is not None else {}
+        self._batch = None
+        if state.step_open:
+            for call in state.open_calls():
+                result = known.get(call.id) or error_result(
+                    call,
+                    TOOL_ABORTED if call.id in state.started_calls else ABORTED_BEFORE_DISPATCH,
+                )
+                await self.commit_tool_result(call, result)
+            await self._end_step()
+        if state.turn_open:
+            self.state("done")
+            await self._end_turn(stop)
+
+
+def _writes_tool_calls_as_text(message: AssistantMessage) -> bool:
+    return not message.tool_calls and bool(TEXT_TOOL_CALL.search(message.text))

@@ -1,0 +1,207 @@
+"""What an agent tells its subscribers.
+
+Every event carries the agent and session it comes from, ``seq`` (strictly
+increasing per agent) and ``time`` (trio's clock). Events round-trip through
+``agentrio.messages.converter`` as the ``Event`` union, tagged by ``type``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from .journal.records import QueuedInput, Target
+from .messages import Message, ToolCall, ToolResultMessage, Usage, register_tagged_union
+from .models.events import StreamEvent
+from .models.errors import ProviderError
+
+
+@attrs.frozen(kw_only=True)
+class _Event:
+    agent_id: str
+    session_id: str
+    seq: int
+    time: float
+
+
+@attrs.frozen(kw_only=True)
+class AgentStart(_Event):
+    type: ClassVar[str] = "agent_start"
+
+
+@attrs.frozen(kw_only=True)
+class AgentEnd(_Event):
+    stop_reason: str
+    new_messages: list[Message]
+    usage: Usage
+    turns: int
+    error: str | None = None
+
+    type: ClassVar[str] = "agent_end"
+
+
+@attrs.frozen(kw_only=True)
+class TurnStart(_Event):
+    turn: int
+
+    type: ClassVar[str] = "turn_start"
+
+
+@attrs.frozen(kw_only=True)
+class TurnEnd(_Event):
+    turn: int
+    stop_reason: str
+
+    type: ClassVar[str] = "turn_end"
+
+
+@attrs.frozen(kw_only=True)
+class StepStart(_Event):
+    step: int
+
+    type: ClassVar[str] = "step_start"
+
+
+@attrs.frozen(kw_only=True)
+class StepEnd(_Event):
+    step: int
+
+    type: ClassVar[str] = "step_end"
+
+
+@attrs.frozen(kw_only=True)
+class State(_Event):
+    """One transition of the step state machine."""
+
+    name: str
+
+    type: ClassVar[str] = "state"
+
+
+@attrs.frozen(kw_only=True)
+class Status(_Event):
+    status: str
+
+    type: ClassVar[str] = "status"
+
+
+@attrs.frozen(kw_only=True)
+class MessageStart(_Event):
+    role: str
+    #: The message itself when it is known at once (user input, tool results);
+    #: None while an assistant message streams.
+    message: Message | None = None
+
+    type: ClassVar[str] = "message_start"
+
+
+@attrs.frozen(kw_only=True)
+class MessageUpdate(_Event):
+    delta: StreamEvent
+
+    type: ClassVar[str] = "message_update"
+
+
+@attrs.frozen(kw_only=True)
+class MessageEnd(_Event):
+    message: Message
+
+    type: ClassVar[str] = "message_end"
+
+
+@attrs.frozen(kw_only=True)
+class MessageDiscard(_Event):
+    """The assistant message streaming since the last ``message_start`` is
+    withdrawn: it will be retried and never enters history."""
+
+    reason: str
+
+    type: ClassVar[str] = "message_discard"
+
+
+@attrs.frozen(kw_only=True)
+class RequestRetry(_Event):
+    error: ProviderError
+    attempt: int
+    delay: float
+
+    type: ClassVar[str] = "request_retry"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionStart(_Event):
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+
+    type: ClassVar[str] = "tool_execution_start"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionUpdate(_Event):
+    tool_call_id: str
+    tool_name: str
+    progress: Any
+
+    type: ClassVar[str] = "tool_execution_update"
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionEnd(_Event):
+    tool_call_id: str
+    tool_name: str
+    is_error: bool
+    result: ToolResultMessage
+    #: Seconds from dispatch to completion; 0 for a call that never ran.
+    duration: float = 0.0
+
+    type: ClassVar[str] = "tool_execution_end"
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequest(_Event):
+    request_id: str
+    call: ToolCall
+    tool_name: str
+    summary: str
+
+    type: ClassVar[str] = "approval_request"
+
+
+@attrs.frozen(kw_only=True)
+class Inbox(_Event):
+    target: Target
+    reason: str
+    inserted: list[QueuedInput]
+    removed: list[QueuedInput]
+    #: True when the removed input was discarded, not claimed by a turn.
+    discarded: bool
+    next_step: int
+    next_turn: int
+
+    type: ClassVar[str] = "inbox"
+
+
+Event = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | StepStart
+    | StepEnd
+    | State
+    | Status
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | MessageDiscard
+    | RequestRetry
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+    | ApprovalRequest
+    | Inbox
+)
+
+register_tagged_union(Event, "type")

@@ -1,0 +1,92 @@
+"""Session state as a projection of the journal."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..messages import AssistantMessage, Message, ToolCall, Usage, unanswered_calls
+from .records import (
+    InboxSpliced,
+    MessageAppended,
+    QueuedInput,
+    Record,
+    StepEnded,
+    StepStarted,
+    Target,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+)
+
+
+class JournalCorrupt(Exception):
+    """The records cannot have been written by a correct agent."""
+
+
+@attrs.define
+class SessionState:
+    """Everything a session knows, folded from its records.
+
+    History is committed a step at a time: the messages of an open step wait
+    in ``step_messages`` until the step ends, so ``messages`` is always a
+    history the agent finished writing. Messages appended outside a step (a
+    fork's seed) are committed at once.
+    """
+
+    messages: list[Message] = attrs.field(factory=list)
+    step_messages: list[Message] = attrs.field(factory=list)
+    next_step: list[QueuedInput] = attrs.field(factory=list)
+    next_turn: list[QueuedInput] = attrs.field(factory=list)
+    turn: int = 0
+    step: int = 0
+    turn_open: bool = False
+    step_open: bool = False
+    #: Calls of the open step whose body has started.
+    started_calls: set[str] = attrs.field(factory=set)
+    usage: Usage = attrs.field(factory=Usage)
+
+    def open_calls(self) -> list[ToolCall]:
+        """Calls of the open step that have no result yet, in model order."""
+        return unanswered_calls(self.step_messages)
+
+    def queue(self, target: Target) -> list[QueuedInput]:
+        return self.next_step if target == "next_step" else self.next_turn
+
+    def apply(self, record: Record) -> None:
+        match record:
+            case MessageAppended(message=message):
+                if isinstance(message, AssistantMessage):
+                    self.usage = self.usage + message.usage
+                (self.step_messages if self.step_open else self.messages).append(message)
+            case InboxSpliced():
+                self._splice(record)
+            case ToolCallStarted(tool_call_id=call_id):
+                self.started_calls.add(call_id)
+            case StepStarted(step=step):
+                self.step, self.step_open = step, True
+            case StepEnded():
+                self.messages.extend(self.step_messages)
+                self.step_messages.clear()
+                self.started_calls.clear()
+                self.step_open = False
+            case TurnStarted(turn=turn):
+                self.turn, self.turn_open = turn, True
+            case TurnEnded():
+                self.turn_open = False
+            case _:
+                raise JournalCorrupt(f"unknown record {record!r}")
+
+    def _splice(self, record: InboxSpliced) -> None:
+        queue = self.queue(record.target)
+        start, count = record.start, record.delete_count
+        if not (0 <= start <= len(queue) and 0 <= count <= len(queue) - start):
+            raise JournalCorrupt(
+                f"inbox splice [{start}:{start + count}] outside {record.target} of length {len(queue)}"
+            )
+        removed = {q.id for q in queue[start : start + count]}
+        pending = {q.id for q in (*self.next_step, *self.next_turn)} - removed
+        for item in record.items:
+            if item.id in pending:
+                raise JournalCorrupt(f"inbox message id {item.id!r} is already pending")
+            pending.add(item.id)
+        queue[start : start + count] = record.items

@@ -1,0 +1,38 @@
+"""The live agents of a Runtime and their parent/child tree."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..actors.agent import Agent
+
+
+class AgentRegistry:
+    def __init__(self) -> None:
+        self._agents: dict[str, Agent] = {}
+
+    def __contains__(self, agent_id: str) -> bool:
+        return agent_id in self._agents
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def get(self, agent_id: str) -> Agent | None:
+        return self._agents.get(agent_id)
+
+    @property
+    def agents(self) -> tuple[Agent, ...]:
+        """Live agents, oldest first."""
+        return tuple(self._agents.values())
+
+    def children(self, agent_id: str) -> tuple[Agent, ...]:
+        return tuple(a for a in self._agents.values() if a.parent_id == agent_id)
+
+    def add(self, agent: Agent) -> None:
+        if agent.id in self._agents:
+            raise ValueError(f"agent {agent.id!r} is already live in this runtime")
+        self._agents[agent.id] = agent
+
+    def remove(self, agent: Agent) -> None:
+        self._agents.pop(agent.id, None)

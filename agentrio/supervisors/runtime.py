@@ -1,0 +1,132 @@
+"""The Runtime: the root of every agent's supervision tree."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from types import TracebackType
+
+import trio
+
+from .._ids import new_id
+from ..actors.agent import Agent
+from ..actors.spec import AgentSpec
+from ..journal import Journal, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
+from ..journal.records import MessageAppended, Record
+from ..journal.repair import repair
+from ..messages import unanswered_calls
+from .registry import AgentRegistry
+
+
+class Runtime:
+    """``async with Runtime(store) as rt``: owns the root nursery in which
+    every agent runs. Leaving the block disposes every agent, newest first
+    (cancel, wait, close), then waits for anything they still supervise."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store: Store = store if store is not None else MemoryStore()
+        self.registry = AgentRegistry()
+        self._nursery: trio.Nursery | None = None
+        self._stack: AsyncExitStack | None = None
+
+    async def __aenter__(self) -> Runtime:
+        if self._stack is not None:
+            raise RuntimeError("a Runtime can be entered only once")
+        async with AsyncExitStack() as stack:
+            self._nursery = await stack.enter_async_context(trio.open_nursery())
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            # An orderly teardown even when the host is being cancelled: it
+            # is bounded, and skipping it would leave journals open.
+            with trio.CancelScope(shield=True):
+                for agent in reversed(self.registry.agents):
+                    await self._dispose(agent)
+        finally:
+            self._nursery = None
+            return await self._stack.__aexit__(exc_type, exc, tb)
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise RuntimeError("the Runtime is not running: use `async with Runtime() as rt`")
+        return self._nursery
+
+    async def create(
+        self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None
+    ) -> Agent:
+        """Start an agent. With a ``session_id`` the store holds, the agent is
+        restored from it (an interrupted run is repaired); otherwise a new
+        session with that id (or a fresh one) is created."""
+        nursery = self.nursery
+        session_id = session_id or new_id("session")
+        if session_id in self.registry:
+            raise ValueError(f"session {session_id!r} is already open in this runtime")
+        try:
+            _, records = await self.store.load_session(session_id)
+        except SessionNotFound:
+            records = []
+            await self.store.create_session(SessionInfo(session_id))
+        return await self._start(spec, session_id, records, parent, nursery)
+
+    async def fork(self, session_id: str, at_message: int, spec: AgentSpec | None = None) -> Agent:
+        """A new agent whose history is a copy of the first ``at_message``
+        messages of session ``session_id``. The cut must leave every tool
+        call answered. ``spec`` defaults to the live source agent's."""
+        source = self.registry.get(session_id)
+        if source is not None:
+            messages = list(source.messages)
+            spec = spec or source.spec
+        else:
+            _, records = await self.store.load_session(session_id)
+            state = _project(records)
+            messages = state.messages
+        if spec is None:
+            raise ValueError(f"session {session_id!r} is not live here: pass the spec to fork it with")
+        if not 0 <= at_message <= len(messages):
+            raise ValueError(f"at_message must be between 0 and {len(messages)}, got {at_message}")
+        seed = messages[:at_message]
+        if unanswered_calls(seed):
+            raise ValueError(
+                f"cannot fork session {session_id!r} at message {at_message}: the cut leaves "
+                "tool calls without results; cut before the assistant message or after its results"
+            )
+        fork_id = new_id("session")
+        info = SessionInfo(fork_id, parent_session_id=session_id, seed_length=at_message)
+        records = [MessageAppended(m) for m in seed]
+        await self.store.create_session(info, records)
+        return await self._start(spec, fork_id, records, None, self.nursery)
+
+    async def _start(
+        self,
+        spec: AgentSpec,
+        session_id: str,
+        records: list[Record],
+        parent: Agent | None,
+        nursery: trio.Nursery,
+    ) -> Agent:
+        journal = Journal(self.store, session_id, _project(records))
+        await repair(journal)
+        agent = Agent(self, spec, journal, parent_id=parent.id if parent else None)
+        await nursery.start(agent._main)
+        self.registry.add(agent)
+        return agent
+
+    async def _dispose(self, agent: Agent) -> None:
+        try:
+            await agent.dispose()
+        finally:
+            self.registry.remove(agent)
+
+
+def _project(records: list[Record]) -> SessionState:
+    state = SessionState()
+    for record in records:
+        state.apply(record)
+    return state

@@ -1,0 +1,93 @@
+"""The middleware onion around a tool's ``execute``.
+
+``async def mw(ctx: ToolCallContext, call_next) -> ToolResult``; layers are
+given outermost first. A layer may refuse (raise), rewrite ``ctx.args``, or
+wrap ``call_next()`` in a scope; it sees the outcome of everything inside it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import attrs
+
+from ..messages import ToolCall
+from .tool import Tool, ToolContext, ToolResult
+
+CallNext = Callable[[], Awaitable[ToolResult]]
+Middleware = Callable[["ToolCallContext", CallNext], Awaitable[ToolResult]]
+
+
+class ToolRefused(Exception):
+    """Raised by a middleware (or a tool) to refuse a call; the model gets
+    the reason as an error result."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@attrs.define(eq=False)
+class ToolCallContext:
+    tool: Tool
+    call: ToolCall
+    #: The arguments ``execute`` will get; layers may rewrite them.
+    args: dict[str, Any]
+    agent_id: str
+    session_id: str
+
+
+def as_tool_result(value: object) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(value)
+    raise TypeError(f"a tool must return a ToolResult or a str, got {type(value).__name__}")
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> str:
+    changed = [
+        f"{key!r}: {before.get(key, '<absent>')!r} -> {after.get(key, '<absent>')!r}"
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key, _MISSING) != after.get(key, _MISSING)
+    ]
+    return "; ".join(changed) or "none"
+
+
+_MISSING = object()
+
+
+async def run_tool_call(
+    tool: Tool,
+    call: ToolCall,
+    args: dict[str, Any],
+    middleware: Sequence[Middleware],
+    tool_ctx: ToolContext,
+) -> ToolResult:
+    """Run ``tool`` through ``middleware``; every failure becomes an
+    ``is_error`` result. ``args`` must already be valid."""
+    ctx = ToolCallContext(tool, call, dict(args), tool_ctx.agent_id, tool_ctx.session_id)
+
+    async def execute() -> ToolResult:
+        # Middleware may rewrite the arguments; the tool must still get valid ones.
+        errors = tool.argument_errors(ctx.args)
+        if errors:
+            return ToolResult(
+                f"contract error: middleware changed the arguments of {tool.name!r} "
+                f"({_changes(args, ctx.args)}) and they no longer match its schema: "
+                + "; ".join(errors),
+                is_error=True,
+            )
+        return as_tool_result(await tool.execute(ctx.args, tool_ctx))
+
+    call_next: CallNext = execute
+    for layer in reversed(middleware):
+        call_next = functools.partial(layer, ctx, call_next)
+    try:
+        return as_tool_result(await call_next())
+    except ToolRefused as refused:
+        return ToolResult(f"refused: {refused.reason}", is_error=True)
+    except Exception as exc:
+        return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)
