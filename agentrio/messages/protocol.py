@@ -9,11 +9,14 @@ trimmed by a hook), so every request goes through ``project_tool_protocol``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import attrs
 
 from .messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from .parts import Part, Text, ToolCall
+
+M = TypeVar("M", UserMessage, AssistantMessage)
 
 #: Recovery codes written into synthesized tool results. Each starts the
 #: result's text so that a model, a log reader and a test can tell them apart.
@@ -51,23 +54,22 @@ def _is_blank(part: Part) -> bool:
     return isinstance(part, Text) and not part.text
 
 
-def _without_blank_parts(message: AssistantMessage) -> AssistantMessage:
-    if not any(_is_blank(p) for p in message.content):
-        return message
-    return attrs.evolve(message, content=[p for p in message.content if not _is_blank(p)])
-
-
-def _is_empty_user(message: UserMessage) -> bool:
+def _without_blank_parts(message: M) -> M | None:
+    """``message`` without blank text parts; None when nothing is left."""
     if isinstance(message.content, str):
-        return not message.content
-    return all(_is_blank(p) for p in message.content)
+        return message if message.content else None
+    content = [p for p in message.content if not _is_blank(p)]
+    if not content:
+        return None
+    if len(content) == len(message.content):
+        return message
+    return attrs.evolve(message, content=content)
 
 
 def project_tool_protocol(messages: Iterable[Message]) -> list[Message]:
     """Return the provider-valid projection of ``messages``.
 
-    - assistant messages with no content (and blank text parts) are dropped,
-      as are user messages with no content;
+    - blank text parts are dropped, then messages left without content;
     - tool results whose call is not in a kept assistant message are dropped;
     - each result is placed right after the assistant message that asked for
       it, in the order of the calls (the first result for an id wins);
@@ -83,19 +85,16 @@ def project_tool_protocol(messages: Iterable[Message]) -> list[Message]:
     for message in messages:
         if isinstance(message, ToolResultMessage):
             continue
-        if isinstance(message, UserMessage):
-            if not _is_empty_user(message):
-                projected.append(message)
-            continue
         message = _without_blank_parts(message)
-        if not message.content:
+        if message is None:
             continue
         projected.append(message)
+        if isinstance(message, UserMessage):
+            continue
         for call in message.tool_calls:
             result = results.pop(call.id, None)
             projected.append(result or error_result(call, TOOL_RESULT_MISSING))
     return projected
-
 
 
 def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+
+from agentrio import Runtime
+from agentrio.events import Event
+
+
+class Recorder:
+    """The events an agent emitted while recording; reading drains them."""
+
+    def __init__(self, channel: trio.MemoryReceiveChannel[Event]) -> None:
+        self._channel = channel
+        self._events: list[Event] = []
+
+    @property
+    def events(self) -> list[Event]:
+        while True:
+            try:
+                self._events.append(self._channel.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                return self._events
+
+    def types(self, *, skip=("message_update", "state", "inbox", "status")) -> list[str]:
+        return [e.type for e in self.events if e.type not in skip]
+
+    def states(self) -> list[str]:
+        return [e.name for e in self.events if e.type == "state"]
+
+    def of(self, event_type: str) -> list[Event]:
+        return [e for e in self.events if e.type == event_type]
+
+
+@asynccontextmanager
+async def record(agent):
+    async with agent.subscribe() as channel:
+        recorder = Recorder(channel)
+        yield recorder
+        recorder.events  # drain before the subscription closes
+
+
+@pytest.fixture
+async def rt():
+    async with Runtime() as runtime:
+        yield runtime

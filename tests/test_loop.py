@@ -1,0 +1,396 @@
+"""The agent loop: event order, errors as data, limits, truncation, repair."""
+
+import pytest
+import trio
+
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Hooks,
+    Limits,
+    ProviderError,
+    ScriptedModel,
+    Text,
+    ToolCall,
+    ToolRefused,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    tool,
+)
+from agentrio.journal.projection import SessionState
+from agentrio.messages import TOOL_NOT_STARTED
+from agentrio.models import request_problems
+
+from .conftest import record
+from .helpers import calls, echo_tool, say
+
+
+async def test_event_order_of_a_tool_turn(rt):
+    model = ScriptedModel([calls(("echo", {"text": "a"}), ("echo", {"text": "b"})), say("done")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    assert rec.types() == [
+        "agent_start",
+        "turn_start",
+        "step_start",
+        "message_start", "message_end",  # the prompt
+        "message_start", "message_end",  # the assistant asks for two calls
+        "tool_execution_start", "tool_execution_start",
+        "tool_execution_end", "message_start", "message_end",
+        "tool_execution_end", "message_start", "message_end",
+        "step_end",
+        "step_start",
+        "message_start", "message_end",  # the final answer
+        "step_end",
+        "turn_end",
+        "agent_end",
+    ]
+    assert rec.states() == [
+        "build_context", "call_model", "validate_tools", "check_permission", "execute_tools", "append_results",
+        "build_context", "call_model", "done",
+    ]
+    assert [e.status for e in rec.of("status")] == ["running", "idle"]
+    seqs = [e.seq for e in rec.events]
+    assert seqs == sorted(set(seqs)) and seqs[0] >= 1
+    end = rec.of("agent_end")[0]
+    assert end.stop_reason == "completed" and end.new_messages == result.new_messages
+
+
+async def test_message_updates_carry_the_stream(rt):
+    model = ScriptedModel([say("hello there, world")], chunk_size=4)
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        await agent.run("hi")
+    deltas = [e.delta.text for e in rec.of("message_update") if e.delta.type == "text_delta"]
+    assert deltas == ["hell", "o th", "ere,", " wor", "ld"]
+
+
+async def test_results_reach_the_next_request_and_history(rt):
+    model = ScriptedModel([calls(("echo", {"text": "ping"})), say("pong")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], system_prompt="be brief"))
+    result = await agent.run("go")
+    second = model.requests[1]
+    assert second.system_prompt == "be brief"
+    assert [m.role for m in second.messages] == ["user", "assistant", "tool_result"]
+    assert second.messages[-1].text == "echo: ping"
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result", "assistant"]
+    assert result.new_messages == list(agent.messages)
+    assert result.text == "pong"
+
+
+async def test_history_is_a_projection_of_the_journal(rt):
+    model = ScriptedModel([calls(("echo", {"text": "x"})), say("y")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    await agent.run("go")
+    _, records = await rt.store.load_session(agent.session_id)
+    rebuilt = SessionState()
+    for r in records:
+        rebuilt.apply(r)
+    assert rebuilt.messages == list(agent.messages)
+    assert [r.type for r in records[:4]] == ["inbox_spliced", "turn_started", "inbox_spliced", "step_started"]
+
+
+async def test_second_run_new_messages_hold_only_that_run(rt):
+    model = ScriptedModel([say("one"), say("two")])
+    agent = await rt.create(AgentSpec("a", model))
+    await agent.run("first")
+    result = await agent.run("second")
+    assert [m.text for m in result.new_messages] == ["second", "two"]
+    assert len(agent.messages) == 4
+
+
+async def test_usage_is_summed_over_the_run(rt):
+    model = ScriptedModel([calls(("echo", {"text": "x"}), usage=Usage(10, 5, 2, 1)), say("y", usage=Usage(20, 7))])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    result = await agent.run("go")
+    assert result.usage == Usage(30, 12, 2, 1)
+    assert agent.usage == result.usage
+
+
+# -- context isolation ---------------------------------------------------------
+
+
+async def test_prepare_context_gets_a_copy_that_never_touches_history(rt):
+    seen = []
+
+    def trim(ctx):
+        seen.append([m.role for m in ctx.messages])
+        ctx.messages.clear()  # a destructive trim of the copy
+        ctx.messages.append(UserMessage("summary of everything"))
+        ctx.tools.clear()
+        return ctx
+
+    model = ScriptedModel([calls(("echo", {"text": "x"})), say("done")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], hooks=Hooks(prepare_context=trim)))
+    await agent.run("go")
+    assert seen == [["user"], ["user", "assistant", "tool_result"]]
+    assert [m.text for m in model.requests[1].messages] == ["summary of everything"]
+    assert model.requests[1].tools == []
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result", "assistant"]
+
+
+async def test_committed_history_excludes_the_open_step(rt):
+    during = []
+
+    @tool
+    async def peek() -> str:
+        """Look at the agent's committed history."""
+        during.append([m.role for m in agent.messages])
+        return "seen"
+
+    model = ScriptedModel([calls(("peek", {})), say("done")])
+    agent = await rt.create(AgentSpec("a", model, tools=[peek]))
+    await agent.run("go")
+    assert during == [[]]  # the step holding the prompt and the call is still open
+    assert len(agent.messages) == 4
+
+
+# -- errors are data -------------------------------------------------------------
+
+
+@tool
+async def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom: {reason}")
+
+
+async def _refuse(ctx, call_next):
+    if ctx.tool.name == "echo" and ctx.args["text"] == "forbidden":
+        raise ToolRefused("echoing that is not allowed")
+    return await call_next()
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (ToolCall("c", "nope", {}), "unknown tool 'nope'; available tools: echo, explode"),
+        (ToolCall("c", "echo", {"txt": "x"}), "invalid arguments for echo: 'text' is a required property"),
+        (ToolCall("c", "echo", {"text": 3}), "invalid arguments for echo: text: 3 is not of type 'string'"),
+        (ToolCall("c", "echo", {}, raw_arguments='{"text": '), "not a JSON object"),
+        (ToolCall("c", "explode", {"reason": "x"}), "RuntimeError: boom: x"),
+        (ToolCall("c", "echo", {"text": "forbidden"}), "refused: echoing that is not allowed"),
+    ],
+)
+async def test_tool_failures_become_error_results_and_the_run_goes_on(rt, call, expected):
+    model = ScriptedModel([AssistantMessage([call]), say("recovered")])
+    spec = AgentSpec("a", model, tools=[echo_tool(), explode], middleware=[_refuse])
+    agent = await rt.create(spec)
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    error = model.requests[1].messages[-1]
+    assert isinstance(error, ToolResultMessage) and error.is_error
+    assert expected in error.text
+    end = rec.of("tool_execution_end")[0]
+    assert end.is_error and end.tool_call_id == "c"
+    assert "recover" in rec.states()
+
+
+# -- limits --------------------------------------------------------------------
+
+
+async def test_max_turns_counts_model_requests(rt):
+    model = ScriptedModel([calls(("echo", {"text": str(i)})) for i in range(5)])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], limits=Limits(max_turns=3)))
+    result = await agent.run("loop forever")
+    assert result.stop_reason == "max_turns"
+    assert len(model.requests) == 3
+    assert request_problems(_next_request(agent)) == []
+
+
+async def test_max_tool_calls_stops_after_the_batch_with_every_call_answered(rt):
+    model = ScriptedModel([calls(*[("echo", {"text": str(i)}) for i in range(3)]), say("unreached")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], limits=Limits(max_tool_calls=2)))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "max_tool_calls"
+    results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert [r.is_error for r in results] == [False, False, True]
+    assert results[2].text.startswith(TOOL_NOT_STARTED) and "limit of 2 tool calls" in results[2].text
+    assert len(rec.of("tool_execution_start")) == 3  # every call has a start and an end
+    assert request_problems(_next_request(agent)) == []
+
+
+async def test_timeout_stops_the_run(rt, autojump_clock):
+    sleepy = ScriptedModel([calls(("slow", {}))])
+
+    @tool
+    async def slow() -> str:
+        """Takes an hour."""
+        await trio.sleep(3600)
+        return "done"
+
+    agent = await rt.create(AgentSpec("a", sleepy, tools=[slow], limits=Limits(timeout=10)))
+    start = trio.current_time()
+    result = await agent.run("go")
+    assert result.stop_reason == "timeout"
+    assert trio.current_time() - start == pytest.approx(10, abs=0.01)
+    assert agent.messages[-1].is_error
+    assert request_problems(_next_request(agent)) == []
+
+
+def _next_request(agent):
+    from agentrio.messages import project_tool_protocol
+    from agentrio.models import ModelRequest
+
+    return ModelRequest("", project_tool_protocol([*agent.messages, UserMessage("next")]))
+
+
+# -- truncation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stop_reason, run_stop",
+    [("max_tokens", "max_tokens"), ("context_overflow", "context_overflow"), ("error", "model_error"), ("aborted", "aborted")],
+)
+async def test_truncated_output_is_never_executed(rt, stop_reason, run_stop):
+    executed = []
+
+    @tool
+    async def act(x: str) -> str:
+        """Act."""
+        executed.append(x)
+        return "acted"
+
+    cut = AssistantMessage([Text("partial"), ToolCall("c", "act", {"x": "1"})], stop_reason=stop_reason)
+    model = ScriptedModel([cut])
+    agent = await rt.create(AgentSpec("a", model, tools=[act]))
+    result = await agent.run("go")
+    assert executed == []
+    assert result.stop_reason == run_stop
+    answer = agent.messages[-1]
+    assert answer.is_error and answer.text.startswith(TOOL_NOT_STARTED) and stop_reason in answer.text
+    assert request_problems(_next_request(agent)) == []
+
+
+# -- model errors and retries ----------------------------------------------------
+
+
+async def test_a_provider_error_ends_the_run_as_data(rt):
+    model = ScriptedModel([ProviderError(401, "authentication_error", "bad key")])
+    agent = await rt.create(AgentSpec("a", model))
+    result = await agent.run("go")
+    assert result.stop_reason == "model_error"
+    assert result.error == "HTTP 401 authentication_error: bad key"
+    failed = result.new_messages[-1]
+    assert failed.stop_reason == "error" and failed.content == []
+
+
+async def test_context_overflow_from_the_provider(rt):
+    model = ScriptedModel([ProviderError(400, "context_overflow", "prompt is too long")])
+    agent = await rt.create(AgentSpec("a", model))
+    assert (await agent.run("go")).stop_reason == "context_overflow"
+
+
+class _FixedRetry:
+    def __init__(self, attempts):
+        self.attempts = attempts
+
+    def delay(self, error, attempt):
+        return 2.0 if attempt < self.attempts else None
+
+
+async def test_a_retried_attempt_is_discarded_and_never_enters_history(rt, autojump_clock):
+    partial_then_drop = AssistantMessage([Text("I will now")])
+
+    class Flaky(ScriptedModel):
+        async def stream(self, request):
+            async for event in super().stream(request):
+                yield event
+                if len(self.requests) == 1 and event.type == "text_delta":
+                    raise ProviderError(type="connection_error", message="dropped mid-stream")
+
+    model = Flaky([partial_then_drop, say("the real answer")])
+    model.retry_policy = _FixedRetry(attempts=3)
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        start = trio.current_time()
+        result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    assert trio.current_time() - start == pytest.approx(2.0)
+    types = rec.types(skip=("state", "inbox", "status"))
+    i = types.index("message_discard")
+    assert types[i - 3 : i + 3] == [
+        "message_start", "message_update", "message_update", "message_discard", "request_retry", "message_start"
+    ]
+    assert [m.text for m in agent.messages] == ["go", "the real answer"]
+    retry = rec.of("request_retry")[0]
+    assert (retry.attempt, retry.delay, retry.error.type) == (1, 2.0, "connection_error")
+
+
+async def test_retries_stop_when_the_policy_gives_up(rt, autojump_clock):
+    error = ProviderError(529, "overloaded_error", "busy")
+    model = ScriptedModel([error, error, error, say("unreached")])
+    model.retry_policy = _FixedRetry(attempts=3)
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "model_error"
+    assert len(model.requests) == 3 and len(rec.of("request_retry")) == 2
+
+
+async def test_the_request_error_hook_overrides_the_policy(rt, autojump_clock):
+    seen = []
+
+    def decide(err):
+        seen.append((err.error.status, err.attempt, err.default_delay))
+        return 0.5 if err.attempt == 1 else None
+
+    model = ScriptedModel([ProviderError(400, "invalid_request_error", "x"), say("ok")])
+    model.retry_policy = _FixedRetry(attempts=0)
+    agent = await rt.create(AgentSpec("a", model, hooks=Hooks(on_request_error=decide)))
+    result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    assert seen == [(400, 1, None)]
+
+
+# -- protocol repair -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fake",
+    [
+        '<invoke name="echo"><parameter name="text">x</parameter></invoke>',
+        "<function_calls>[...]</function_calls>",
+        '<tool_call>{"name": "echo"}</tool_call>',
+    ],
+)
+async def test_tool_calls_written_as_text_are_discarded_and_retried_once(rt, fake):
+    model = ScriptedModel([say(f"Let me call it: {fake}"), calls(("echo", {"text": "x"})), say("done")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    assert [e.reason for e in rec.of("message_discard")] == ["protocol_repair"]
+    repair = model.requests[1].messages[-1]
+    assert isinstance(repair, UserMessage) and "native tool-calling" in repair.text
+    assert model.requests[1].messages[:-1] == model.requests[0].messages
+    history_text = " ".join(m.text for m in agent.messages)
+    assert "native tool-calling" not in history_text and fake not in history_text
+    assert len(model.requests) == 3  # the repair did not count as a turn of its own
+    types = rec.types(skip=("state", "inbox", "status", "message_update"))
+    assert types[types.index("message_discard") - 1 : types.index("message_discard") + 2] == [
+        "message_start", "message_discard", "message_start"
+    ]
+
+
+async def test_protocol_repair_is_tried_only_once(rt):
+    fake = "<tool_call>{}</tool_call>"
+    model = ScriptedModel([say(fake), say(fake)])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    assert len(rec.of("message_discard")) == 1
+    assert agent.messages[-1].text == fake
+
+
+async def test_markup_is_not_a_violation_without_tools(rt):
+    model = ScriptedModel([say("XML example: <tool_call>x</tool_call>")])
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        await agent.run("explain")
+    assert rec.of("message_discard") == []
