@@ -28,7 +28,7 @@ def from_string(spec: str, **options: Any) -> SSEModel:
     precedence.
     """
     prefix, colon, model = spec.partition(":")
-    if not colon or not model:
+    if not prefix or not colon or not model:
         raise ValueError(f"expected 'provider:model', got {spec!r}")
     try:
         adapter, key_variable, url_variable = PROVIDERS[prefix]

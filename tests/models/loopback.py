@@ -49,14 +49,16 @@ class LoopbackServer:
     replies: deque[Reply] = attrs.field(factory=deque)
     requests: list[ReceivedRequest] = attrs.field(factory=list)
     url: str = ""
-    #: How many connections are currently open.
+    #: How many connections are open now, and how many were ever accepted.
     open_connections: int = 0
+    accepted_connections: int = 0
 
     def reply(self, reply: Reply) -> None:
         self.replies.append(reply)
 
     async def handle(self, stream: trio.SocketStream) -> None:
         self.open_connections += 1
+        self.accepted_connections += 1
         try:
             await self._serve(stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):

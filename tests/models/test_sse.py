@@ -99,7 +99,7 @@ def _stream(draw):
             prefix = b"data: " if spaced or line.startswith(" ") else b"data:"
             out += prefix + line.encode() + draw(line_end)
         out += draw(line_end)
-        expected.append(ServerSentEvent("\n".join(lines), name.lstrip(" ") if name else "message"))
+        expected.append(ServerSentEvent("\n".join(lines), name or "message"))
     if events and draw(st.booleans()):
         out = out.rstrip(b"\r\n") + b"\n"  # the final blank line is missing
     cuts = sorted(draw(st.lists(st.integers(0, len(out)), max_size=8)))
