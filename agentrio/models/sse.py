@@ -17,7 +17,8 @@ from __future__ import annotations
 import attrs
 
 _BOM = b"\xef\xbb\xbf"
-_LINE_ENDS = (b"\n", b"\r")
+_LF, _CR = 0x0A, 0x0D
+_LINE_ENDS = (_LF, _CR)
 
 
 @attrs.frozen(slots=True)
@@ -44,49 +45,50 @@ class SSEDecoder:
             return []
         if self._after_cr:
             self._after_cr = False
-            if chunk[:1] == b"\n":
+            if chunk[0] == _LF:
                 chunk = chunk[1:]
-        data = self._pending + chunk if self._pending else chunk
-        if self._at_start:
-            if len(data) < len(_BOM) and _BOM.startswith(data):
-                self._pending = data  # perhaps the start of a byte order mark
+                if not chunk:
+                    return []
+        if self._pending or self._at_start:
+            if _LF not in chunk and _CR not in chunk:  # int lookups: a memchr each
+                self._pending += chunk  # the line goes on: no need to split anything yet
                 return []
-            self._at_start = False
-            if data.startswith(_BOM):
-                data = data[len(_BOM) :]
-        lines = data.splitlines(keepends=True)
-        if lines and not lines[-1].endswith(_LINE_ENDS):
-            self._pending = lines.pop()
-        else:
+            chunk = self._pending + chunk
             self._pending = b""
-            self._after_cr = data.endswith(b"\r")
+            if self._at_start:
+                self._at_start = False
+                if chunk.startswith(_BOM):
+                    chunk = chunk[len(_BOM) :]
+        lines = chunk.splitlines(keepends=True)
+        if lines[-1][-1] in _LINE_ENDS:
+            self._after_cr = chunk[-1] == _CR
+        else:
+            self._pending = lines.pop()
         events: list[ServerSentEvent] = []
+        append_data = self._data.append
         for line in lines:
-            self._line(line.rstrip(b"\r\n"), events)
+            line = line.rstrip(b"\r\n")
+            # The hot path: a model stream is blank lines and data lines.
+            if not line:
+                if self._data:
+                    events.append(ServerSentEvent("\n".join(self._data), self._event or "message", self._last_id))
+                    self._data = []
+                    append_data = self._data.append
+                self._event = ""
+            elif line.startswith(b"data:"):
+                append_data((line[6:] if line[5:6] == b" " else line[5:]).decode("utf-8", "replace"))
+            else:
+                self._field(line)
         return events
 
     def close(self) -> list[ServerSentEvent]:
         """The events still held when the stream ends: a last line without
         its line end and an event without its final blank line."""
-        events: list[ServerSentEvent] = []
-        if self._pending:
-            self._line(self._pending, events)
-        self._pending = b""
-        self._line(b"", events)
-        return events
+        tail, self._pending = self._pending, b""
+        self._after_cr = False
+        return self.feed(tail + b"\n\n")
 
-    def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
-        if not line:
-            if self._data:
-                events.append(ServerSentEvent("\n".join(self._data), self._event or "message", self._last_id))
-                self._data = []
-            self._event = ""
-            return
-        # The hot path: nearly every line of a model stream is a data line.
-        if line.startswith(b"data:"):
-            value = line[6:] if line[5:6] == b" " else line[5:]
-            self._data.append(value.decode("utf-8", "replace"))
-            return
+    def _field(self, line: bytes) -> None:
         if line[0] == 0x3A:  # ':' starts a comment
             return
         name, colon, value = line.partition(b":")

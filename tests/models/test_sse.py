@@ -40,6 +40,9 @@ def test_event_without_data_is_not_dispatched_and_event_name_resets():
 def test_missing_final_blank_line_still_dispatches_the_last_event():
     assert decode(b"data: one\n\ndata: last") == [ServerSentEvent("one"), ServerSentEvent("last")]
     assert decode(b"data: one\n\ndata: last\n") == [ServerSentEvent("one"), ServerSentEvent("last")]
+    assert decode(b"data: one\r\rdata: last\r") == [ServerSentEvent("one"), ServerSentEvent("last")]
+    assert decode(b"data: one\r\n\r\n") == [ServerSentEvent("one")]
+    assert decode(b"") == []
 
 
 def test_crlf_split_between_reads_is_one_line_end():
