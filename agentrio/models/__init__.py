@@ -1,5 +1,6 @@
 """Model adapters and the normalized stream they all emit."""
 
+from .anthropic import Anthropic
 from .assembler import MessageAssembler
 from .errors import ProviderError
 from .events import (
@@ -17,16 +18,28 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from .http import open_http_client, shared_http_client
+from .model_string import from_string
+from .openai_chat import OpenAIChat
+from .openai_responses import OpenAIResponses
+from .provider_errors import CONNECTION_ERROR, CONTEXT_OVERFLOW
 from .request import Model, ModelRequest, ToolSpec
+from .retry import RetryPolicy
 from .scripted import ScriptedModel, message_events
 from .validation import request_problems
 
 __all__ = [
+    "CONNECTION_ERROR",
+    "CONTEXT_OVERFLOW",
+    "Anthropic",
     "Done",
     "MessageAssembler",
     "Model",
     "ModelRequest",
+    "OpenAIChat",
+    "OpenAIResponses",
     "ProviderError",
+    "RetryPolicy",
     "ScriptedModel",
     "StreamError",
     "StreamEvent",
@@ -41,6 +54,9 @@ __all__ = [
     "ToolCallEnd",
     "ToolCallStart",
     "ToolSpec",
+    "from_string",
     "message_events",
+    "open_http_client",
     "request_problems",
+    "shared_http_client",
 ]

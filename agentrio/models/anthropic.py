@@ -1,0 +1,57 @@
+"""``Anthropic``: the Anthropic Messages API."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import attrs
+
+from .anthropic_request import anthropic_request_body
+from .anthropic_stream import AnthropicStreamMapper
+from .request import ModelRequest
+from .sse_model import SSEModel, option
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+#: The API requires a limit on every request.
+DEFAULT_MAX_TOKENS = 16384
+
+
+@attrs.define
+class Anthropic(SSEModel):
+    base_url: str = option(default=ANTHROPIC_BASE_URL)
+    api_key: str | None = option(factory=lambda: os.environ.get("ANTHROPIC_API_KEY"), repr=False)
+    provider: str = option(default="anthropic")
+    max_tokens: int = option(default=DEFAULT_MAX_TOKENS)
+    #: Extended thinking: the most tokens the model may think for; must be
+    #: below ``max_tokens``.
+    thinking_budget: int | None = option(default=None)
+    anthropic_version: str = option(default=ANTHROPIC_VERSION)
+
+    path: ClassVar[str] = "/v1/messages"
+
+    def __attrs_post_init__(self) -> None:
+        if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
+            raise ValueError(
+                f"thinking_budget ({self.thinking_budget}) must be below max_tokens ({self.max_tokens})"
+            )
+
+    def headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": self.anthropic_version}
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        return headers
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        return anthropic_request_body(
+            self.model,
+            request,
+            provider=self.provider,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            thinking_budget=self.thinking_budget,
+        )
+
+    def new_mapper(self) -> AnthropicStreamMapper:
+        return AnthropicStreamMapper(self.model, self.provider)

@@ -1,0 +1,89 @@
+"""Building an Anthropic Messages request body from a ``ModelRequest``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..messages import AssistantMessage, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
+from .history import projected_history, replayable_parts
+from .request import ModelRequest, ToolSpec
+
+_INVALID_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def tool_use_id(call_id: str) -> str:
+    """Anthropic accepts only ``[a-zA-Z0-9_-]`` in tool-use ids; calls made
+    by other providers (``functions.get:0``) are mapped onto that, the same
+    way for the call and for its result."""
+    return _INVALID_ID_CHARS.sub("_", call_id)
+
+
+def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def _assistant_block(part: Text | Thinking | ToolCall) -> dict[str, Any] | None:
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ToolCall):
+        return {"type": "tool_use", "id": tool_use_id(part.id), "name": part.name, "input": part.arguments}
+    if not part.signature:
+        return None  # unsigned thinking is rejected
+    if part.redacted:
+        return {"type": "redacted_thinking", "data": part.signature}
+    return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+
+
+def _tool_result_block(message: ToolResultMessage) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": tool_use_id(message.tool_call_id), "content": message.text}
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def anthropic_messages(request: ModelRequest, *, provider: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    # Tool results travel in a user message, before anything else the user says.
+    user_blocks: list[dict[str, Any]] = []
+    for message in projected_history(request):
+        if isinstance(message, ToolResultMessage):
+            user_blocks.append(_tool_result_block(message))
+        elif isinstance(message, UserMessage):
+            user_blocks.append({"type": "text", "text": message.text})
+        else:
+            if user_blocks:
+                messages.append({"role": "user", "content": user_blocks})
+                user_blocks = []
+            blocks = [b for p in replayable_parts(message, provider) if (b := _assistant_block(p))]
+            if blocks:
+                messages.append({"role": "assistant", "content": blocks})
+    if user_blocks:
+        messages.append({"role": "user", "content": user_blocks})
+    return messages
+
+
+def anthropic_request_body(
+    model: str,
+    request: ModelRequest,
+    *,
+    provider: str,
+    max_tokens: int,
+    temperature: float | None = None,
+    thinking_budget: int | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": anthropic_messages(request, provider=provider),
+        "stream": True,
+    }
+    if request.system_prompt:
+        body["system"] = request.system_prompt
+    if request.tools:
+        body["tools"] = [anthropic_tool(t) for t in request.tools]
+    if temperature is not None:
+        body["temperature"] = temperature
+    if thinking_budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+    return body
