@@ -1,6 +1,7 @@
 """Tools, their definitions and their execution."""
 
 from .decorator import tool
+from .process import ProcessResult, run_process
 from .tool import Tool, ToolContext, ToolResult
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "tool"]
+__all__ = ["ProcessResult", "Tool", "ToolContext", "ToolResult", "run_process", "tool"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -10,6 +10,7 @@ import jsonschema
 
 from ..messages import Part, Text, ToolResultMessage
 from ..models import ToolSpec
+from .process import ProcessResult, run_process
 
 ExecutionMode = Literal["parallel", "exclusive"]
 EXECUTION_MODES = ("parallel", "exclusive")
@@ -51,6 +52,16 @@ class ToolContext:
         """Publish progress (any JSON-serializable value) as a
         ``tool_execution_update`` event."""
         self._report(progress)
+
+    async def run_process(self, command: str | Sequence[str], **options: Any) -> ProcessResult:
+        """Run a supervised subprocess (see ``agentrio.tools.process.run_process``
+        for the options), reporting its output as it arrives as progress
+        ``{"stream": "stdout" | "stderr", "text": ...}``."""
+        return await run_process(
+            command,
+            on_output=lambda stream, text: self.report({"stream": stream, "text": text}),
+            **options,
+        )
 
 
 Execute = Callable[[dict[str, Any], ToolContext], Awaitable["ToolResult | str"]]
