@@ -65,6 +65,7 @@ class ToolContext:
 
 
 Execute = Callable[[dict[str, Any], ToolContext], Awaitable["ToolResult | str"]]
+Preview = Callable[[dict[str, Any]], "Awaitable[str] | str"]
 
 
 def _check_mode(mode: object) -> None:
@@ -81,6 +82,10 @@ class Tool:
     ``"exclusive"`` (side effects: runs alone), or a callable deciding from the
     arguments. The agent re-reads it before each dispatch, so changing it
     affects calls not yet started.
+
+    ``preview(args)`` (sync or async) describes what a call would do, for a
+    person asked to approve it: the command it runs, the diff it makes. It
+    must not have side effects. See ``permissions.summarize_call``.
     """
 
     name: str
@@ -90,6 +95,7 @@ class Tool:
     execution_mode: ExecutionMode | Callable[[dict[str, Any]], ExecutionMode] = attrs.field(
         default="parallel", kw_only=True
     )
+    preview: Preview | None = attrs.field(default=None, kw_only=True)
     _validator: Any = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:
