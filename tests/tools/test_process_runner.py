@@ -148,11 +148,12 @@ async def test_background_children_do_not_survive_a_normal_exit(tmp_path, redire
 
 async def test_sigterm_comes_first(tmp_path):
     marker = tmp_path / "terminated"
-    script = f"trap 'echo term > {marker}; exit 7' TERM; sleep 1000 & wait"
+    script = f"trap 'echo term > {marker}; echo cleaning up; exit 7' TERM; sleep 1000 & wait"
     result = await run_process(script, cwd=tmp_path, timeout=0.5, grace=5)
     assert result.timed_out
     assert marker.read_text() == "term\n"
     assert result.exit_code == 7
+    assert result.stdout == "cleaning up\n"  # what it wrote while stopping is kept
     assert result.duration < 4  # it did not take the grace period and a SIGKILL
 
 
