@@ -115,6 +115,8 @@ async def run_process(
                 nursery.start_soon(_feed, process.stdin, stdin)
             with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
                 await process.wait()
+            # Stop what is left while the pipes are still read, so that what
+            # the command writes as it stops is kept.
             with trio.CancelScope(shield=True):
                 await group.stop(grace)
             with trio.move_on_after(_DRAIN_TIMEOUT):
