@@ -2,6 +2,17 @@
 
 from .decorator import tool
 from .middleware import Middleware, ToolCallContext, ToolRefused
+from .process import ProcessResult, run_process
 from .tool import Tool, ToolContext, ToolResult
 
-__all__ = ["Middleware", "Tool", "ToolCallContext", "ToolContext", "ToolRefused", "ToolResult", "tool"]
+__all__ = [
+    "Middleware",
+    "ProcessResult",
+    "Tool",
+    "ToolCallContext",
+    "ToolContext",
+    "ToolRefused",
+    "ToolResult",
+    "run_process",
+    "tool",
+]

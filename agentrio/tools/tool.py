@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -10,6 +10,7 @@ import jsonschema
 
 from ..messages import Part, Text, ToolResultMessage
 from ..models import ToolSpec
+from .process import ProcessResult, run_process
 
 ExecutionMode = Literal["parallel", "exclusive"]
 EXECUTION_MODES = ("parallel", "exclusive")
@@ -52,8 +53,19 @@ class ToolContext:
         ``tool_execution_update`` event."""
         self._report(progress)
 
+    async def run_process(self, command: str | Sequence[str], **options: Any) -> ProcessResult:
+        """Run a supervised subprocess (see ``agentrio.tools.process.run_process``
+        for the options), reporting its output as it arrives as progress
+        ``{"stream": "stdout" | "stderr", "text": ...}``."""
+        return await run_process(
+            command,
+            on_output=lambda stream, text: self.report({"stream": stream, "text": text}),
+            **options,
+        )
+
 
 Execute = Callable[[dict[str, Any], ToolContext], Awaitable["ToolResult | str"]]
+Preview = Callable[[dict[str, Any]], "Awaitable[str] | str"]
 
 
 def _check_mode(mode: object) -> None:
@@ -70,6 +82,10 @@ class Tool:
     ``"exclusive"`` (side effects: runs alone), or a callable deciding from the
     arguments. The agent re-reads it before each dispatch, so changing it
     affects calls not yet started.
+
+    ``preview(args)`` (sync or async) describes what a call would do, for a
+    person asked to approve it: the command it runs, the diff it makes. It
+    must not have side effects. See ``permissions.summarize_call``.
     """
 
     name: str
@@ -79,6 +95,7 @@ class Tool:
     execution_mode: ExecutionMode | Callable[[dict[str, Any]], ExecutionMode] = attrs.field(
         default="parallel", kw_only=True
     )
+    preview: Preview | None = attrs.field(default=None, kw_only=True)
     _validator: Any = attrs.field(init=False, default=None, repr=False)
 
     def __attrs_post_init__(self) -> None:

@@ -1,0 +1,125 @@
+"""The search in pure Python, for when ripgrep is not installed. It follows
+ripgrep's rules (see ``searching``) so that both give the same answer."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import trio
+
+from .common import ToolInputError
+from .search_types import Found, Match, Search
+from .text import SNIFF_BYTES
+from .workspace import Workspace
+
+GlobFilter = Callable[[str, bool], bool]
+
+
+def search_python(search: Search) -> Found:
+    """Run ``search``; meant for a worker thread (it checks for cancellation
+    between files)."""
+    try:
+        regex = re.compile(search.pattern, re.IGNORECASE if search.ignore_case else 0)
+    except re.error as e:
+        raise ToolInputError(f"invalid regular expression {search.pattern!r}: {e}") from None
+    keep = _glob_filter(search.glob)
+    # An explicit file is searched whatever the glob says, as by ripgrep.
+    files = [search.base] if search.base.is_file() else _walk(search.workspace, search.base, keep)
+    matches: list[Match] = []
+    for path in files:
+        trio.from_thread.check_cancelled()
+        shown = search.workspace.show(path)
+        for number, text in _matching_lines(path, regex):
+            if len(matches) == search.limit:
+                return Found(matches, more=True)
+            matches.append(Match(shown, number, text))
+    return Found(matches, more=False)
+
+
+def _walk(workspace: Workspace, directory: Path, keep: GlobFilter) -> Iterator[Path]:
+    """The files under ``directory`` in ripgrep's ``--sort path`` order: the
+    entries of each folder by name, a folder's content at its place."""
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return  # unreadable: skipped, as ripgrep skips it
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        path = Path(entry.path)
+        if entry.is_dir():
+            if entry.name != ".git" and keep(workspace.show(path), True):
+                yield from _walk(workspace, path, keep)
+        elif entry.is_file() and keep(workspace.show(path), False):
+            yield path
+
+
+def _matching_lines(path: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    try:
+        f = path.open("rb")
+    except OSError:
+        return
+    with f:
+        if b"\0" in f.read(SNIFF_BYTES):
+            return
+        f.seek(0)
+        for number, raw in enumerate(f, start=1):
+            if b"\0" in raw:
+                return  # ripgrep, too, stops at the first NUL byte of a file
+            text = raw.decode("utf-8", errors="replace").removesuffix("\n")
+            if regex.search(text):
+                yield number, text
+
+
+def _glob_filter(glob: str | None) -> GlobFilter:
+    """``keep(path, is_dir)`` for ripgrep's ``--glob``: gitignore-style,
+    matched against the name alone when the glob has no "/", against the
+    path from the root otherwise. An including glob selects files and lets
+    the walk into every folder; an excluding one ("!...") drops folders
+    whole, and files."""
+    if glob is None:
+        return lambda path, is_dir: True
+    exclude = glob.startswith("!")
+    body = glob.removeprefix("!")
+    anchored = "/" in body.rstrip("/")
+    regex = re.compile(_translate(body.strip("/")))
+
+    def keep(path: str, is_dir: bool) -> bool:
+        subject = path if anchored else path.rpartition("/")[2]
+        if exclude:
+            return not regex.fullmatch(subject)
+        return is_dir or bool(regex.fullmatch(subject))
+
+    return keep
+
+
+def _translate(glob: str) -> str:
+    """A gitignore-style glob as a regular expression: "*" and "?" stay
+    within a path component, "**/" spans any number of them."""
+    out = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("/**", i) and i + 3 == len(glob):
+            out.append("/.*")
+            i += 3
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
+            members = glob[i + 1 : end]
+            out.append("[" + ("^" + members[1:] if members.startswith("!") else members) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return "".join(out)

@@ -1,0 +1,86 @@
+"""``bash``: run a shell command in the workspace, supervised."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from ..process import DEFAULT_GRACE, ProcessResult
+from ..tool import Tool, ToolContext, ToolResult
+from .common import object_schema
+from .workspace import Workspace
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+OUTPUT_CAP = 30_000
+
+
+def bash(
+    root: Workspace | str | os.PathLike[str],
+    *,
+    default_timeout: float = DEFAULT_TIMEOUT,
+    max_timeout: float = MAX_TIMEOUT,
+    output_cap: int = OUTPUT_CAP,
+    grace: float = DEFAULT_GRACE,
+) -> Tool:
+    """The ``bash`` tool for the workspace ``root``: each command runs in
+    the root with a time limit (``timeout`` argument, ``default_timeout``
+    when absent, never above ``max_timeout``) and at most ``output_cap``
+    characters of stdout and of stderr kept."""
+    workspace = Workspace.of(root)
+    description = f"""\
+Run a bash command in the workspace root and return its output and exit \
+status. Each call starts a fresh shell (no state is kept between calls) with \
+no input; a command still running after the time limit is stopped together \
+with everything it started. Output beyond {output_cap:,} characters per \
+stream is cut from the middle. Background processes do not survive the \
+command. Prefer read, grep, glob and ls to inspect files."""
+    parameters = object_schema(
+        {
+            "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
+            "timeout": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": max_timeout,
+                "default": default_timeout,
+                "description": f"The time limit in seconds (at most {max_timeout:g}).",
+            },
+        },
+        "command",
+    )
+
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        shell = shutil.which("bash") or "/bin/sh"
+        result = await ctx.run_process(
+            [shell, "-c", args["command"]],
+            cwd=workspace.root,
+            timeout=min(args.get("timeout", default_timeout), max_timeout),
+            output_cap=output_cap,
+            grace=grace,
+        )
+        return _result(result)
+
+    def preview(args: dict[str, Any]) -> str:
+        return args["command"]
+
+    return Tool("bash", description, parameters, execute, execution_mode="exclusive", preview=preview)
+
+
+def _result(result: ProcessResult) -> ToolResult:
+    parts = [result.stdout.rstrip("\n")] if result.stdout else []
+    if result.stderr:
+        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if not result.ok:
+        parts.append(f"[{result.status}]")
+    return ToolResult(
+        "\n".join(parts) or "(no output)",
+        is_error=not result.ok,
+        details={
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "timed_out": result.timed_out,
+            "truncated": result.truncated,
+            "duration": round(result.duration, 3),
+        },
+    )

@@ -1,0 +1,78 @@
+from agentrio.tools.builtin import read
+from agentrio.tools.builtin.reading import MAX_LINE_CHARS
+
+
+async def test_lines_come_numbered(workspace, call):
+    (workspace / "a.txt").write_text("alpha\nbeta\r\ngamma")
+    result = await call(read(workspace), path="a.txt")
+    assert not result.is_error
+    assert result.content == "     1\talpha\n     2\tbeta\n     3\tgamma"
+
+
+async def test_a_line_range(workspace, call):
+    (workspace / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    result = await call(read(workspace), path="a.txt", offset=4, limit=2)
+    lines = result.content.splitlines()
+    assert lines[:2] == ["     4\tline 4", "     5\tline 5"]
+    assert lines[2] == "[a.txt goes on (71 bytes in all); read on with offset=6]"
+
+
+async def test_the_last_lines_have_no_note(workspace, call):
+    (workspace / "a.txt").write_text("one\ntwo\n")
+    result = await call(read(workspace), path="a.txt", offset=2)
+    assert result.content == "     2\ttwo"
+
+
+async def test_a_huge_file_is_capped_with_a_note(workspace, call):
+    (workspace / "big.txt").write_text("x" * 100 + "\n" + "".join(f"{i}\n" for i in range(100_000)))
+    result = await call(read(workspace, max_chars=1000), path="big.txt")
+    assert len(result.content) < 1300
+    assert result.content.splitlines()[-1].startswith("[big.txt goes on (")
+    assert "read on with offset=" in result.content
+
+
+async def test_a_long_line_is_cut(workspace, call):
+    (workspace / "wide.txt").write_text("y" * (MAX_LINE_CHARS + 10) + "\n")
+    result = await call(read(workspace), path="wide.txt")
+    assert result.content.endswith("y [... 10 more characters on this line]")
+
+
+async def test_an_absolute_path_inside_the_workspace(workspace, call):
+    (workspace / "a.txt").write_text("hi\n")
+    result = await call(read(workspace), path=str(workspace / "a.txt"))
+    assert result.content == "     1\thi"
+
+
+async def test_an_empty_file(workspace, call):
+    (workspace / "empty").write_text("")
+    result = await call(read(workspace), path="empty")
+    assert not result.is_error and result.content == "empty is empty"
+
+
+async def test_missing_file(workspace, call):
+    result = await call(read(workspace), path="nope.txt")
+    assert result.is_error and result.content == "nope.txt does not exist in the workspace"
+
+
+async def test_offset_past_the_end(workspace, call):
+    (workspace / "a.txt").write_text("one\ntwo\n")
+    result = await call(read(workspace), path="a.txt", offset=5)
+    assert result.is_error and "offset 5 is past the end of a.txt, which has 2 lines" in result.content
+
+
+async def test_binary_file(workspace, call):
+    (workspace / "blob.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    result = await call(read(workspace), path="blob.bin")
+    assert result.is_error and "blob.bin is a binary file" in result.content
+
+
+async def test_undecodable_file(workspace, call):
+    (workspace / "latin.txt").write_bytes("café\n".encode("latin-1"))
+    result = await call(read(workspace), path="latin.txt")
+    assert result.is_error and "latin.txt is not UTF-8 text" in result.content
+
+
+async def test_a_directory(workspace, call):
+    (workspace / "src").mkdir()
+    result = await call(read(workspace), path="src")
+    assert result.is_error and "src is a directory; use ls" in result.content

@@ -1,0 +1,180 @@
+"""Supervised subprocesses, with real processes: output, limits, clean-up."""
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+from agentrio.tools.process import run_process
+
+GRACE = 0.2
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def assert_all_gone(pids: list[int]) -> None:
+    # A killed process needs a moment to leave the process table.
+    deadline = time.monotonic() + 5
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [p for p in pids if running(p)] == []
+
+
+def assert_reaped(pid: int) -> None:
+    """``pid`` was our child and nothing is left of it: not even a zombie."""
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert not Path(f"/proc/{pid}").exists()
+
+
+def assert_cleaned_up(pid_file: Path, grandchildren: int) -> None:
+    """The shell whose pid is first in ``pid_file`` was reaped, and none of
+    the processes it started (the other pids) still runs."""
+    leader, *started = [int(line) for line in pid_file.read_text().split()]
+    assert len(started) == grandchildren
+    assert_all_gone(started)
+    assert_reaped(leader)
+
+
+# A shell that records its own pid and those of two background sleepers, then
+# waits for them: the sleepers are grandchildren of the runner.
+SLEEPERS = "echo $$ >> {pids}; sleep 1000 & echo $! >> {pids}; sleep 1000 & echo $! >> {pids}; wait"
+# The same with one sleeper, both ignoring SIGTERM.
+STUBBORN = "trap '' TERM; echo $$ >> {pids}; sleep 1000 & echo $! >> {pids}; wait"
+
+
+async def wait_for_lines(path: Path, count: int) -> None:
+    while not path.exists() or len(path.read_text().split()) < count:
+        await trio.sleep(0.01)
+
+
+async def test_output_and_exit_status(tmp_path):
+    result = await run_process("echo out; echo err >&2; exit 3", cwd=tmp_path)
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+    assert (result.exit_code, result.signal, result.timed_out) == (3, None, False)
+    assert not result.ok
+    assert result.status == "exit code 3"
+
+
+async def test_argument_list_runs_without_a_shell(tmp_path):
+    result = await run_process([sys.executable, "-c", "import os; print(os.getcwd())"], cwd=tmp_path)
+    assert result.ok
+    assert result.command == (sys.executable, "-c", "import os; print(os.getcwd())")
+    assert result.stdout.strip() == str(tmp_path)
+
+
+async def test_stdin_is_fed_then_closed(tmp_path):
+    result = await run_process("cat", cwd=tmp_path, stdin="hello\n")
+    assert result.stdout == "hello\n"
+
+
+async def test_without_stdin_the_command_reads_nothing(tmp_path):
+    result = await run_process("cat", cwd=tmp_path, timeout=5)
+    assert result.ok and result.stdout == ""
+
+
+async def test_output_is_streamed_in_order(tmp_path):
+    chunks = []
+    script = "echo one; sleep 0.1; echo two >&2; sleep 0.1; echo three"
+    result = await run_process(script, cwd=tmp_path, on_output=lambda s, t: chunks.append((s, t)))
+    assert chunks == [("stdout", "one\n"), ("stderr", "two\n"), ("stdout", "three\n")]
+    assert result.stdout == "one\nthree\n"
+
+
+async def test_a_character_split_across_writes_is_never_split_in_the_stream(tmp_path):
+    code = (
+        "import os, time\n"
+        "data = 'é€'.encode()\n"
+        "for i in range(len(data)):\n"
+        "    os.write(1, data[i:i + 1]); time.sleep(0.02)\n"
+    )
+    chunks = []
+    result = await run_process([sys.executable, "-c", code], cwd=tmp_path, on_output=lambda s, t: chunks.append(t))
+    assert result.stdout == "é€"
+    assert "".join(chunks) == "é€"
+    assert all("\ufffd" not in c for c in chunks)
+
+
+async def test_huge_output_keeps_head_and_tail_with_a_note(tmp_path):
+    code = "for i in range(100_000): print(f'line {i}')"
+    result = await run_process([sys.executable, "-c", code], cwd=tmp_path, output_cap=1000)
+    assert result.ok and result.truncated
+    assert result.stdout.startswith("line 0\nline 1\n")
+    assert result.stdout.endswith("line 99999\n")
+    assert "characters" in result.stdout and "cut here" in result.stdout
+    assert len(result.stdout) < 1200
+
+
+async def test_time_out_stops_the_command_and_its_grandchildren(tmp_path):
+    pids = tmp_path / "pids"
+    result = await run_process(SLEEPERS.format(pids=pids), cwd=tmp_path, timeout=0.5, grace=GRACE)
+    assert result.timed_out and not result.ok
+    assert result.signal == signal.SIGTERM
+    assert "timed out" in result.status
+    assert_cleaned_up(pids, grandchildren=2)
+
+
+async def test_cancel_stops_the_command_and_its_grandchildren(tmp_path):
+    pids = tmp_path / "pids"
+    with trio.move_on_after(10) as deadline:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: run_process(SLEEPERS.format(pids=pids), cwd=tmp_path, grace=GRACE))
+            await wait_for_lines(pids, 3)
+            nursery.cancel_scope.cancel()
+    assert not deadline.cancelled_caught
+    assert_cleaned_up(pids, grandchildren=2)
+
+
+@pytest.mark.parametrize("redirect", ["", ">/dev/null 2>&1"], ids=["holding-the-pipes", "detached-output"])
+async def test_background_children_do_not_survive_a_normal_exit(tmp_path, redirect):
+    pids = tmp_path / "pids"
+    script = f"echo $$ >> {pids}; sleep 1000 {redirect} & echo $! >> {pids}; echo done"
+    with trio.fail_after(10):
+        result = await run_process(script, cwd=tmp_path, grace=GRACE)
+    assert result.ok and result.stdout == "done\n"
+    assert_cleaned_up(pids, grandchildren=1)
+
+
+async def test_sigterm_comes_first(tmp_path):
+    marker = tmp_path / "terminated"
+    script = f"trap 'echo term > {marker}; echo cleaning up; exit 7' TERM; sleep 1000 & wait"
+    result = await run_process(script, cwd=tmp_path, timeout=0.5, grace=5)
+    assert result.timed_out
+    assert marker.read_text() == "term\n"
+    assert result.exit_code == 7
+    assert result.stdout == "cleaning up\n"  # what it wrote while stopping is kept
+    assert result.duration < 4  # it did not take the grace period and a SIGKILL
+
+
+async def test_sigkill_follows_when_sigterm_is_ignored(tmp_path):
+    pids = tmp_path / "pids"
+    result = await run_process(STUBBORN.format(pids=pids), cwd=tmp_path, timeout=0.5, grace=GRACE)
+    assert result.timed_out
+    assert result.signal == signal.SIGKILL
+    assert_cleaned_up(pids, grandchildren=1)
+
+
+async def test_cancel_waits_for_the_grace_period_then_kills(tmp_path):
+    pids = tmp_path / "pids"
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: run_process(STUBBORN.format(pids=pids), cwd=tmp_path, grace=GRACE))
+        await wait_for_lines(pids, 2)
+        nursery.cancel_scope.cancel()
+    assert_cleaned_up(pids, grandchildren=1)
+
+
+async def test_context_reports_output_as_progress(tmp_path, ctx, reports):
+    result = await ctx.run_process("echo a; sleep 0.1; echo b >&2", cwd=tmp_path)
+    assert result.ok
+    assert reports == [{"stream": "stdout", "text": "a\n"}, {"stream": "stderr", "text": "b\n"}]
