@@ -164,7 +164,10 @@ class ApprovalRequest(_Event):
     request_id: str
     call: ToolCall
     tool_name: str
+    #: What the call would do, for a person: the command, the diff, the path.
     summary: str
+    #: Why the policy asks, when it said.
+    reason: str | None = None
 
     type: ClassVar[str] = "approval_request"
 

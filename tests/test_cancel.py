@@ -18,11 +18,10 @@ from agentrio import (
     ScriptedModel,
     Text,
     Tool,
-    ToolCall,
     ToolResultMessage,
 )
 from agentrio.messages import TOOL_ABORTED
-from agentrio.models import Done, StreamStart, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallStart
+from agentrio.models import StreamStart, TextDelta, TextStart, ToolCallDelta, ToolCallStart
 
 from .conftest import record
 from .helpers import calls, say

@@ -3,7 +3,7 @@
 import pytest
 import trio
 
-from agentrio import AgentDisposed, AgentSpec, Hooks, Reject, ScriptedModel, Tool, ToolResultMessage, UserMessage
+from agentrio import AgentDisposed, AgentSpec, Hooks, Reject, ScriptedModel, UserMessage
 
 from .conftest import record
 from .helpers import calls, say, sleeper

@@ -54,7 +54,7 @@ from ..messages import (
     error_result,
     project_tool_protocol,
 )
-from ..models import MessageAssembler, ModelRequest, ProviderError
+from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart
 from .model_stream import stream_model
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
@@ -326,7 +326,9 @@ class Activity:
             live = self._live = LiveMessage()
             error = await stream_model(self.agent.spec.model, request, self._on_stream_event)
             if error is None and live.assembler.done is None:
-                error = ProviderError(type="connection_error", message="the stream ended without a stop reason")
+                error = ProviderError(
+                    type=CONNECTION_ERROR, message="the stream ended without a stop reason"
+                )
             if error is not None:
                 delay = await self._retry_delay(error, attempt)
                 if delay is not None:
@@ -335,7 +337,7 @@ class Activity:
                     await trio.sleep(delay)
                     attempt += 1
                     continue
-                stop = "context_overflow" if error.type == "context_overflow" else "error"
+                stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"
                 message = live.assembler.interrupted(stop, str(error))
             else:
                 message = live.assembler.message()

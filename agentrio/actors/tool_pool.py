@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from .. import _callbacks
 from .._ids import new_id
 from ..events import ApprovalRequest, ToolExecutionUpdate
 from ..journal.records import ToolCallStarted
 from ..messages import TOOL_NOT_STARTED, Text, ToolCall, ToolResultMessage, error_result
 from ..tools import Tool, ToolContext
 from ..tools.middleware import run_tool_call
+from ..tools.permissions import decide, summarize_call
 
 if TYPE_CHECKING:
     from .activity import Activity
@@ -100,20 +100,17 @@ class ToolBatch:
             return
         call = slot.call
         try:
-            decision = await _callbacks.call(policy, call, slot.tool)
+            decision = await decide(policy, call, slot.tool)
         except Exception as exc:
             slot.result = _error(call, f"permission check failed: {type(exc).__name__}: {exc}")
             return
-        if decision == "allow":
-            return
         if decision == "deny":
-            slot.result = _error(call, f"permission denied: the policy does not allow {call.name}")
+            reason = f": {decision.reason}" if decision.reason else ""
+            slot.result = _error(call, f"permission denied by policy{reason}")
         elif decision == "ask":
-            await self._ask(slot)
-        else:
-            slot.result = _error(call, f"permission check failed: unknown decision {decision!r}")
+            await self._ask(slot, decision.reason)
 
-    async def _ask(self, slot: Slot) -> None:
+    async def _ask(self, slot: Slot, why: str | None) -> None:
         call = slot.call
         request_id = new_id("approval")
         approval = self._agent._approvals[request_id] = Approval()
@@ -123,7 +120,8 @@ class ToolBatch:
                 request_id=request_id,
                 call=call,
                 tool_name=call.name,
-                summary=f"{call.name} {call.arguments}",
+                summary=await summarize_call(call, slot.tool),
+                reason=why,
             )
             await approval.answered.wait()
         finally:

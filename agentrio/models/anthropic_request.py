@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..messages import AssistantMessage, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
+from ..messages import Text, Thinking, ToolCall, ToolResultMessage, UserMessage
 from .history import projected_history, replayable_parts
 from .request import ModelRequest, ToolSpec
 

@@ -1,7 +1,9 @@
 """The HTTP client model adapters share.
 
 A Runtime enters ``open_http_client()`` once; every adapter running inside it
-then reuses that client's connection pool through ``shared_http_client``.
+then reuses one connection pool through ``shared_http_client``. The client
+itself is made on first use: creating one loads TLS certificates, which an
+agent that never calls a remote model should not pay for.
 """
 
 from __future__ import annotations
@@ -17,7 +19,30 @@ import httpx
 #: minutes) but should notice quickly that a server cannot be reached.
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 
-shared_http_client: contextvars.ContextVar[httpx.AsyncClient | None] = contextvars.ContextVar(
+
+class SharedClient:
+    """An ``httpx.AsyncClient`` created on first use and closed by its owner."""
+
+    def __init__(self, *, timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT, **limits: Any) -> None:
+        self._options = {"timeout": timeout, "limits": httpx.Limits(**limits)}
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(**self._options)
+        return self._client
+
+    @property
+    def created(self) -> bool:
+        return self._client is not None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+shared_http_client: contextvars.ContextVar[SharedClient | None] = contextvars.ContextVar(
     "agentrio_shared_http_client", default=None
 )
 
@@ -25,25 +50,26 @@ shared_http_client: contextvars.ContextVar[httpx.AsyncClient | None] = contextva
 @asynccontextmanager
 async def open_http_client(
     *, timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT, **limits: Any
-) -> AsyncIterator[httpx.AsyncClient]:
-    """Create the shared client (``limits`` are ``httpx.Limits`` arguments,
-    e.g. ``max_connections=20``), publish it in ``shared_http_client`` for
-    the duration of the block, and close it on exit."""
-    async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(**limits)) as client:
-        token = shared_http_client.set(client)
-        try:
-            yield client
-        finally:
-            shared_http_client.reset(token)
+) -> AsyncIterator[SharedClient]:
+    """Publish a shared client (``limits`` are ``httpx.Limits`` arguments,
+    e.g. ``max_connections=20``) in ``shared_http_client`` for the duration
+    of the block, and close it on exit."""
+    shared = SharedClient(timeout=timeout, **limits)
+    token = shared_http_client.set(shared)
+    try:
+        yield shared
+    finally:
+        shared_http_client.reset(token)
+        await shared.aclose()
 
 
 @asynccontextmanager
 async def client_for_request(explicit: httpx.AsyncClient | None) -> AsyncIterator[httpx.AsyncClient]:
     """The client one request should use: ``explicit`` if given, else the
     shared one, else a temporary client closed when the request is done."""
-    client = explicit or shared_http_client.get()
-    if client is not None:
-        yield client
+    shared = shared_http_client.get()
+    if explicit is not None or shared is not None:
+        yield explicit or shared.client
         return
     async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT) as temporary:
         yield temporary

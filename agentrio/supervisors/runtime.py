@@ -14,13 +14,15 @@ from ..journal import Journal, MemoryStore, SessionInfo, SessionNotFound, Sessio
 from ..journal.records import MessageAppended, Record
 from ..journal.repair import repair
 from ..messages import unanswered_calls
+from ..models.http import open_http_client
 from .registry import AgentRegistry
 
 
 class Runtime:
     """``async with Runtime(store) as rt``: owns the root nursery in which
-    every agent runs. Leaving the block disposes every agent, newest first
-    (cancel, wait, close), then waits for anything they still supervise."""
+    every agent runs, and the HTTP client their models share. Leaving the
+    block disposes every agent, newest first (cancel, wait, close), then
+    waits for anything they still supervise."""
 
     def __init__(self, store: Store | None = None) -> None:
         self.store: Store = store if store is not None else MemoryStore()
@@ -32,6 +34,7 @@ class Runtime:
         if self._stack is not None:
             raise RuntimeError("a Runtime can be entered only once")
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             self._stack = stack.pop_all()
         return self

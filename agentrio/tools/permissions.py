@@ -20,13 +20,13 @@ Built in: ``allow_all``, ``read_only`` and ``rules(...)``::
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
+from .. import _callbacks
 from ..messages import ToolCall
 from .tool import Tool
 
@@ -63,7 +63,7 @@ async def decide(policy: Policy, call: ToolCall, tool: Tool) -> Decision:
     """Ask ``policy`` about ``call`` and return its answer as a ``Decision``
     (a plain string answer has no reason). An answer that is not a verdict
     raises ``ValueError``."""
-    answer = await _settled(policy(call, tool))
+    answer = await _callbacks.call(policy, call, tool)
     if isinstance(answer, Decision):
         return answer
     if not isinstance(answer, str):
@@ -166,11 +166,8 @@ async def summarize_call(call: ToolCall, tool: Tool | None) -> str:
     if tool is None or tool.preview is None:
         return plain
     try:
-        return await _settled(tool.preview(call.arguments))
+        return await _callbacks.call(tool.preview, call.arguments)
     except Exception as e:
         return f"{plain}\n(no preview: {e})"
 
 
-async def _settled(value: Any) -> Any:
-    """The answer of a sync or async callable."""
-    return await value if inspect.isawaitable(value) else value

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import pytest
 
-from agentrio.messages import Text, Thinking, ToolCall, Usage
+from agentrio.messages import Text, Thinking, Usage
 from agentrio.models import (
     Done,
     MessageAssembler,

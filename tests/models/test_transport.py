@@ -216,10 +216,22 @@ async def test_thinking_budget_must_fit_in_max_tokens():
 
 async def test_shared_client_is_published_and_closed():
     assert shared_http_client.get() is None
-    async with open_http_client(max_connections=3) as client:
-        assert shared_http_client.get() is client
+    async with open_http_client(max_connections=3) as shared:
+        assert shared_http_client.get() is shared
+        assert not shared.created  # made on first use only
+        client = shared.client
+        assert shared.client is client
     assert shared_http_client.get() is None
     assert client.is_closed
+
+
+async def test_the_runtime_publishes_a_shared_client():
+    from agentrio import Runtime
+
+    async with Runtime():
+        shared = shared_http_client.get()
+        assert shared is not None and not shared.created
+    assert shared_http_client.get() is None
 
 
 async def test_requests_reuse_the_shared_client(server):
@@ -244,7 +256,7 @@ async def test_an_explicit_client_wins_over_the_shared_one(server):
         server.reply(Reply(chunks=[ANTHROPIC_START, ANTHROPIC_END]))
         await collect(anthropic(server, client=mine))
         assert len(mine._transport._pool.connections) == 1
-        assert len(shared._transport._pool.connections) == 0
+        assert not shared.created
 
 
 # --- cancellation ------------------------------------------------------------------
