@@ -134,6 +134,9 @@ class ToolExecutionStart(_Event):
     tool_call_id: str
     tool_name: str
     arguments: dict[str, Any]
+    #: How the call was scheduled: ``parallel`` or ``exclusive``; None for a
+    #: call that never ran (it was refused, invalid or cancelled first).
+    mode: str | None = None
 
     type: ClassVar[str] = "tool_execution_start"
 

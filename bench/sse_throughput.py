@@ -31,7 +31,7 @@ from agentrio.models.openai_chat_stream import ChatStreamMapper  # noqa: E402
 from agentrio.models.openai_responses_stream import ResponsesStreamMapper  # noqa: E402
 from agentrio.models.sse import SSEDecoder  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "conformance" / "provider-streams"
+CORPUS = ROOT / "tests" / "conformance" / "provider-streams"
 #: The largest complete (error-free) stream of each wire format, and the
 #: largest stream of all for decoding alone.
 FILES = {

@@ -45,3 +45,20 @@ tool_results = st.builds(
 )
 messages = user_messages | assistant_messages | tool_results
 histories = st.lists(messages, max_size=12)
+
+
+@st.composite
+def agent_histories(draw):
+    """Histories as an agent writes them: each call answered right after
+    its assistant message, in call order, ids never reused."""
+    history, next_id = [], 0
+    for _ in range(draw(st.integers(0, 6))):
+        history.append(draw(user_messages))
+        for _ in range(draw(st.integers(0, 3))):
+            n = draw(st.integers(0, 3))
+            ids = [f"id_{next_id + i}" for i in range(n)]
+            next_id += n
+            parts = draw(st.lists(texts | thinkings, max_size=2)) + [ToolCall(i, "read", {}) for i in ids]
+            history.append(AssistantMessage(parts))
+            history += [ToolResultMessage(i, "read", draw(st.lists(texts, max_size=1))) for i in ids]
+    return history

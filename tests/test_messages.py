@@ -9,7 +9,7 @@ from agentrio.messages import (
 )
 from agentrio.models import ModelRequest, request_problems
 
-from .strategies import histories, messages
+from .strategies import agent_histories, histories, messages
 
 
 def test_stop_reason_defaults_from_content():
@@ -117,3 +117,32 @@ def test_the_projection_of_any_history_is_provider_valid(history):
 def test_projection_is_idempotent(history):
     once = project_tool_protocol(history)
     assert project_tool_protocol(once) == once
+
+
+@given(histories)
+def test_a_growing_projection_equals_the_full_projection(history):
+    from agentrio.messages.protocol import GrowingProjection
+
+    growing = GrowingProjection()
+    for i, message in enumerate(history):
+        growing.append(message)
+        assert growing.messages() == project_tool_protocol(history[: i + 1])
+
+
+def test_a_growing_projection_stays_incremental_for_an_agent_written_history():
+    from agentrio.messages.protocol import GrowingProjection
+
+    asking = AssistantMessage([ToolCall("a", "read", {}), ToolCall("b", "read", {})])
+    growing = GrowingProjection([UserMessage("hi"), asking, _result("a"), _result("b"), AssistantMessage([Text("ok")])])
+    assert growing._everything is None
+    growing.append(_result("zzz"))  # an orphan: only the full projection knows what to do
+    assert growing._everything is not None
+
+
+@given(agent_histories())
+def test_an_agent_written_history_is_projected_incrementally(history):
+    from agentrio.messages.protocol import GrowingProjection
+
+    growing = GrowingProjection(history)
+    assert growing._everything is None
+    assert growing.messages() == project_tool_protocol(history)

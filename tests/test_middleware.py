@@ -102,3 +102,16 @@ async def test_a_layer_wraps_the_call_in_a_scope(rt):
 
     await _run(rt, [grant], Tool("t", "", {"type": "object"}, execute), {})
     assert seen == ["workspace:rw"] and capability.get() is None
+
+
+async def test_nothing_a_tool_does_to_its_arguments_reaches_history(rt):
+    async def vandal(args, ctx):
+        args["items"].append("injected")
+        args.clear()
+        return "done"
+
+    tool = Tool("vandal", "", {"type": "object"}, vandal)
+    model = ScriptedModel([calls(("vandal", {"items": ["a"]})), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[tool]))
+    await agent.run("go")
+    assert agent.messages[1].tool_calls[0].arguments == {"items": ["a"]}

@@ -54,6 +54,7 @@ from ..messages import (
     error_result,
     project_tool_protocol,
 )
+from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart
 from .model_stream import stream_model
@@ -106,6 +107,7 @@ class Activity:
         self.cancel_cause: str | None = None
         # The run's working copy of history; committed history is the journal's.
         self.context: list[Message] = list(self._state.messages)
+        self._projection = GrowingProjection(self.context)
         self.new_messages: list[Message] = []
         self.usage = Usage()
         self.turns = 0
@@ -118,11 +120,11 @@ class Activity:
 
     # -- plumbing -------------------------------------------------------------
 
-    def emit(self, event_type: type[Event], **fields: Any) -> Event:
-        return self.agent._bus.emit(event_type, **fields)
+    def emit(self, event_type: type[Event], **fields: Any) -> None:
+        self.agent._bus.emit(event_type, **fields)
 
     def state(self, name: str) -> None:
-        self.emit(State, name=name)
+        self.agent._bus.emit(State, name=name)
 
     def cancel(self, cause: str) -> None:
         self.cancel_cause = cause
@@ -132,6 +134,7 @@ class Activity:
         """Append ``message`` to the journal, the run's context and its events."""
         await self.journal.append(MessageAppended(message))
         self.context.append(message)
+        self._projection.append(message)
         self.new_messages.append(message)
         if isinstance(message, AssistantMessage):
             self.usage = self.usage + message.usage
@@ -139,9 +142,13 @@ class Activity:
             self.emit(MessageStart, role=message.role, message=message)
         self.emit(MessageEnd, message=message)
 
-    def tool_started(self, call: ToolCall) -> None:
+    def tool_started(self, call: ToolCall, mode: str | None = None) -> None:
         self.emit(
-            ToolExecutionStart, tool_call_id=call.id, tool_name=call.name, arguments=call.arguments
+            ToolExecutionStart,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
+            mode=mode,
         )
 
     async def commit_tool_result(
@@ -303,14 +310,12 @@ class Activity:
 
     async def _build_request(self) -> ModelRequest:
         agent = self.agent
-        context = RequestContext(
-            system_prompt=agent.spec.system_prompt,
-            messages=list(self.context),
-            tools=[tool.spec for tool in agent.tools.values()],
-        )
+        tools = [tool.spec for tool in agent.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
-        if hook:
-            context = await _callbacks.call(hook, context) or context
+        if not hook:
+            return ModelRequest(agent.spec.system_prompt, self._projection.messages(), tools)
+        context = RequestContext(agent.spec.system_prompt, list(self.context), tools)
+        context = await _callbacks.call(hook, context) or context
         return ModelRequest(
             context.system_prompt, project_tool_protocol(context.messages), list(context.tools)
         )

@@ -25,8 +25,10 @@ class EventBus:
         self._seq = 0
         self._subscribers: list[trio.MemorySendChannel[Event]] = []
 
-    def emit(self, event_type: type[Event], **fields: Any) -> Event:
+    def emit(self, event_type: type[Event], **fields: Any) -> None:
         self._seq += 1
+        if not self._subscribers:
+            return  # nobody listens: build nothing, but keep counting
         event = event_type(
             agent_id=self._agent_id,
             session_id=self._session_id,
@@ -39,7 +41,6 @@ class EventBus:
                 channel.send_nowait(event)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._subscribers.remove(channel)
-        return event
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:

@@ -29,7 +29,12 @@ async def _produce(
         try:
             async with aclosing(model.stream(request)) as events:
                 async for event in events:
-                    await send.send(event)
+                    try:
+                        # The adapter's own awaits are the checkpoints; a
+                        # second one per event would only add a task switch.
+                        send.send_nowait(event)
+                    except trio.WouldBlock:
+                        await send.send(event)
             return
         except trio.BrokenResourceError:
             return  # the agent stopped listening
@@ -53,7 +58,12 @@ async def stream_model(
         nursery.start_soon(_produce, model, request, send)
         async with receive:
             async for event in receive:
-                if isinstance(event, StreamError):
-                    return event.error
-                await on_event(event)
+                while True:
+                    if isinstance(event, StreamError):
+                        return event.error
+                    await on_event(event)
+                    try:  # take what is already buffered without a task switch each
+                        event = receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
     return None

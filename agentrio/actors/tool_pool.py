@@ -193,13 +193,13 @@ class ToolBatch:
                 await self._drain()
                 # Every earlier result must be durable before a side effect.
                 await self._activity.journal.sync()
-                await self._dispatch(slot, tool)
+                await self._dispatch(slot, tool, mode)
                 await self._drain()
             else:
                 while self._running >= limits.max_parallel_tool_calls:
                     await self._receive_one()
                     await self._commit_ready()
-                await self._dispatch(slot, tool)
+                await self._dispatch(slot, tool, mode)
         await self._drain()
 
     async def _drain(self) -> None:
@@ -207,7 +207,7 @@ class ToolBatch:
             await self._receive_one()
         await self._commit_ready()
 
-    async def _dispatch(self, slot: Slot, tool: Tool) -> None:
+    async def _dispatch(self, slot: Slot, tool: Tool, mode: str) -> None:
         activity = self._activity
         activity.tool_calls += 1
         # The start is durable before the body runs, so that after a crash we
@@ -216,7 +216,7 @@ class ToolBatch:
         await activity.journal.sync()
         slot.started_at = trio.current_time()
         slot.scope = trio.CancelScope()
-        activity.tool_started(slot.call)
+        activity.tool_started(slot.call, mode)
         self._running += 1
         self._agent._workers.start_soon(self._worker, slot, tool)
 

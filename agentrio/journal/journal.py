@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import trio
-
 from .projection import SessionState
 from .records import Record
 from .store import Store
@@ -16,14 +14,12 @@ class Journal:
         self.state = state
 
     async def append(self, *records: Record) -> None:
-        # Shielded: a record half-written because of a cancel would leave the
-        # store and memory disagreeing.
-        with trio.CancelScope(shield=True):
-            await self.store.append(self.session_id, records)
+        # The store's append is atomic with respect to cancellation, so the
+        # records reach memory exactly when they reached the store.
+        await self.store.append(self.session_id, records)
         for record in records:
             self.state.apply(record)
 
     async def sync(self) -> None:
         """Durability barrier: returns once every appended record is durable."""
-        with trio.CancelScope(shield=True):
-            await self.store.sync(self.session_id)
+        await self.store.sync(self.session_id)

@@ -97,6 +97,59 @@ def project_tool_protocol(messages: Iterable[Message]) -> list[Message]:
     return projected
 
 
+class GrowingProjection:
+    """``project_tool_protocol`` of a history that only grows, in O(1) per
+    message.
+
+    An agent writes history in protocol order (results right after their
+    call, in call order), so its projection can grow with it. A message that
+    would make the projection rewrite its past (a result out of order, a
+    message while calls still wait) switches to projecting the whole history
+    on each read, which is always correct.
+    """
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._projected: list[Message] = []
+        self._waiting: list[ToolCall] = []  # unanswered calls of the last assistant message
+        self._answered: set[str] = set()
+        self._everything: list[Message] | None = None  # set once growing is impossible
+        self._seen: list[Message] = []
+        for message in messages:
+            self.append(message)
+
+    def append(self, message: Message) -> None:
+        self._seen.append(message)
+        if self._everything is not None:
+            return
+        if isinstance(message, ToolResultMessage):
+            call_id = message.tool_call_id
+            if self._waiting and self._waiting[0].id == call_id:
+                self._waiting.pop(0)
+                self._answered.add(call_id)
+                self._projected.append(message)
+            elif call_id not in self._answered or any(c.id == call_id for c in self._waiting):
+                self._everything = self._seen
+            return  # a duplicate of a result already placed: dropped
+        if self._waiting:
+            self._everything = self._seen
+            return
+        kept = _without_blank_parts(message)
+        if kept is None:
+            return
+        self._projected.append(kept)
+        if isinstance(kept, AssistantMessage):
+            calls = kept.tool_calls
+            if self._answered.intersection(c.id for c in calls) or len({c.id for c in calls}) < len(calls):
+                self._everything = self._seen  # reused ids: only the full projection knows
+            self._waiting = list(calls)
+
+    def messages(self) -> list[Message]:
+        """The projection of everything appended so far (a new list)."""
+        if self._everything is not None:
+            return project_tool_protocol(self._everything)
+        return self._projected + [error_result(c, TOOL_RESULT_MISSING) for c in self._waiting]
+
+
 def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:
     """Tool calls in ``messages`` with no result in it, in model order."""
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)}

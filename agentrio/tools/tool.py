@@ -121,6 +121,8 @@ class Tool:
         validator = self._validator
         if validator is None or validator.schema is not self.parameters:
             validator = self._validator = jsonschema.Draft202012Validator(self.parameters)
+        if validator.is_valid(args):
+            return []
         errors = sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
         return [_describe(e) for e in errors]
 

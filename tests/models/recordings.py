@@ -1,4 +1,4 @@
-"""The recorded provider interactions of ../shared/conformance, and the
+"""The recorded provider interactions of tests/conformance, and the
 history each recorded request stands for.
 
 Reading a recorded request back into our messages lets a test ask: given
@@ -14,7 +14,7 @@ from typing import Any
 from agentrio.messages import AssistantMessage, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
 from agentrio.models import Anthropic, ModelRequest, OpenAIChat, OpenAIResponses, ToolSpec
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "provider-streams"
+CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "provider-streams"
 RECORDINGS = {path.name[:2]: json.loads(path.read_text()) for path in sorted(CORPUS.glob("[0-9][0-9]_*.json"))}
 
 ADAPTERS = {"openai-chat": OpenAIChat, "openai-responses": OpenAIResponses, "anthropic": Anthropic}

@@ -1,0 +1,189 @@
+"""A readable, live rendering of an agent's events for a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TextIO
+
+import attrs
+
+from ..events import Event
+from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+
+TIMELINE_WIDTH = 32
+
+
+@attrs.define
+class Style:
+    """ANSI styles, or none when the output is not a terminal."""
+
+    enabled: bool
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def green(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def magenta(self, text: str) -> str:
+        return self._wrap("35", text)
+
+    @classmethod
+    def for_stream(cls, stream: TextIO) -> Style:
+        return cls(stream.isatty() and "NO_COLOR" not in os.environ)
+
+
+def _one_line(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe_call(name: str, arguments: dict) -> str:
+    for key in ("command", "path", "pattern"):
+        if isinstance(arguments.get(key), str):
+            return f"{name} {arguments[key]}"
+    return f"{name} {json.dumps(arguments, ensure_ascii=False)}"
+
+
+@attrs.define
+class _Span:
+    label: str
+    mode: str
+    start: float
+    duration: float | None = None
+    is_error: bool = False
+
+
+class EventPrinter:
+    """Writes one line per meaningful event, indented by turn, with the time
+    since the first event; after each batch of tool calls, a timeline that
+    shows which calls overlapped."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+        self.style = Style.for_stream(out)
+        self._t0: float | None = None
+        self._spans: dict[str, _Span] = {}
+        self.requests = 0
+        self.tool_calls = 0
+
+    def _line(self, event: Event, text: str, *, bar: bool = True) -> None:
+        if self._t0 is None:
+            self._t0 = event.time
+        stamp = self.style.dim(f"{event.time - self._t0:6.2f}s")
+        gutter = self.style.dim("│ ") if bar else ""
+        print(f"{stamp}  {gutter}{text}", file=self.out, flush=True)
+
+    def __call__(self, event: Event) -> None:
+        s = self.style
+        match event.type:
+            case "agent_start":
+                self._line(event, s.bold("▶ run started"), bar=False)
+            case "turn_start":
+                self._line(event, s.bold(f"┌ turn {event.turn}"), bar=False)
+            case "turn_end":
+                self._line(event, s.bold(f"└ turn {event.turn}: {event.stop_reason}"), bar=False)
+            case "message_end":
+                self._message(event)
+            case "message_discard":
+                self._line(event, s.yellow(f"↶ streamed reply withdrawn ({event.reason})"))
+            case "request_retry":
+                self._line(event, s.yellow(f"↻ {event.error}; retry {event.attempt} in {event.delay:.1f}s"))
+            case "inbox" if event.reason == "send":
+                kind = "steering (next step)" if event.target == "next_step" else "follow-up (next turn)"
+                for item in event.inserted:
+                    self._line(event, s.magenta(f"✉ queued {kind}: {_one_line(item.message.text, 70)}"))
+            case "tool_execution_start":
+                self._tool_start(event)
+            case "tool_execution_update":
+                progress = event.progress
+                if isinstance(progress, dict) and "text" in progress:
+                    for line in str(progress["text"]).splitlines():
+                        self._line(event, s.dim(f"  ┆ {_one_line(line)}"))
+            case "tool_execution_end":
+                self._tool_end(event)
+            case "approval_request":
+                self._line(event, s.yellow(f"? approval needed for {event.summary}"))
+            case "step_end":
+                self._timeline(event)
+            case "agent_end":
+                self._summary(event)
+
+    def _message(self, event: Event) -> None:
+        s, message = self.style, event.message
+        if isinstance(message, UserMessage):
+            self._line(event, f"{s.cyan('you')} › {_one_line(message.text)}")
+        elif isinstance(message, AssistantMessage):
+            self.requests += 1
+            if message.text:
+                self._line(event, f"{s.green('assistant')} › {_one_line(message.text)}")
+            if message.stop_reason not in ("stop", "tool_use"):
+                self._line(event, s.red(f"assistant stopped: {message.stop_reason} {message.error or ''}"))
+
+    def _tool_start(self, event: Event) -> None:
+        label = _one_line(_describe_call(event.tool_name, event.arguments), 48)
+        if event.mode is not None:
+            self._spans[event.tool_call_id] = _Span(label, event.mode, event.time)
+        mode = event.mode or "not run"
+        self._line(event, f"⚙ {label} {self.style.dim(f'[{mode}]')}")
+
+    def _tool_end(self, event: Event) -> None:
+        s = self.style
+        self.tool_calls += 1
+        span = self._spans.get(event.tool_call_id)
+        if span is not None:
+            span.duration, span.is_error = event.duration, event.is_error
+        result = event.result.text if isinstance(event.result, ToolResultMessage) else ""
+        mark = s.red("✗") if event.is_error else s.green("✓")
+        millis = s.dim(f"{event.duration * 1000:.0f} ms")
+        first = _one_line(result.splitlines()[0] if result.strip() else "(no output)", 60)
+        self._line(event, f"{mark} {event.tool_name} {millis}  {s.dim(first)}")
+
+    def _timeline(self, event: Event) -> None:
+        spans = [sp for sp in self._spans.values() if sp.duration is not None]
+        self._spans.clear()
+        if len(spans) < 2:
+            return
+        start = min(sp.start for sp in spans)
+        total = max(sp.start + sp.duration for sp in spans) - start or 1e-9
+        s = self.style
+        self._line(event, s.dim(f"  timeline of {len(spans)} calls, {total * 1000:.0f} ms"))
+        width = max(len(sp.label) for sp in spans)
+        for sp in spans:
+            begin = round((sp.start - start) / total * TIMELINE_WIDTH)
+            length = max(1, round(sp.duration / total * TIMELINE_WIDTH))
+            bar = " " * begin + "█" * min(length, TIMELINE_WIDTH - begin)
+            colour = s.red if sp.is_error else (s.yellow if sp.mode == "exclusive" else s.cyan)
+            self._line(event, s.dim(f"  {sp.label:<{width}} ") + colour(f"{bar:<{TIMELINE_WIDTH}}") + s.dim("▏"))
+
+    def _summary(self, event: Event) -> None:
+        s, usage = self.style, event.usage
+        colour = s.green if event.stop_reason == "completed" else s.red
+        self._line(
+            event,
+            colour(f"■ run {event.stop_reason}")
+            + s.dim(
+                f" · {event.turns} turns · {self.requests} model requests · {self.tool_calls} tool calls"
+                f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out"
+            ),
+            bar=False,
+        )
+        if event.error:
+            self._line(event, s.red(event.error), bar=False)
