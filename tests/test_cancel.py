@@ -174,6 +174,18 @@ async def test_cancel_at_every_state_leaves_a_valid_history_and_nothing_running(
     assert agent.messages[-1].text == "after the cancel"
 
 
+async def test_input_claimed_but_not_yet_admitted_never_reaches_the_model(rt):
+    s = Scenario()
+    agent = await rt.create(build("pre_step", s))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent.run, "claimed, then cancelled")
+        await s.reached.wait()
+        await agent.cancel()
+    assert agent.messages == () and agent.inbox.next_turn == ()
+    await agent.run("next")
+    assert [m.text for m in agent.spec.model.requests[0].messages] == ["next"]
+
+
 async def test_an_interrupted_stream_keeps_its_visible_text(rt):
     s = Scenario()
     agent = await rt.create(build("mid_stream_text", s))
