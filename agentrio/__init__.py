@@ -4,6 +4,7 @@ from . import events
 from .actors import (
     Agent,
     AgentDisposed,
+    AgentScope,
     AgentSpec,
     Hooks,
     Limits,
@@ -12,6 +13,7 @@ from .actors import (
     RequestContext,
     RequestError,
     RunResult,
+    agent_tool,
 )
 from .journal import MemoryStore, Store
 from .messages import (
@@ -29,6 +31,7 @@ from .messages import (
     project_tool_protocol,
 )
 from .models import ProviderError, ScriptedModel
+from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime
 from .tools import Tool, ToolCallContext, ToolContext, ToolRefused, ToolResult, tool
 
@@ -38,9 +41,11 @@ __all__ = [
     "TOOL_OUTCOME_UNKNOWN",
     "Agent",
     "AgentDisposed",
+    "AgentScope",
     "AgentSpec",
     "AssistantMessage",
     "Hooks",
+    "Initiator",
     "Limits",
     "MemoryStore",
     "Message",
@@ -64,7 +69,11 @@ __all__ = [
     "ToolResultMessage",
     "Usage",
     "UserMessage",
+    "agent_tool",
+    "current_initiator",
     "events",
     "project_tool_protocol",
     "tool",
+    "with_initiator",
+    "without_initiator",
 ]

@@ -189,6 +189,23 @@ class Inbox(_Event):
     type: ClassVar[str] = "inbox"
 
 
+@attrs.frozen(kw_only=True)
+class ChildEvent(_Event):
+    """An event of a child agent, forwarded on its parent's stream.
+
+    ``path`` holds the agent ids from the parent's direct child down to the
+    agent that emitted ``event`` (``event.agent_id``); ``child_id`` is the
+    first of them. Forwarding is flattened: ``event`` is never a
+    ``ChildEvent`` itself.
+    """
+
+    child_id: str
+    path: list[str]
+    event: Event
+
+    type: ClassVar[str] = "child_event"
+
+
 Event = (
     AgentStart
     | AgentEnd
@@ -208,6 +225,7 @@ Event = (
     | ToolExecutionEnd
     | ApprovalRequest
     | Inbox
+    | ChildEvent
 )
 
 register_tagged_union(Event, "type")

@@ -1,11 +1,14 @@
 """The agent actor, its activities, the model stream and the tool pool."""
 
-from .agent import Agent, AgentDisposed
+from .agent import Agent, AgentDisposed, Setup
+from .agent_tool import agent_tool
+from .scope import AgentScope
 from .spec import AgentSpec, Hooks, Limits, PreStep, Reject, RequestContext, RequestError, RunResult
 
 __all__ = [
     "Agent",
     "AgentDisposed",
+    "AgentScope",
     "AgentSpec",
     "Hooks",
     "Limits",
@@ -14,4 +17,6 @@ __all__ = [
     "RequestContext",
     "RequestError",
     "RunResult",
+    "Setup",
+    "agent_tool",
 ]

@@ -38,6 +38,7 @@ from ..events import (
     TurnEnd,
     TurnStart,
 )
+from ..initiator import Initiator, with_initiator
 from ..journal.records import MessageAppended, StepEnded, StepStarted, TurnEnded, TurnStarted
 from ..mailbox import QueuedInput
 from ..mailbox.inbox import as_queued
@@ -126,6 +127,10 @@ class Activity:
     def state(self, name: str) -> None:
         self.agent._bus.emit(State, name=name)
 
+    def add_usage(self, usage: Usage) -> None:
+        """Count usage spent on the run's behalf (a sub-agent's, say)."""
+        self.usage = self.usage + usage
+
     def cancel(self, cause: str) -> None:
         self.cancel_cause = cause
         self.scope.cancel()
@@ -175,7 +180,7 @@ class Activity:
         if timeout is not None:
             self.scope.deadline = trio.current_time() + timeout
         try:
-            with self.scope:
+            with self.scope, with_initiator(Initiator(self.agent.id)):
                 stop = await self._turns()
         except Exception as exc:
             log.exception("agent %s: run failed", self.agent.id)

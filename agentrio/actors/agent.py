@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 import trio
 
 from ..events import Event, Inbox as InboxEvent, Status
+from ..initiator import Initiator, current_initiator, without_initiator
 from ..journal import Journal
 from ..journal.records import InboxSpliced, QueuedInput, Target
 from ..mailbox import Inbox
@@ -26,11 +27,14 @@ from ..messages import Message, Usage
 from ..tools import Tool
 from .activity import Activity
 from .bus import EventBus
+from .scope import AgentScope
 from .spec import AgentSpec, RunResult
 from .tool_pool import APPROVAL_DECISIONS, Approval
 
 if TYPE_CHECKING:
     from ..supervisors.runtime import Runtime
+
+Setup = Callable[["Agent", AgentScope], Awaitable[None]]
 
 T = TypeVar("T")
 
@@ -76,6 +80,8 @@ class Agent:
         self.id = journal.session_id
         self.session_id = journal.session_id
         self.parent_id = parent_id
+        #: Which agent and tool call created this agent (None: the host).
+        self.initiator: Initiator | None = current_initiator()
         #: The live tool registry: changes apply to calls not yet dispatched.
         self.tools: dict[str, Tool] = {t.name: t for t in spec.tools}
         self._runtime = runtime
@@ -94,12 +100,17 @@ class Agent:
         self._stopped = trio.Event()
         self._waiters: dict[str, _RunWaiter] = {}
         self._approvals: dict[str, Approval] = {}
+        self._teardown_errors: list[Exception] = []
         self._workers: trio.Nursery
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.spec.name!r} {self.status}>"
 
     # -- public state ---------------------------------------------------------
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
 
     @property
     def status(self) -> Literal["idle", "running"]:
@@ -196,6 +207,8 @@ class Agent:
         activity = self._activity
         if activity is not None and activity.cancel_cause is None:
             activity.cancel(cause)
+        for child in self._runtime.registry.children(self.id):
+            await child.cancel("parent")
 
     async def wait_idle(self) -> None:
         """Wait until no activity runs or is about to start (a wake-up latched
@@ -221,39 +234,88 @@ class Agent:
             yield events
 
     async def dispose(self) -> None:
-        """Stop accepting work, cancel (cause ``disposed``; the inbox is kept
-        in the journal), wait for the activity to settle and stop the actor."""
+        """Tear the agent down, in order: stop accepting work, dispose its
+        children, cancel (cause ``disposed``; the inbox is kept in the
+        journal), wait for the activity to settle, close the agent's scope,
+        close its handle (subscriptions end, waiting runs return), detach it
+        from the registry. Every error on the way is collected and raised
+        together at the end."""
         if self._closing:
             await self._stopped.wait()
             return
         self._closing = True
-        await self.cancel("disposed", keep_inbox=True)
-        await self.wait_idle()
-        self._control_send.close()
-        await self._stopped.wait()
+        errors: list[Exception] = []
+        try:
+            for child in reversed(self._runtime.registry.children(self.id)):
+                try:
+                    await child.dispose()
+                except Exception as exc:
+                    errors.append(exc)
+            await self.cancel("disposed", keep_inbox=True)
+            await self.wait_idle()
+            self._control_send.close()  # the actor closes the scope, then the handle
+            await self._stopped.wait()
+        finally:
+            self._runtime.registry.remove(self)
+        errors += self._teardown_errors
+        if errors:
+            raise ExceptionGroup(f"tearing down agent {self.id} failed", errors)
 
     # -- the actor ------------------------------------------------------------
 
-    async def _main(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            # Tool workers live here, not in the activity, so that a worker
-            # ignoring a cancel is abandoned by the activity yet still
-            # supervised until it ends.
-            async with trio.open_nursery() as workers:
-                self._workers = workers
-                task_status.started()
-                async with self._control_receive:
-                    async for command in self._control_receive:
-                        if command is _WAKE:
-                            await self._on_wake()
+    async def _main(
+        self, setup: Setup | None = None, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        # The agent's own work is attributed to the agent, never to whatever
+        # created it (a tool call of another agent, say).
+        with without_initiator():
+            try:
+                async with AsyncExitStack() as stack:
+                    # First in, so last out: it sees every error of the exits.
+                    stack.push(self._collect_teardown_error)
+                    failed_setup = None
+                    async with trio.open_nursery() as background:
+                        try:
+                            if setup is not None:
+                                await setup(self, AgentScope(stack, background))
+                        except Exception as exc:
+                            failed_setup = exc  # raised as is, not in the nursery's group
                         else:
-                            await self._maintain(command)
-                workers.cancel_scope.cancel()
-        finally:
-            for waiter in self._waiters.values():
-                waiter.resolve(_unhandled("aborted"))
-            self._bus.close()
-            self._stopped.set()
+                            await self._serve(task_status)
+                        background.cancel_scope.cancel()
+                    if failed_setup is not None:
+                        raise failed_setup
+            finally:
+                self._close_handle()
+
+    async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
+        # Tool workers live here, not in the activity, so that a worker
+        # ignoring a cancel is abandoned by the activity yet still
+        # supervised until it ends.
+        async with trio.open_nursery() as workers:
+            self._workers = workers
+            task_status.started()
+            async with self._control_receive:
+                async for command in self._control_receive:
+                    if command is _WAKE:
+                        await self._on_wake()
+                    else:
+                        await self._maintain(command)
+            workers.cancel_scope.cancel()
+
+    def _collect_teardown_error(self, exc_type, exc, tb) -> bool:
+        """An error closing the agent's scope is reported by ``dispose``,
+        not raised into the Runtime's nursery."""
+        if isinstance(exc, Exception) and self._closing:
+            self._teardown_errors.append(exc)
+            return True
+        return False
+
+    def _close_handle(self) -> None:
+        for waiter in self._waiters.values():
+            waiter.resolve(_unhandled("aborted"))
+        self._bus.close()
+        self._stopped.set()
 
     def _wake(self) -> None:
         if self._closing or self._wake_pending:

@@ -17,6 +17,7 @@ import trio
 
 from .._ids import new_id
 from ..events import ApprovalRequest, ToolExecutionUpdate
+from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallStarted
 from ..messages import TOOL_NOT_STARTED, Text, ToolCall, ToolResultMessage, error_result
 from ..tools import Tool, ToolContext
@@ -228,9 +229,11 @@ class ToolBatch:
             slot.call.id,
             tool.name,
             report=functools.partial(self._report, slot),
+            agent=agent,
+            add_usage=self._activity.add_usage,
         )
         outcome = None
-        with slot.scope:
+        with slot.scope, with_initiator(Initiator(agent.id, slot.call.id)):
             outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
         try:
             self._send.send_nowait((slot, outcome))

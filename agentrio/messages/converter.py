@@ -21,19 +21,13 @@ converter = cattrs.Converter()
 
 
 def register_tagged_union(union: Any, tag: str) -> None:
-    """Teach ``converter`` to (un)structure ``union`` by the ``tag`` class variable."""
+    """Teach ``converter`` to (un)structure ``union`` by the ``tag`` class variable.
+
+    The union's own hook is registered first, so a member may contain the
+    union itself (an event wrapping an event).
+    """
     members: dict[str, type] = {}
     structure_fns: dict[str, Any] = {}
-    for cls in typing.get_args(union):
-        name = getattr(cls, tag)
-        if name in members:
-            raise TypeError(f"{cls.__name__} and {members[name].__name__} share the tag {name!r}")
-        members[name] = cls
-        untagged = make_dict_unstructure_fn(cls, converter)
-        converter.register_unstructure_hook(
-            cls, lambda obj, untagged=untagged, name=name: {tag: name, **untagged(obj)}
-        )
-        structure_fns[name] = make_dict_structure_fn(cls, converter)
 
     def structure(data: Any, _: Any) -> Any:
         try:
@@ -50,6 +44,17 @@ def register_tagged_union(union: Any, tag: str) -> None:
     converter.register_structure_hook(
         union | None, lambda data, _: None if data is None else structure(data, union)
     )
+    for cls in typing.get_args(union):
+        name = getattr(cls, tag)
+        if name in members:
+            raise TypeError(f"{cls.__name__} and {members[name].__name__} share the tag {name!r}")
+        members[name] = cls
+        untagged = make_dict_unstructure_fn(cls, converter)
+        converter.register_unstructure_hook(
+            cls, lambda obj, untagged=untagged, name=name: {tag: name, **untagged(obj)}
+        )
+    for name, cls in members.items():
+        structure_fns[name] = make_dict_structure_fn(cls, converter)
 
 
 def _structure_user_content(data: Any, _: Any) -> str | list[Part]:

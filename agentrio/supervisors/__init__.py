@@ -1,6 +1,14 @@
-"""Supervision: the Runtime and its registry of agents."""
+"""Supervision: the Runtime, its registry of agents, and initiators."""
 
+from ..initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .registry import AgentRegistry
 from .runtime import Runtime
 
-__all__ = ["AgentRegistry", "Runtime"]
+__all__ = [
+    "AgentRegistry",
+    "Initiator",
+    "Runtime",
+    "current_initiator",
+    "with_initiator",
+    "without_initiator",
+]

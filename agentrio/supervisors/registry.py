@@ -27,7 +27,15 @@ class AgentRegistry:
         return tuple(self._agents.values())
 
     def children(self, agent_id: str) -> tuple[Agent, ...]:
+        """Live agents whose parent is ``agent_id``, oldest first."""
         return tuple(a for a in self._agents.values() if a.parent_id == agent_id)
+
+    def path(self, agent_id: str) -> list[str]:
+        """Agent ids from the root of ``agent_id``'s tree down to it."""
+        path = [agent_id]
+        while (agent := self._agents.get(path[0])) is not None and agent.parent_id is not None:
+            path.insert(0, agent.parent_id)
+        return path
 
     def add(self, agent: Agent) -> None:
         if agent.id in self._agents:

@@ -8,7 +8,7 @@ from types import TracebackType
 import trio
 
 from .._ids import new_id
-from ..actors.agent import Agent
+from ..actors.agent import Agent, Setup
 from ..actors.spec import AgentSpec
 from ..journal import Journal, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
 from ..journal.records import MessageAppended, Record
@@ -45,15 +45,22 @@ class Runtime:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
+        errors: list[Exception] = []
         try:
             # An orderly teardown even when the host is being cancelled: it
             # is bounded, and skipping it would leave journals open.
             with trio.CancelScope(shield=True):
-                for agent in reversed(self.registry.agents):
-                    await self._dispose(agent)
+                while self.registry.agents:
+                    try:
+                        await self.dispose(self.registry.agents[-1])
+                    except Exception as error:
+                        errors.append(error)
         finally:
             self._nursery = None
-            return await self._stack.__aexit__(exc_type, exc, tb)
+            suppress = await self._stack.__aexit__(exc_type, exc, tb)
+        if errors:
+            raise ExceptionGroup("tearing down the runtime failed", errors)
+        return suppress
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -62,11 +69,21 @@ class Runtime:
         return self._nursery
 
     async def create(
-        self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None
+        self,
+        spec: AgentSpec,
+        session_id: str | None = None,
+        parent: Agent | None = None,
+        *,
+        setup: Setup | None = None,
     ) -> Agent:
         """Start an agent. With a ``session_id`` the store holds, the agent is
         restored from it (an interrupted run is repaired); otherwise a new
-        session with that id (or a fresh one) is created."""
+        session with that id (or a fresh one) is created.
+
+        ``setup(agent, scope)`` runs in the agent's own task before the agent
+        is published: what it enters in ``scope`` lives as long as the agent.
+        If it fails, the agent is unregistered, everything it opened is
+        closed, and the error is raised here."""
         nursery = self.nursery
         session_id = session_id or new_id("session")
         if session_id in self.registry:
@@ -76,7 +93,7 @@ class Runtime:
         except SessionNotFound:
             records = []
             await self.store.create_session(SessionInfo(session_id))
-        return await self._start(spec, session_id, records, parent, nursery)
+        return await self._start(spec, session_id, records, parent, nursery, setup)
 
     async def fork(self, session_id: str, at_message: int, spec: AgentSpec | None = None) -> Agent:
         """A new agent whose history is a copy of the first ``at_message``
@@ -113,19 +130,23 @@ class Runtime:
         records: list[Record],
         parent: Agent | None,
         nursery: trio.Nursery,
+        setup: Setup | None = None,
     ) -> Agent:
         journal = Journal(self.store, session_id, _project(records))
         await repair(journal)
         agent = Agent(self, spec, journal, parent_id=parent.id if parent else None)
-        await nursery.start(agent._main)
+        # Registered while setup runs, so that setup sees the tree it joins.
         self.registry.add(agent)
+        try:
+            await nursery.start(agent._main, setup)
+        except BaseException:
+            self.registry.remove(agent)
+            raise
         return agent
 
-    async def _dispose(self, agent: Agent) -> None:
-        try:
-            await agent.dispose()
-        finally:
-            self.registry.remove(agent)
+    async def dispose(self, agent: Agent) -> None:
+        """Tear ``agent`` down; see ``Agent.dispose``."""
+        await agent.dispose()
 
 
 def _project(records: list[Record]) -> SessionState:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import jsonschema
 
-from ..messages import Part, Text, ToolResultMessage
+from ..messages import Part, Text, ToolResultMessage, Usage
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
+
+if TYPE_CHECKING:
+    from ..actors.agent import Agent
 
 ExecutionMode = Literal["parallel", "exclusive"]
 EXECUTION_MODES = ("parallel", "exclusive")
@@ -47,11 +50,22 @@ class ToolContext:
     tool_call_id: str
     tool_name: str
     _report: Callable[[Any], None] = attrs.field(alias="report", repr=False)
+    #: The agent running the call (None outside an agent, as in a unit test).
+    agent: Agent | None = attrs.field(default=None, kw_only=True, repr=False)
+    _add_usage: Callable[[Usage], None] | None = attrs.field(
+        default=None, alias="add_usage", kw_only=True, repr=False
+    )
 
     def report(self, progress: Any) -> None:
         """Publish progress (any JSON-serializable value) as a
         ``tool_execution_update`` event."""
         self._report(progress)
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count model usage the tool spent (a sub-agent, a summarizer) in
+        the usage of the run that called it."""
+        if self._add_usage is not None:
+            self._add_usage(usage)
 
     async def run_process(self, command: str | Sequence[str], **options: Any) -> ProcessResult:
         """Run a supervised subprocess (see ``agentrio.tools.process.run_process``
