@@ -27,6 +27,9 @@ class _Event:
 
 @attrs.frozen(kw_only=True)
 class AgentStart(_Event):
+    #: The agent's name (its spec's), for a UI drawing several agents.
+    name: str = ""
+
     type: ClassVar[str] = "agent_start"
 
 
@@ -194,13 +197,14 @@ class ChildEvent(_Event):
     """An event of a child agent, forwarded on its parent's stream.
 
     ``path`` holds the agent ids from the parent's direct child down to the
-    agent that emitted ``event`` (``event.agent_id``); ``child_id`` is the
-    first of them. Forwarding is flattened: ``event`` is never a
-    ``ChildEvent`` itself.
+    agent that emitted ``event`` (``event.agent_id``), and ``names`` their
+    names; ``child_id`` is the first id. Forwarding is flattened: ``event``
+    is never a ``ChildEvent`` itself.
     """
 
     child_id: str
     path: list[str]
+    names: list[str]
     event: Event
 
     type: ClassVar[str] = "child_event"

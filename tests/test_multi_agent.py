@@ -49,7 +49,7 @@ async def test_a_child_runs_the_task_and_its_text_is_the_result(rt):
     forwarded = rec.of("child_event")
     child_id = answer.details["agent_id"]
     assert {e.child_id for e in forwarded} == {child_id}
-    assert all(e.path == [child_id] for e in forwarded)
+    assert all(e.path == [child_id] and e.names == ["worker"] for e in forwarded)
     inner = [e.event.type for e in forwarded]
     assert inner[0] == "inbox" and "agent_end" in inner
     assert worker.model.requests[0].messages[-1].text == "compute it"
@@ -115,6 +115,7 @@ async def test_nested_children_are_forwarded_with_their_path(rt):
     assert len(paths) == 2
     short, long = sorted(paths, key=len)
     assert len(long) == 2 and long[0] == short[0]
+    assert {tuple(e.names) for e in rec.of("child_event")} == {("middle",), ("middle", "worker")}
     deep_end = [e for e in rec.of("child_event") if len(e.path) == 2 and e.event.type == "agent_end"]
     assert deep_end and deep_end[0].event.agent_id == long[1]
 

@@ -174,7 +174,7 @@ class Activity:
     # -- the run --------------------------------------------------------------
 
     async def execute(self) -> RunResult:
-        self.emit(AgentStart)
+        self.emit(AgentStart, name=self.agent.spec.name)
         stop = "aborted"  # unless the run gets further than an outer cancel lets it
         timeout = self.agent.spec.limits.timeout
         if timeout is not None:

@@ -13,17 +13,16 @@ from .agent import Agent, Setup
 from .spec import AgentSpec
 
 
-def _forwarder(parent: Agent, child_id: str) -> Callable[[Event], None]:
+def _forwarder(parent: Agent, child: Agent) -> Callable[[Event], None]:
     """Re-emit a child's events on its parent's stream as they happen,
     wrapped with the path from the parent down to the agent that emitted
     them."""
 
     def forward(event: Event) -> None:
+        path, names = [child.id], [child.spec.name]
         if isinstance(event, ChildEvent):
-            path, event = [child_id, *event.path], event.event
-        else:
-            path = [child_id]
-        parent._bus.emit(ChildEvent, child_id=child_id, path=path, event=event)
+            path, names, event = path + event.path, names + event.names, event.event
+        parent._bus.emit(ChildEvent, child_id=child.id, path=path, names=names, event=event)
 
     return forward
 
@@ -62,7 +61,7 @@ def agent_tool(spec: AgentSpec, *, name: str, description: str, setup: Setup | N
         except Exception as exc:
             return ToolResult(f"the sub-agent could not start: {type(exc).__name__}: {exc}", is_error=True)
         result = None
-        child._bus.listen(_forwarder(parent, child.id))  # until the child is disposed
+        child._bus.listen(_forwarder(parent, child))  # until the child is disposed
         try:
             result = await child.run(args["task"])
         finally:

@@ -74,13 +74,21 @@ class _Span:
 class EventPrinter:
     """Writes one line per meaningful event, indented by turn, with the time
     since the first event; after each batch of tool calls, a timeline that
-    shows which calls overlapped."""
+    shows which calls overlapped. With ``show_agents``, each line names its
+    agent and child agents' events (``child_event``) are indented under
+    their parent, so a team reads as a tree."""
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
+    def __init__(
+        self, out: TextIO = sys.stdout, *, show_agents: bool = False, names: dict[str, str] | None = None
+    ) -> None:
         self.out = out
         self.style = Style.for_stream(out)
+        self.show_agents = show_agents
         self._t0: float | None = None
-        self._spans: dict[str, _Span] = {}
+        self._spans: dict[str, dict[str, _Span]] = {}
+        #: Agent names by id: given, or learnt from forwarded child events.
+        self.names: dict[str, str] = dict(names or {})
+        self._depth = 0
         self.requests = 0
         self.tool_calls = 0
 
@@ -88,10 +96,25 @@ class EventPrinter:
         if self._t0 is None:
             self._t0 = event.time
         stamp = self.style.dim(f"{event.time - self._t0:6.2f}s")
+        who = ""
+        if self.show_agents:
+            name = self.names.get(event.agent_id, event.agent_id)
+            who = self.style.cyan(f"{'  ' * self._depth}{name:<{14 - 2 * self._depth}} ")
         gutter = self.style.dim("│ ") if bar else ""
-        print(f"{stamp}  {gutter}{text}", file=self.out, flush=True)
+        print(f"{stamp}  {who}{gutter}{text}", file=self.out, flush=True)
 
     def __call__(self, event: Event) -> None:
+        if event.type == "child_event":
+            self.names.update(zip(event.path, event.names))
+            self._depth = len(event.path)
+            try:
+                self._render(event.event)
+            finally:
+                self._depth = 0
+        else:
+            self._render(event)
+
+    def _render(self, event: Event) -> None:
         s = self.style
         match event.type:
             case "agent_start":
@@ -131,7 +154,7 @@ class EventPrinter:
         if isinstance(message, UserMessage):
             self._line(event, f"{s.cyan('you')} › {_one_line(message.text)}")
         elif isinstance(message, AssistantMessage):
-            self.requests += 1
+            self.requests += self._depth == 0
             if message.text:
                 self._line(event, f"{s.green('assistant')} › {_one_line(message.text)}")
             if message.stop_reason not in ("stop", "tool_use"):
@@ -140,14 +163,14 @@ class EventPrinter:
     def _tool_start(self, event: Event) -> None:
         label = _one_line(_describe_call(event.tool_name, event.arguments), 48)
         if event.mode is not None:
-            self._spans[event.tool_call_id] = _Span(label, event.mode, event.time)
+            self._spans.setdefault(event.agent_id, {})[event.tool_call_id] = _Span(label, event.mode, event.time)
         mode = event.mode or "not run"
         self._line(event, f"⚙ {label} {self.style.dim(f'[{mode}]')}")
 
     def _tool_end(self, event: Event) -> None:
         s = self.style
-        self.tool_calls += 1
-        span = self._spans.get(event.tool_call_id)
+        self.tool_calls += self._depth == 0
+        span = self._spans.get(event.agent_id, {}).get(event.tool_call_id)
         if span is not None:
             span.duration, span.is_error = event.duration, event.is_error
         result = event.result.text if isinstance(event.result, ToolResultMessage) else ""
@@ -157,8 +180,7 @@ class EventPrinter:
         self._line(event, f"{mark} {event.tool_name} {millis}  {s.dim(first)}")
 
     def _timeline(self, event: Event) -> None:
-        spans = [sp for sp in self._spans.values() if sp.duration is not None]
-        self._spans.clear()
+        spans = [sp for sp in self._spans.pop(event.agent_id, {}).values() if sp.duration is not None]
         if len(spans) < 2:
             return
         start = min(sp.start for sp in spans)
@@ -175,6 +197,10 @@ class EventPrinter:
 
     def _summary(self, event: Event) -> None:
         s, usage = self.style, event.usage
+        if self._depth:
+            colour = s.green if event.stop_reason == "completed" else s.red
+            self._line(event, colour(f"■ {event.stop_reason}") + s.dim(f" · {event.turns} turns"), bar=False)
+            return
         colour = s.green if event.stop_reason == "completed" else s.red
         self._line(
             event,
