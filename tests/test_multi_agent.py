@@ -20,7 +20,7 @@ from agentrio import (
     without_initiator,
 )
 
-from .conftest import record
+from .conftest import Recorder, record
 from .helpers import calls, say, sleeper
 
 
@@ -238,35 +238,49 @@ async def test_a_failing_setup_rolls_back_the_registration_and_what_it_opened(rt
 
 async def test_teardown_follows_its_order_and_collects_every_error():
     order = []
+    agents = {}
 
-    def closing(name, fail):
+    def setup_for(name):
         @asynccontextmanager
-        async def cm():
+        async def scope_resource():
             yield
-            order.append(f"close scope {name}")
-            if fail:
-                raise OSError(f"{name} would not close")
+            agent = agents[name]
+            # By now the run was cancelled and settled; the handle is still
+            # open and the agent still registered: those come after.
+            order.append(
+                f"{name}: close scope (status={agent.status}, handle open={not agent._stopped.is_set()}, "
+                f"registered={rt.registry.get(agent.id) is agent})"
+            )
+            raise OSError(f"{name} would not close")
 
-        return cm()
-
-    async def setup_for(name, fail):
         async def setup(agent, scope):
-            await scope.enter_async_context(closing(name, fail))
+            agents[name] = agent
+            await scope.enter_async_context(scope_resource())
 
         return setup
 
+    async def busy(request):
+        await trio.sleep_forever()
+
     with pytest.raises(ExceptionGroup) as raised:
         async with Runtime() as rt:
-            first = await rt.create(AgentSpec("first", ScriptedModel([])), setup=await setup_for("first", True))
-            second = await rt.create(AgentSpec("second", ScriptedModel([])), setup=await setup_for("second", True))
-            for agent in (first, second):
-                async with agent.subscribe() as events:
-                    order.append(f"{agent.spec.name} subscribed")
-            await second.followup("queued work")
-    # newest first; both scopes closed although the first close failed
-    assert order[-2:] == ["close scope second", "close scope first"]
+            await rt.create(AgentSpec("first", ScriptedModel([])), setup=setup_for("first"))
+            second = await rt.create(AgentSpec("second", ScriptedModel([busy])), setup=setup_for("second"))
+            subscribing = second.subscribe()  # left open: it must outlive the runtime
+            subscription = await subscribing.__aenter__()
+            await second.followup("work that is still running at exit")
+            await trio.sleep(0.01)
+            assert second.status == "running"
+    assert order == [  # newest first, both scopes closed although each close failed
+        "second: close scope (status=idle, handle open=True, registered=True)",
+        "first: close scope (status=idle, handle open=True, registered=True)",
+    ]
     leaves = [str(e) for group in raised.value.exceptions for e in group.exceptions]
     assert leaves == ["second would not close", "first would not close"]
+    received = Recorder(subscription)
+    assert received.of("agent_end")[-1].stop_reason == "aborted"
+    with pytest.raises(trio.EndOfChannel):  # the handle closed: the subscription ended
+        subscription.receive_nowait()
     assert len(rt.registry) == 0
 
 
