@@ -33,7 +33,7 @@ from .messages import (
 from .models import ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime
-from .tools import Tool, ToolCallContext, ToolContext, ToolRefused, ToolResult, tool
+from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
@@ -64,6 +64,7 @@ __all__ = [
     "ToolCall",
     "ToolCallContext",
     "ToolContext",
+    "ToolFatal",
     "ToolRefused",
     "ToolResult",
     "ToolResultMessage",

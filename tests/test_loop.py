@@ -394,3 +394,29 @@ async def test_markup_is_not_a_violation_without_tools(rt):
     async with record(agent) as rec:
         await agent.run("explain")
     assert rec.of("message_discard") == []
+
+
+async def test_a_fatal_tool_error_ends_the_run_after_its_batch(rt, autojump_clock):
+    from agentrio import Limits, ToolFatal
+
+    from .helpers import sleeper
+
+    @tool
+    async def deploy() -> str:
+        """Deploy."""
+        raise ToolFatal("credentials revoked")
+
+    log = []
+    model = ScriptedModel(
+        [calls(("sleep", {"seconds": 1, "tag": "running"}), ("deploy", {}), ("sleep", {"seconds": 1, "tag": "later"}))]
+    )
+    spec = AgentSpec("a", model, tools=[deploy, sleeper(log=log)], limits=Limits(max_parallel_tool_calls=2))
+    agent = await rt.create(spec)
+    result = await agent.run("go")
+    assert result.stop_reason == "tool_error"
+    running, fatal, later = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert running.text == "slept running"  # already running: it finished and was committed
+    assert fatal.is_error and fatal.text == "fatal: credentials revoked"
+    assert later.text.startswith(TOOL_NOT_STARTED) and "tool_error" in later.text
+    assert [tag for kind, tag, _ in log if kind == "start"] == ["running"]
+    assert len(model.requests) == 1

@@ -167,11 +167,7 @@ class ToolBatch:
     async def _execute(self) -> None:
         limits = self._agent.spec.limits
         for slot in self.slots:
-            if slot.result is None and self.stop:
-                slot.result = error_result(
-                    slot.call, TOOL_NOT_STARTED, f"the run stopped ({self.stop}) before this call."
-                )
-            if slot.result is not None:
+            if self._stopped_before(slot) or slot.result is not None:
                 await self._commit_ready()
                 continue
             if limits.max_tool_calls is not None and self._activity.tool_calls >= limits.max_tool_calls:
@@ -194,14 +190,23 @@ class ToolBatch:
                 await self._drain()
                 # Every earlier result must be durable before a side effect.
                 await self._activity.journal.sync()
-                await self._dispatch(slot, tool, mode)
-                await self._drain()
             else:
                 while self._running >= limits.max_parallel_tool_calls:
                     await self._receive_one()
                     await self._commit_ready()
-                await self._dispatch(slot, tool, mode)
+            if self._stopped_before(slot):  # a call that finished meanwhile may have stopped the run
+                continue
+            await self._dispatch(slot, tool, mode)
+            if mode == "exclusive":
+                await self._drain()
         await self._drain()
+
+    def _stopped_before(self, slot: Slot) -> bool:
+        """If the run has stopped, ``slot`` never starts: it gets its result now."""
+        if self.stop and slot.result is None:
+            slot.result = error_result(slot.call, TOOL_NOT_STARTED, f"the run stopped ({self.stop}) before this call.")
+            return True
+        return False
 
     async def _drain(self) -> None:
         while self._running:
@@ -256,6 +261,8 @@ class ToolBatch:
         if outcome is not None:  # None: the worker was cancelled
             slot.result = outcome.to_message(slot.call.id, slot.call.name)
             slot.concludes_turn = outcome.concludes_turn
+            if outcome.fatal and not self.stop:
+                self.stop = "tool_error"  # no further call starts
 
     async def _commit_ready(self) -> None:
         while self._next_commit < len(self.slots) and self.slots[self._next_commit].result is not None:

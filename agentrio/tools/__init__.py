@@ -1,7 +1,7 @@
 """Tools, their definitions and their execution."""
 
 from .decorator import tool
-from .middleware import Middleware, ToolCallContext, ToolRefused
+from .middleware import Middleware, ToolCallContext, ToolFatal, ToolRefused
 from .process import ProcessResult, run_process
 from .tool import Tool, ToolContext, ToolResult
 
@@ -11,6 +11,7 @@ __all__ = [
     "Tool",
     "ToolCallContext",
     "ToolContext",
+    "ToolFatal",
     "ToolRefused",
     "ToolResult",
     "run_process",

@@ -29,6 +29,12 @@ class ToolRefused(Exception):
         self.reason = reason
 
 
+class ToolFatal(Exception):
+    """Raised by a middleware or a tool when the run cannot go on (the
+    workspace is gone, credentials were revoked): the call gets an error
+    result and the run ends with stop reason ``tool_error``."""
+
+
 @attrs.define(eq=False)
 class ToolCallContext:
     tool: Tool
@@ -99,5 +105,7 @@ async def run_tool_call(
         return as_tool_result(await call_next())
     except ToolRefused as refused:
         return ToolResult(f"refused: {refused.reason}", is_error=True)
+    except ToolFatal as fatal:
+        return ToolResult(f"fatal: {fatal}", is_error=True, fatal=True)
     except Exception as exc:
         return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)

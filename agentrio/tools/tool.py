@@ -23,12 +23,15 @@ EXECUTION_MODES = ("parallel", "exclusive")
 class ToolResult:
     """What a tool returns. ``details`` is for a UI or a log and never reaches
     the model; ``concludes_turn`` ends the turn once this call's batch is
-    committed, without another model request."""
+    committed, without another model request; ``fatal`` (an error nothing can
+    recover from) ends the run with stop reason ``tool_error``: calls not yet
+    started are not started."""
 
     content: str | list[Part]
     is_error: bool = attrs.field(default=False, kw_only=True)
     details: Any = attrs.field(default=None, kw_only=True)
     concludes_turn: bool = attrs.field(default=False, kw_only=True)
+    fatal: bool = attrs.field(default=False, kw_only=True)
 
     def to_message(self, tool_call_id: str, tool_name: str) -> ToolResultMessage:
         content = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
