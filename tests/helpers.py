@@ -56,3 +56,15 @@ def echo_tool(name: str = "echo", *, mode: str = "parallel") -> Tool:
         execute,
         execution_mode=mode,
     )
+
+
+def start_run(nursery, agent, prompt: str) -> list:
+    """Start ``agent.run(prompt)`` in ``nursery``; its result lands in the
+    returned list when the run ends."""
+    results = []
+
+    async def run():
+        results.append(await agent.run(prompt))
+
+    nursery.start_soon(run)
+    return results

@@ -8,7 +8,7 @@ from agentrio.tools.builtin import coding_tools
 from agentrio.tools.permissions import allow, deny, read_only, rules
 
 from .conftest import record
-from .helpers import calls, echo_tool, say
+from .helpers import calls, echo_tool, say, start_run
 
 
 async def _approve_with(rt, decision, reason=None, *, tools=None, model=None):
@@ -18,12 +18,7 @@ async def _approve_with(rt, decision, reason=None, *, tools=None, model=None):
     spec = AgentSpec("a", model, tools=tools or [echo_tool()], permission=lambda call, tool: "ask" if call.arguments.get("text") == "risky" else "allow")
     agent = await rt.create(spec)
     async with record(agent) as rec, trio.open_nursery() as nursery:
-        results = []
-
-        async def run():
-            results.append(await agent.run("go"))
-
-        nursery.start_soon(run)
+        results = start_run(nursery, agent, "go")
         while not rec.of("approval_request"):
             await trio.sleep(0)
         request = rec.of("approval_request")[0]

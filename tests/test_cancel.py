@@ -24,7 +24,7 @@ from agentrio.messages import TOOL_ABORTED
 from agentrio.models import StreamStart, TextDelta, TextStart, ToolCallDelta, ToolCallStart
 
 from .conftest import record
-from .helpers import calls, say
+from .helpers import calls, say, start_run
 
 
 @attrs.define
@@ -143,12 +143,7 @@ async def test_cancel_at_every_state_leaves_a_valid_history_and_nothing_running(
     spec = build(case, s)
     agent = await rt.create(spec)
     async with record(agent) as rec, trio.open_nursery() as nursery:
-        results = []
-
-        async def run():
-            results.append(await agent.run("do the task"))
-
-        nursery.start_soon(run)
+        results = start_run(nursery, agent, "do the task")
         if case == "awaiting_approval":
             while not rec.of("approval_request"):
                 await trio.sleep(0)
@@ -285,12 +280,7 @@ async def test_a_tool_that_ignores_cancellation_cannot_hold_the_agent():
     async with Runtime() as rt:
         agent = await rt.create(AgentSpec("a", model, tools=[tool]))
         async with trio.open_nursery() as nursery:
-            results = []
-
-            async def run():
-                results.append(await agent.run("go"))
-
-            nursery.start_soon(run)
+            results = start_run(nursery, agent, "go")
             await trio.to_thread.run_sync(entered.wait)
             started = time.monotonic()
             await agent.cancel()

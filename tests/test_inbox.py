@@ -1,6 +1,7 @@
 """The inbox: splice and claim semantics, journaled."""
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,8 +10,6 @@ from agentrio.journal.projection import JournalCorrupt
 from agentrio.journal.records import InboxSpliced, QueuedInput
 from agentrio.mailbox import Inbox, normalize_range
 from agentrio.messages import UserMessage
-
-import trio
 
 
 async def _inbox():

@@ -21,7 +21,7 @@ from agentrio import (
 )
 
 from .conftest import Recorder, record
-from .helpers import calls, say, sleeper
+from .helpers import calls, say, sleeper, start_run
 
 
 def _worker_spec(*replies, tools=()):
@@ -155,12 +155,7 @@ async def test_cancelling_the_parent_cancels_its_children(rt):
     )
     parent = await rt.create(lead)
     async with record(parent) as rec, trio.open_nursery() as nursery:
-        results = []
-
-        async def run():
-            results.append(await parent.run("go"))
-
-        nursery.start_soon(run)
+        results = start_run(nursery, parent, "go")
         await started.wait()
         (child,) = rt.registry.children(parent.id)
         async with record(child) as child_rec:

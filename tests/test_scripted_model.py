@@ -3,7 +3,16 @@ import json
 import pytest
 import trio
 
-from agentrio import AssistantMessage, ProviderError, Text, Thinking, ToolCall, ToolResultMessage, Usage, UserMessage
+from agentrio import (
+    AssistantMessage,
+    ProviderError,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from agentrio.models import (
     Done,
     MessageAssembler,

@@ -6,7 +6,7 @@ import trio
 from agentrio import AgentDisposed, AgentSpec, Hooks, Reject, ScriptedModel, UserMessage
 
 from .conftest import record
-from .helpers import calls, say, sleeper
+from .helpers import calls, say, sleeper, start_run
 
 
 def _user_texts(request):
@@ -24,12 +24,7 @@ async def test_steering_joins_the_current_turn_after_the_batch_commits(rt, autoj
     agent = await rt.create(AgentSpec("a", model, tools=[sleeper(log=log)]))
 
     async with record(agent) as rec, trio.open_nursery() as nursery:
-        results = []
-
-        async def run():
-            results.append(await agent.run("start"))
-
-        nursery.start_soon(run)
+        results = start_run(nursery, agent, "start")
         await trio.sleep(2)  # "quick" finished, "slow" still running
         await agent.steer("use index.ts instead")
 
