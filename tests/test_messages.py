@@ -134,9 +134,9 @@ def test_a_growing_projection_stays_incremental_for_an_agent_written_history():
 
     asking = AssistantMessage([ToolCall("a", "read", {}), ToolCall("b", "read", {})])
     growing = GrowingProjection([UserMessage("hi"), asking, _result("a"), _result("b"), AssistantMessage([Text("ok")])])
-    assert growing._everything is None
+    assert not growing._grown_out
     growing.append(_result("zzz"))  # an orphan: only the full projection knows what to do
-    assert growing._everything is not None
+    assert growing._grown_out
 
 
 @given(agent_histories())
@@ -144,5 +144,5 @@ def test_an_agent_written_history_is_projected_incrementally(history):
     from agentrio.messages.protocol import GrowingProjection
 
     growing = GrowingProjection(history)
-    assert growing._everything is None
+    assert not growing._grown_out
     assert growing.messages() == project_tool_protocol(history)

@@ -106,9 +106,9 @@ class Activity:
         self._hooks = agent.spec.hooks
         self.scope = trio.CancelScope()
         self.cancel_cause: str | None = None
-        # The run's working copy of history; committed history is the journal's.
-        self.context: list[Message] = list(self._state.messages)
-        self._projection = GrowingProjection(self.context)
+        # The run's working copy of history (committed history is the
+        # journal's), and its provider projection, grown a message at a time.
+        self._context = GrowingProjection(self._state.messages)
         self.new_messages: list[Message] = []
         self.usage = Usage()
         self.turns = 0
@@ -138,8 +138,7 @@ class Activity:
     async def commit(self, message: Message, *, announced: bool = False) -> None:
         """Append ``message`` to the journal, the run's context and its events."""
         await self.journal.append(MessageAppended(message))
-        self.context.append(message)
-        self._projection.append(message)
+        self._context.append(message)
         self.new_messages.append(message)
         if isinstance(message, AssistantMessage):
             self.usage = self.usage + message.usage
@@ -318,8 +317,8 @@ class Activity:
         tools = [tool.spec for tool in agent.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         if not hook:
-            return ModelRequest(agent.spec.system_prompt, self._projection.messages(), tools)
-        context = RequestContext(agent.spec.system_prompt, list(self.context), tools)
+            return ModelRequest(agent.spec.system_prompt, self._context.messages(), tools)
+        context = RequestContext(agent.spec.system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
             context.system_prompt, project_tool_protocol(context.messages), list(context.tools)

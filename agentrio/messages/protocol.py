@@ -112,14 +112,15 @@ class GrowingProjection:
         self._projected: list[Message] = []
         self._waiting: list[ToolCall] = []  # unanswered calls of the last assistant message
         self._answered: set[str] = set()
-        self._everything: list[Message] | None = None  # set once growing is impossible
-        self._seen: list[Message] = []
+        self._grown_out = False  # set once growing is impossible
+        #: Everything appended, as appended.
+        self.history: list[Message] = []
         for message in messages:
             self.append(message)
 
     def append(self, message: Message) -> None:
-        self._seen.append(message)
-        if self._everything is not None:
+        self.history.append(message)
+        if self._grown_out:
             return
         if isinstance(message, ToolResultMessage):
             call_id = message.tool_call_id
@@ -128,10 +129,10 @@ class GrowingProjection:
                 self._answered.add(call_id)
                 self._projected.append(message)
             elif call_id not in self._answered or any(c.id == call_id for c in self._waiting):
-                self._everything = self._seen
+                self._grown_out = True
             return  # a duplicate of a result already placed: dropped
         if self._waiting:
-            self._everything = self._seen
+            self._grown_out = True
             return
         kept = _without_blank_parts(message)
         if kept is None:
@@ -140,13 +141,13 @@ class GrowingProjection:
         if isinstance(kept, AssistantMessage):
             calls = kept.tool_calls
             if self._answered.intersection(c.id for c in calls) or len({c.id for c in calls}) < len(calls):
-                self._everything = self._seen  # reused ids: only the full projection knows
+                self._grown_out = True  # reused ids: only the full projection knows
             self._waiting = list(calls)
 
     def messages(self) -> list[Message]:
         """The projection of everything appended so far (a new list)."""
-        if self._everything is not None:
-            return project_tool_protocol(self._everything)
+        if self._grown_out:
+            return project_tool_protocol(self.history)
         return self._projected + [error_result(c, TOOL_RESULT_MISSING) for c in self._waiting]
 
 
