@@ -209,6 +209,27 @@ async def test_setup_runs_before_the_agent_is_published_and_lives_with_it():
     ]
 
 
+async def test_scope_context_managers_may_own_nurseries(rt):
+    states = []
+
+    @asynccontextmanager
+    async def service():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep_forever)
+            states.append("up")
+            yield
+            states.append("down")
+            nursery.cancel_scope.cancel()
+
+    async def setup(agent, scope):
+        await scope.enter_async_context(service())
+
+    agent = await rt.create(AgentSpec("a", ScriptedModel([say("ok")])), setup=setup)
+    await agent.run("hi")
+    await agent.dispose()
+    assert states == ["up", "down"]
+
+
 async def test_a_failing_setup_rolls_back_the_registration_and_what_it_opened(rt):
     closed = []
 

@@ -270,23 +270,36 @@ class Agent:
         # created it (a tool call of another agent, say).
         with without_initiator():
             try:
-                async with AsyncExitStack() as stack:
-                    # First in, so last out: it sees every error of the exits.
-                    stack.push(self._collect_teardown_error)
-                    failed_setup = None
-                    async with trio.open_nursery() as background:
-                        try:
-                            if setup is not None:
-                                await setup(self, AgentScope(stack, background))
-                        except Exception as exc:
-                            failed_setup = exc  # raised as is, not in the nursery's group
-                        else:
-                            await self._serve(task_status)
-                        background.cancel_scope.cancel()
-                    if failed_setup is not None:
-                        raise failed_setup
+                failed = None
+                async with trio.open_nursery() as background:
+                    try:
+                        await self._live_in_scope(setup, background, task_status)
+                    except Exception as exc:
+                        failed = exc  # raised as is, not inside the nursery's group
+                    background.cancel_scope.cancel()
+                if failed is not None:
+                    raise failed
             finally:
                 self._close_handle()
+
+    async def _live_in_scope(
+        self, setup: Setup | None, background: trio.Nursery, task_status: trio.TaskStatus[None]
+    ) -> None:
+        # The scope's context managers are entered after the background
+        # nursery opened and exited before it closes, so nurseries they own
+        # nest inside it.
+        async with AsyncExitStack() as stack:
+            # First in, so last out: it sees every error of the exits.
+            stack.push(self._collect_teardown_error)
+            if setup is not None:
+                try:
+                    await setup(self, AgentScope(stack, background))
+                except BaseException:
+                    background.cancel_scope.cancel()  # what setup started stops before what it opened closes
+                    raise
+            # Last in, so first out: background tasks stop before the scope closes.
+            stack.callback(background.cancel_scope.cancel)
+            await self._serve(task_status)
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
         # Tool workers live here, not in the activity, so that a worker
