@@ -21,6 +21,7 @@ class Workers:
         self._ends: dict[str, trio.MemorySendChannel] = {}
         self.startup = 0.0  # seconds each start takes before the child is up
         self.failing_starts: dict[str, int] = {}  # child id -> starts left that fail
+        self.failing_stops: set[str] = set()  # children that raise when stopped
 
     def spec(self, child_id: str, **options) -> ChildSpec:
         return ChildSpec(child_id, lambda task_status: self._run(child_id, task_status), **options)
@@ -41,19 +42,25 @@ class Workers:
             how = await receive.receive()
         except trio.Cancelled:
             self.log.append(("stop", child_id))
+            if child_id in self.failing_stops:
+                raise Boom(f"{child_id} failed to stop") from None
             raise
         self.log.append((how, child_id))
         if how == "fail":
             raise Boom(f"{child_id} failed")
 
+    def tell(self, child_id: str, how: str) -> None:
+        """Make ``child_id`` end: ``fail`` (raise) or ``return``."""
+        self._ends[child_id].send_nowait(how)
+
     async def fail(self, child_id: str) -> None:
         """Make ``child_id`` raise, and let the supervisor act on it."""
-        self._ends[child_id].send_nowait("fail")
+        self.tell(child_id, "fail")
         await wait_all_tasks_blocked()
 
     async def finish(self, child_id: str) -> None:
         """Make ``child_id`` return, and let the supervisor act on it."""
-        self._ends[child_id].send_nowait("return")
+        self.tell(child_id, "return")
         await wait_all_tasks_blocked()
 
     def since(self, mark: int) -> list[tuple[str, str]]:

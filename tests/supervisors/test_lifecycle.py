@@ -12,6 +12,7 @@ from agentrio.supervisors import (
     Supervisor,
     SupervisorEscalation,
     SupervisorEvent,
+    one_for_all,
 )
 
 from .conftest import Boom
@@ -102,6 +103,39 @@ async def test_leaving_the_block_stops_every_child_newest_first(assert_nothing_r
     assert_nothing_runs()
     with pytest.raises(RuntimeError, match="not open"):
         await sup.start_child(workers.spec("d"))
+
+
+async def test_a_child_failing_as_it_is_stopped_is_reported(workers, events):
+    workers.failing_stops.add("a")
+    async with Supervisor(on_event=events.append) as sup:
+        await sup.start_child(workers.spec("a"))
+        await sup.start_child(workers.spec("b"))
+    assert workers.log[-2:] == [("stop", "b"), ("stop", "a")]
+    assert [(type(e), e.child_id, e.error) for e in events] == [(ChildExit, "a", "Boom: a failed to stop")]
+
+
+async def test_a_sibling_failing_as_a_restart_stops_it_is_reported_and_restarted(workers, events):
+    workers.failing_stops.add("b")
+    async with Supervisor(one_for_all, on_event=events.append) as sup:
+        await sup.start_child(workers.spec("a"))
+        await sup.start_child(workers.spec("b"))
+        await workers.fail("a")
+        assert sup.children == ("a", "b")
+        assert workers.log[-2:] == [("start", "b"), ("up", "b")]
+        workers.failing_stops.clear()
+    assert [(type(e), e.child_id, e.error) for e in events] == [
+        (ChildRestart, "a", "Boom: a failed"),
+        (ChildExit, "b", "Boom: b failed to stop"),
+    ]
+
+
+async def test_a_child_failing_as_the_block_is_left_is_reported_not_restarted(workers, events):
+    async with Supervisor(on_event=events.append) as sup:
+        await sup.start_child(workers.spec("a"))
+        await sup.start_child(workers.spec("b"))
+        workers.tell("a", "fail")  # it fails as the supervisor closes
+    assert sorted(workers.log[4:]) == [("fail", "a"), ("stop", "b")]
+    assert [(type(e), e.child_id, e.error) for e in events] == [(ChildExit, "a", "Boom: a failed")]
 
 
 async def test_the_blocks_own_exception_leaves_it_as_raised(assert_nothing_runs, workers):

@@ -41,7 +41,9 @@ class ChildRestart(_SupervisorEvent):
 
 @attrs.frozen(kw_only=True)
 class ChildExit(_SupervisorEvent):
-    """``child_id`` ended and is not restarted: its restart policy says so."""
+    """``child_id`` ended and no restart follows for it: its restart policy
+    says so, or the supervisor was closing, or it failed while the supervisor
+    stopped it (for a restart of its siblings, or to close)."""
 
     child_id: str
     error: str | None

@@ -176,6 +176,7 @@ class Supervisor:
                 async with self._lock:
                     for run in reversed(self._runs):
                         await run.stop()
+            self._report_unhandled_exits()
             await self._nursery_manager.__aexit__(None, None, None)
         if self._escalation is not None:
             raise self._escalation from self._escalation.error
@@ -195,9 +196,12 @@ class Supervisor:
             error = exc
         finally:
             run.ended.set()
-        # A child stopped by the supervisor did not end on its own.
         if not run.scope.cancel_called:
             self._exits_send.send_nowait((run, error))
+        elif error is not None:
+            # Stopped by the supervisor, it failed on the way out: nothing to
+            # restart for, but not to be lost either.
+            self._emit(ChildExit, child_id=run.spec.id, error=_describe(error))
 
     async def _supervise(self) -> None:
         with self._loop:
@@ -208,6 +212,17 @@ class Supervisor:
                         await self._on_exit(run, error)
                 if self._escalation is not None:
                     return
+
+    def _report_unhandled_exits(self) -> None:
+        """Children that ended on their own once the supervision loop had
+        stopped are not restarted any more, but reported."""
+        while True:
+            try:
+                run, error = self._exits.receive_nowait()
+            except trio.WouldBlock:
+                return
+            if run in self._runs:
+                self._emit(ChildExit, child_id=run.spec.id, error=_describe(error))
 
     async def _on_exit(self, run: _Run, error: Exception | None) -> None:
         if not calls_for_restart(run.spec.restart, error):
