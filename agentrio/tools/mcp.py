@@ -17,8 +17,9 @@ it took effect is unknown; a call made while the server restarts waits for
 it. Progress the server reports during a call is the call's progress
 (``tool_execution_update`` events). When the supervisor gives up, the bridge stays open and every call gets
 an error result saying why: a broken tool server fails its tools, never the
-agent that holds them. Leaving the block closes the server's stdin and stops
-its process (the SDK's shutdown: TERM, then KILL, to its process group).
+agent that holds them. Leaving the block closes the server's stdin; a server
+that does not exit within 2 s gets TERM, then KILL, to its process group (the
+SDK's shutdown).
 
 Execution mode: a tool runs ``parallel`` only when the server marks it
 read-only (``readOnlyHint: true``); otherwise ``exclusive``, since MCP
