@@ -109,16 +109,26 @@ async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt
     ]
 
 
-async def test_when_its_supervisor_gives_up_the_tools_answer_with_errors_and_the_owner_goes_on(call):
+async def test_past_the_restart_limit_the_tools_answer_with_errors_and_the_owner_goes_on(call):
     events = []
     before = our_children()
     async with mcp_server(
-        sys.executable, CRASH_SERVER, name="crash", max_restarts=0, on_event=events.append
+        sys.executable,
+        CRASH_SERVER,
+        name="crash",
+        max_restarts=0,
+        on_event=events.append,
+        prefix="crash_",
+        execution_mode="exclusive",
     ) as server:
         servers = our_children() - before
         tools = server.tools_by_name()
-        assert (await call(tools["crash"])).is_error
-        given_up = await call(tools["pid"])
+        # The prefix names the tools apart; the mode applies to every one.
+        assert sorted(tools) == ["crash_count", "crash_crash", "crash_echo", "crash_pid"]
+        assert {t.execution_mode for t in server.tools} == {"exclusive"}
+
+        assert (await call(tools["crash_crash"])).is_error
+        given_up = await call(tools["crash_pid"])
         assert given_up.is_error
         assert text(given_up).startswith(
             "MCP server 'crash' is unavailable: supervisor 'mcp:crash' gave up: child 'crash' failed "
@@ -126,7 +136,7 @@ async def test_when_its_supervisor_gives_up_the_tools_answer_with_errors_and_the
         )
     assert [type(e) for e in events] == [Escalation]
     assert_gone(servers)
-    assert text(await call(tools["pid"])).endswith("unavailable: the server was shut down")
+    assert text(await call(tools["crash_pid"])).endswith("unavailable: the server was shut down")
 
 
 async def test_a_command_that_is_no_mcp_server_fails_to_start():
