@@ -7,19 +7,29 @@ them as agentrio ``Tool``s::
     async with mcp_server(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
         spec = AgentSpec("assistant", model, tools=server.tools)
 
-or, in an agent's setup, ``server = await scope.enter_async_context(mcp_server(...))``
-then ``agent.tools.update(server.tools_by_name())``.
+The block owns a nursery, so it nests like one: entered and left in the same
+task, around everything opened inside it. To give an agent a server for its
+whole life, run the block in a task of that agent's scope::
+
+    async def serve_time(task_status):
+        async with mcp_server(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
+            task_status.started(server)
+            await trio.sleep_forever()
+
+    async def setup(agent, scope):
+        server = await scope.nursery.start(serve_time)
+        agent.tools.update(server.tools_by_name())
 
 The connection is the one child of a ``Supervisor``: when the server process
 dies it is started again (at most ``max_restarts`` times within ``within``
 seconds). A call in flight when it died gets an error result, since whether
 it took effect is unknown; a call made while the server restarts waits for
 it. Progress the server reports during a call is the call's progress
-(``tool_execution_update`` events). When the supervisor gives up, the bridge stays open and every call gets
-an error result saying why: a broken tool server fails its tools, never the
-agent that holds them. Leaving the block closes the server's stdin; a server
-that does not exit within 2 s gets TERM, then KILL, to its process group (the
-SDK's shutdown).
+(``tool_execution_update`` events). When the supervisor gives up, the bridge
+stays open and every call gets an error result saying why: a broken tool
+server fails its tools, never the agent that holds them. Leaving the block
+closes the server's stdin; a server that does not exit within 2 s gets TERM,
+then KILL, to its process group (the SDK's shutdown).
 
 Execution mode: a tool runs ``parallel`` only when the server marks it
 read-only (``readOnlyHint: true``); otherwise ``exclusive``, since MCP
