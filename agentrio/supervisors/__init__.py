@@ -1,14 +1,37 @@
-"""Supervision: the Runtime, its registry of agents, and initiators."""
+"""Supervision: the Runtime, its registry of agents, initiators, and
+supervisors that restart long-lived children by strategy."""
 
 from ..initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .registry import AgentRegistry
 from .runtime import Runtime
+from .strategies import (
+    ChildExit,
+    ChildRestart,
+    ChildSpec,
+    Escalation,
+    Supervisor,
+    SupervisorEscalation,
+    SupervisorEvent,
+    one_for_all,
+    one_for_one,
+    rest_for_one,
+)
 
 __all__ = [
     "AgentRegistry",
+    "ChildExit",
+    "ChildRestart",
+    "ChildSpec",
+    "Escalation",
     "Initiator",
     "Runtime",
+    "Supervisor",
+    "SupervisorEscalation",
+    "SupervisorEvent",
     "current_initiator",
+    "one_for_all",
+    "one_for_one",
+    "rest_for_one",
     "with_initiator",
     "without_initiator",
 ]

@@ -1,0 +1,316 @@
+"""MCP tool servers as agentrio tools (the optional extra ``agentrio[mcp]``).
+
+``mcp_server(command, args)`` starts an MCP server over stdio with the
+official SDK (whose anyio core runs under trio), lists its tools and offers
+them as agentrio ``Tool``s::
+
+    async with mcp_server(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
+        spec = AgentSpec("assistant", model, tools=server.tools)
+
+The block owns a nursery, so it nests like one: entered and left in the same
+task, around everything opened inside it. To give an agent a server for its
+whole life, run the block in a task of that agent's scope::
+
+    async def serve_time(task_status):
+        async with mcp_server(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
+            task_status.started(server)
+            await trio.sleep_forever()
+
+    async def setup(agent, scope):
+        server = await scope.nursery.start(serve_time)
+        agent.tools.update(server.tools_by_name())
+
+The connection is the one child of a ``Supervisor``: when the server process
+dies it is started again (at most ``max_restarts`` times within ``within``
+seconds). A call in flight when it died gets an error result, since whether
+it took effect is unknown; a call made while the server restarts waits for
+it. Progress the server reports during a call is the call's progress
+(``tool_execution_update`` events). When the supervisor gives up, the bridge
+stays open and every call gets an error result saying why: a broken tool
+server fails its tools, never the agent that holds them. Leaving the block
+closes the server's stdin; a server that does not exit within 2 s gets TERM,
+then KILL, to its process group (the SDK's shutdown).
+
+Execution mode: a tool runs ``parallel`` only when the server marks it
+read-only (``readOnlyHint: true``); otherwise ``exclusive``, since MCP
+presumes a tool without that hint may change its environment. Pass
+``execution_mode`` to decide for every tool of a server.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import trio
+
+try:
+    import mcp.types as mcp_types
+    from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+except ModuleNotFoundError as missing:
+    raise ModuleNotFoundError(
+        "agentrio.tools.mcp needs the MCP SDK: pip install 'agentrio[mcp]'", name=missing.name
+    ) from missing
+
+from ..supervisors.strategies import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
+from .mcp_results import tool_result
+from .tool import ExecutionMode, Tool, ToolContext, ToolResult
+
+T = TypeVar("T")
+
+
+class ServerExited(Exception):
+    """The server process went away (its output ended)."""
+
+
+class ServerDidNotStart(Exception):
+    """The server did not answer the MCP handshake, or its tool listing."""
+
+
+class ToolServer:
+    """A running MCP server and the agentrio tools that call it."""
+
+    def __init__(
+        self,
+        name: str,
+        params: StdioServerParameters,
+        *,
+        prefix: str,
+        execution_mode: ExecutionMode | None,
+        startup_timeout: float,
+        errlog: TextIO | None,
+    ) -> None:
+        self.name = name
+        self._params = params
+        self._prefix = prefix
+        self._execution_mode = execution_mode
+        self._startup_timeout = startup_timeout
+        self._errlog = errlog
+        self._tools: tuple[Tool, ...] = ()
+        #: The session with the running server, and the watch on its output.
+        self._connection: tuple[ClientSession, _EndWatch] | None = None
+        #: Why calls cannot be served any more; None while the server runs or restarts.
+        self._unavailable: str | None = None
+        self._changed = trio.Event()
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The server's tools, as it listed them when it first started."""
+        return self._tools
+
+    def tools_by_name(self) -> dict[str, Tool]:
+        return {t.name: t for t in self._tools}
+
+    # -- calls ----------------------------------------------------------------
+
+    async def _call(self, tool_name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        session = await self._live_session()
+        if session is None:
+            return ToolResult(f"MCP server {self.name!r} is unavailable: {self._unavailable}", is_error=True)
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            ctx.report({"progress": progress, "total": total, "message": message})
+
+        try:
+            result = await session.call_tool(tool_name, args, progress_callback=report)
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                return ToolResult(
+                    f"MCP server {self.name!r} exited during the call, so whether the call took effect "
+                    "is unknown; the server is restarted for later calls",
+                    is_error=True,
+                )
+            return ToolResult(f"MCP server {self.name!r} refused the call: {exc.message}", is_error=True)
+        return tool_result(result)
+
+    async def _live_session(self) -> ClientSession | None:
+        """The session with the running server: waits while it restarts;
+        None once it is not coming back."""
+        while self._unavailable is None:
+            # The output may have ended before the connection's task heard of it.
+            if self._connection is not None and not self._connection[1].ended.is_set():
+                return self._connection[0]
+            await self._changed.wait()
+        return None
+
+    def _set(
+        self, connection: tuple[ClientSession, _EndWatch] | None, unavailable: str | None = None
+    ) -> None:
+        self._connection, self._unavailable = connection, unavailable
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # -- the server -----------------------------------------------------------
+
+    async def _supervise(
+        self,
+        max_restarts: int,
+        within: float,
+        on_event: OnEvent | None,
+        *,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
+        """Keep the server running; once its supervisor gives up, answer
+        every call with why."""
+        try:
+            async with Supervisor(
+                max_restarts=max_restarts, within=within, on_event=on_event, name=f"mcp:{self.name}"
+            ) as supervisor:
+                await supervisor.start_child(ChildSpec(self.name, self._connect))
+                task_status.started()
+                await trio.sleep_forever()
+        except SupervisorEscalation as escalation:
+            self._set(None, unavailable=str(escalation))
+
+    async def _connect(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """One run of the server: up once it answered the handshake; ends
+        (raising ``ServerExited``) when its output ends."""
+        async with stdio_client(self._params, errlog=self._errlog or sys.stderr) as (read, write):
+            watched = _EndWatch(read)
+            async with ClientSession(watched, write) as session:
+                # Failing here would leave the SDK's task groups wrapping the
+                # error in exception groups: carry it out of them instead.
+                failure = await _failure_of(self._start(session))
+                if failure is None:
+                    self._set((session, watched))
+                    task_status.started()
+                    try:
+                        await watched.ended.wait()
+                    finally:
+                        self._set(None)
+        if failure is not None:
+            raise ServerDidNotStart(
+                f"MCP server {self.name!r} did not start: {type(failure).__name__}: {failure}"
+            ) from failure
+        raise ServerExited(f"MCP server {self.name!r} exited")
+
+    async def _start(self, session: ClientSession) -> None:
+        with trio.move_on_after(self._startup_timeout):
+            await session.initialize()
+            if not self._tools:
+                self._tools = tuple(self._tool(t) for t in await _list_tools(session))
+            return
+        raise TimeoutError(f"no answer within {self._startup_timeout:g} s")
+
+    def _tool(self, listed: mcp_types.Tool) -> Tool:
+        return Tool(
+            self._prefix + listed.name,
+            listed.description or listed.title or "",
+            listed.input_schema,
+            partial(self._call, listed.name),
+            execution_mode=self._execution_mode or _mode_from_annotations(listed.annotations),
+        )
+
+
+@asynccontextmanager
+async def mcp_server(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    name: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    prefix: str = "",
+    execution_mode: ExecutionMode | None = None,
+    max_restarts: int = 3,
+    within: float = 60.0,
+    startup_timeout: float = 30.0,
+    on_event: OnEvent | None = None,
+    errlog: TextIO | None = None,
+) -> AsyncIterator[ToolServer]:
+    """Run the MCP server ``command args`` over stdio for the block.
+
+    ``name`` (default: the command's file name) names the server in errors
+    and events; ``prefix`` is put before each tool's name, to keep the tools
+    of several servers apart. ``env`` is added to the SDK's small default
+    environment; the server's stderr goes to ``errlog`` (default
+    ``sys.stderr``). Restarts: at most ``max_restarts`` within ``within``
+    seconds; ``on_event`` receives the supervisor's events. A server that
+    does not answer the handshake within ``startup_timeout`` seconds has
+    failed to start. Entering the block raises ``ServerDidNotStart`` (or the
+    ``OSError`` of a command that cannot run) if the first start fails.
+    """
+    server = ToolServer(
+        name or Path(command).name,
+        StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd),
+        prefix=prefix,
+        execution_mode=execution_mode,
+        startup_timeout=startup_timeout,
+        errlog=errlog,
+    )
+    try:
+        # The server's supervisor runs as a temporary child: when it gives up
+        # it ends, and the owner of this block goes on.
+        async with Supervisor(name=f"mcp-host:{server.name}") as host:
+            await host.start_child(
+                ChildSpec(
+                    server.name,
+                    partial(server._supervise, max_restarts, within, on_event),
+                    restart="temporary",
+                )
+            )
+            yield server
+    finally:
+        server._set(None, unavailable="the server was shut down")
+
+
+def _mode_from_annotations(annotations: mcp_types.ToolAnnotations | None) -> ExecutionMode:
+    read_only = annotations is not None and annotations.read_only_hint is True
+    return "parallel" if read_only else "exclusive"
+
+
+async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+    listed: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        listed.extend(page.tools)
+        if not (cursor := page.next_cursor):
+            return listed
+
+
+async def _failure_of(pending: Awaitable[Any]) -> Exception | None:
+    try:
+        await pending
+    except Exception as exc:  # the caller raises it, as the cause of its own error
+        return exc
+    return None
+
+
+class _EndWatch:
+    """The SDK's read stream from the server, telling when it ends: once the
+    server's output ends, or the transport breaks, nothing more can come."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.ended = trio.Event()
+
+    async def receive(self) -> Any:
+        return await self._watch(self._stream.receive())
+
+    def __aiter__(self) -> _EndWatch:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self._watch(self._stream.__anext__())
+
+    async def _watch(self, pending: Awaitable[T]) -> T:
+        try:
+            return await pending
+        except Exception:  # end of stream, or a closed or broken one
+            self.ended.set()
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _EndWatch:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

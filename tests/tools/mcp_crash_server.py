@@ -1,0 +1,39 @@
+"""An MCP server over stdio whose ``crash`` tool ends its own process in the
+middle of the call, for the bridge's restart tests."""
+
+import os
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("crash")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server's process before answering."""
+    os._exit(1)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+def echo(text: str) -> str:
+    """Say ``text`` back."""
+    return text
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def count(to: int, ctx: Context) -> str:
+    """Count to ``to``, reporting each number as progress."""
+    for number in range(1, to + 1):
+        await ctx.report_progress(number, to, f"{number} of {to}")
+    return "counted"
+
+
+if __name__ == "__main__":
+    server.run()

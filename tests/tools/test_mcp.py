@@ -1,0 +1,199 @@
+"""MCP tool servers over stdio, with real server processes: the time server
+of the ``mcp-server-time`` package, and a server that crashes mid-call."""
+
+import os
+import sys
+from pathlib import Path
+
+import mcp.types as mcp_types
+import pytest
+
+from agentrio import AgentSpec, Limits, ScriptedModel, Text
+from agentrio.supervisors import ChildRestart, Escalation
+from agentrio.tools.mcp import ServerDidNotStart, mcp_server
+from agentrio.tools.mcp_results import tool_result
+from tests.conftest import record
+from tests.helpers import calls, say
+
+CRASH_SERVER = [str(Path(__file__).with_name("mcp_crash_server.py"))]
+TIME_SERVER = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+
+
+def our_children() -> set[int]:
+    """The processes whose parent is this test process."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # it exited while we looked
+        if int(fields[1]) == os.getpid():
+            children.add(int(stat.parent.name))
+    return children
+
+
+def text(result) -> str:
+    return result.to_message("call-1", "tool").text
+
+
+def assert_gone(pids: set[int]) -> None:
+    """Each process ended and was reaped: nothing is left of it."""
+    assert pids
+    assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+
+
+async def test_the_time_server_tools_list_call_and_fail_as_results(call):
+    before = our_children()
+    async with mcp_server(sys.executable, TIME_SERVER, name="time") as server:
+        servers = our_children() - before
+        tools = server.tools_by_name()
+        assert sorted(tools) == ["convert_time", "get_current_time"]
+        get_time = tools["get_current_time"]
+        assert get_time.description == "Get current time in a specific timezone"
+        assert get_time.parameters["required"] == ["timezone"]
+        assert get_time.execution_mode == "parallel"  # the server marks it read-only
+
+        paris = await call(get_time, timezone="Europe/Paris")
+        assert not paris.is_error
+        assert '"timezone": "Europe/Paris"' in text(paris)
+        assert paris.details["timezone"] == "Europe/Paris"
+
+        nowhere = await call(get_time, timezone="Nowhere/Atlantis")
+        assert nowhere.is_error
+        assert "Invalid timezone" in text(nowhere)
+    assert len(servers) == 1
+    assert_gone(servers)
+
+
+async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt):
+    events = []
+    before = our_children()
+    async with mcp_server(sys.executable, CRASH_SERVER, name="crash", on_event=events.append) as server:
+        assert {t.name: t.execution_mode for t in server.tools} == {
+            "pid": "parallel",
+            "crash": "exclusive",  # no annotations: it may change things
+            "echo": "exclusive",  # not read-only, even if not destructive
+            "count": "parallel",
+        }
+        model = ScriptedModel(
+            [
+                calls(("pid", {}), ("count", {"to": 2})),
+                calls(("crash", {})),
+                calls(("pid", {}), ("echo", {"text": "still here"})),
+                say("done"),
+            ]
+        )
+        agent = await rt.create(AgentSpec("a", model, tools=server.tools, limits=Limits(max_turns=5)))
+        async with record(agent) as recorder:
+            result = await agent.run("go")
+        left_running = our_children() - before
+    assert result.stop_reason == "completed"
+    first, counted, crashed, second, echoed = [m for m in result.new_messages if m.role == "tool_result"]
+    assert counted.text == "counted"
+    assert [e.progress for e in recorder.of("tool_execution_update")] == [
+        {"progress": 1, "total": 2, "message": "1 of 2"},
+        {"progress": 2, "total": 2, "message": "2 of 2"},
+    ]
+    assert crashed.is_error
+    assert crashed.text == (
+        "MCP server 'crash' exited during the call, so whether the call took effect is unknown; "
+        "the server is restarted for later calls"
+    )
+    # The calls after the crash went to a new process.
+    assert not second.is_error and second.text != first.text
+    assert left_running == {int(second.text)}
+    assert (echoed.is_error, echoed.text) == (False, "still here")
+    assert_gone({int(first.text), int(second.text)})
+    assert [(type(e), e.supervisor, e.child_id, e.error) for e in events] == [
+        (ChildRestart, "mcp:crash", "crash", "ServerExited: MCP server 'crash' exited")
+    ]
+
+
+async def test_past_the_restart_limit_the_tools_answer_with_errors_and_the_owner_goes_on(call):
+    events = []
+    before = our_children()
+    async with mcp_server(
+        sys.executable,
+        CRASH_SERVER,
+        name="crash",
+        max_restarts=0,
+        on_event=events.append,
+        prefix="crash_",
+        execution_mode="exclusive",
+    ) as server:
+        servers = our_children() - before
+        tools = server.tools_by_name()
+        # The prefix names the tools apart; the mode applies to every one.
+        assert sorted(tools) == ["crash_count", "crash_crash", "crash_echo", "crash_pid"]
+        assert {t.execution_mode for t in server.tools} == {"exclusive"}
+
+        assert (await call(tools["crash_crash"])).is_error
+        given_up = await call(tools["crash_pid"])
+        assert given_up.is_error
+        assert text(given_up).startswith(
+            "MCP server 'crash' is unavailable: supervisor 'mcp:crash' gave up: child 'crash' failed "
+            "(ServerExited: MCP server 'crash' exited) after 0 restarts"
+        )
+    assert [type(e) for e in events] == [Escalation]
+    assert_gone(servers)
+    assert text(await call(tools["crash_pid"])).endswith("unavailable: the server was shut down")
+
+
+async def test_a_command_that_is_no_mcp_server_fails_to_start():
+    before = our_children()
+    with pytest.raises(
+        ServerDidNotStart, match="MCP server 'python' did not start: MCPError: Connection closed"
+    ):
+        async with mcp_server(sys.executable, ["-c", "print('hello')"], name="python"):
+            pytest.fail("entered the block")
+    assert our_children() == before
+
+
+async def test_a_command_that_cannot_run_fails_to_start():
+    with pytest.raises(FileNotFoundError):
+        async with mcp_server("/nonexistent/mcp-server"):
+            pytest.fail("entered the block")
+
+
+async def test_a_server_that_never_answers_times_out():
+    before = our_children()
+    never_answers = ["-c", "import sys; sys.stdin.read()"]  # until its stdin closes
+    with pytest.raises(ServerDidNotStart, match="did not start: TimeoutError: no answer within 0.3 s"):
+        async with mcp_server(sys.executable, never_answers, startup_timeout=0.3):
+            pytest.fail("entered the block")
+    assert our_children() == before
+
+
+def test_results_become_text_with_structured_content_as_details():
+    both = mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text='{"a": 1}')], structured_content={"a": 1}
+    )
+    assert tool_result(both).content == [Text('{"a": 1}')]
+    assert tool_result(both).details == {"a": 1}
+
+    structured_only = mcp_types.CallToolResult(content=[], structured_content={"é": [1, 2]})
+    assert tool_result(structured_only).content == [Text('{"é": [1, 2]}')]
+
+    mixed = mcp_types.CallToolResult(
+        content=[
+            mcp_types.ImageContent(type="image", data="aGk=", mime_type="image/png"),
+            mcp_types.ResourceLink(type="resource_link", name="notes", uri="file:///notes.md"),
+            mcp_types.EmbeddedResource(
+                type="resource",
+                resource=mcp_types.TextResourceContents(uri="file:///a.txt", text="hello"),
+            ),
+            mcp_types.EmbeddedResource(
+                type="resource",
+                resource=mcp_types.BlobResourceContents(uri="file:///b.bin", blob="aGk="),
+            ),
+        ],
+        is_error=True,
+    )
+    result = tool_result(mixed)
+    assert result.is_error
+    assert [p.text for p in result.content] == [
+        "[image/png image, not shown]",
+        "[resource notes: file:///notes.md]",
+        "[resource file:///a.txt]\nhello",
+        "[resource file:///b.bin (binary), not shown]",
+    ]
