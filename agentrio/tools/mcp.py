@@ -9,16 +9,16 @@ them as agentrio ``Tool``s::
 
 The block owns a nursery, so it nests like one: entered and left in the same
 task, around everything opened inside it. To give an agent a server for its
-whole life, run the block in a task of that agent's scope::
-
-    async def serve_time(task_status):
-        async with mcp_server(sys.executable, ["-m", "mcp_server_time"], name="time") as server:
-            task_status.started(server)
-            await trio.sleep_forever()
+whole life, enter it in the agent's scope: it closes when the agent is torn
+down::
 
     async def setup(agent, scope):
-        server = await scope.nursery.start(serve_time)
+        server = await scope.enter_async_context(
+            mcp_server(sys.executable, ["-m", "mcp_server_time"], name="time")
+        )
         agent.tools.update(server.tools_by_name())
+
+    agent = await rt.create(spec, setup=setup)
 
 The connection is the one child of a ``Supervisor``: when the server process
 dies it is started again (at most ``max_restarts`` times within ``within``

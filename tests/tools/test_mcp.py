@@ -65,6 +65,24 @@ async def test_the_time_server_tools_list_call_and_fail_as_results(call):
     assert_gone(servers)
 
 
+async def test_an_agent_holds_a_server_for_its_whole_life_through_its_scope(rt):
+    before = our_children()
+
+    async def setup(agent, scope):
+        server = await scope.enter_async_context(mcp_server(sys.executable, TIME_SERVER, name="time"))
+        agent.tools.update(server.tools_by_name())
+
+    model = ScriptedModel([calls(("get_current_time", {"timezone": "Asia/Tokyo"})), say("done")])
+    agent = await rt.create(AgentSpec("clock", model), setup=setup)
+    servers = our_children() - before
+    result = await agent.run("what time is it in Tokyo?")
+    assert result.stop_reason == "completed"
+    assert '"timezone": "Asia/Tokyo"' in result.new_messages[2].text
+    assert len(servers) == 1 and all(Path(f"/proc/{pid}").exists() for pid in servers)
+    await agent.dispose()  # the server goes with the agent
+    assert_gone(servers)
+
+
 async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt):
     events = []
     before = our_children()
