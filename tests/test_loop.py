@@ -420,3 +420,15 @@ async def test_a_fatal_tool_error_ends_the_run_after_its_batch(rt, autojump_cloc
     assert later.text.startswith(TOOL_NOT_STARTED) and "tool_error" in later.text
     assert [tag for kind, tag, _ in log if kind == "start"] == ["running"]
     assert len(model.requests) == 1
+
+
+def test_a_spec_may_name_its_model(monkeypatch):
+    import pytest
+
+    from agentrio.models import Anthropic
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    assert isinstance(AgentSpec("a", "anthropic:claude-sonnet-4-5").model, Anthropic)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ValueError, match="ANTHROPIC_API_KEY is not set"):
+        AgentSpec("a", "anthropic:claude-sonnet-4-5")

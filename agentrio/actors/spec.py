@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from ..messages import Message, ToolCall, Usage
-from ..models import Model, ProviderError, ToolSpec
+from ..models import Model, ProviderError, ToolSpec, from_string
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -122,10 +122,17 @@ def _unique_tool_names(instance: Any, attribute: attrs.Attribute, tools: Sequenc
         raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
 
 
+def _as_model(model: Model | str) -> Model:
+    return from_string(model) if isinstance(model, str) else model
+
+
 @attrs.frozen
 class AgentSpec:
+    """What an agent is made of. ``model`` is a model object or a string
+    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``)."""
+
     name: str
-    model: Model
+    model: Model = attrs.field(converter=_as_model)
     system_prompt: str = attrs.field(default="", kw_only=True)
     tools: tuple[Tool, ...] = attrs.field(
         default=(), converter=tuple, validator=_unique_tool_names, kw_only=True
