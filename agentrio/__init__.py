@@ -13,7 +13,7 @@ from .actors import (
     RequestError,
     RunResult,
 )
-from .journal import MemoryStore, Store
+from .journal import MemoryStore, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -51,8 +51,10 @@ __all__ = [
     "RequestError",
     "RunResult",
     "Runtime",
+    "SQLiteStore",
     "ScriptedModel",
     "Store",
+    "StoreError",
     "Text",
     "Thinking",
     "Tool",

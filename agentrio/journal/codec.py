@@ -1,0 +1,52 @@
+"""The JSON text of records and snapshots, through the package converter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+from cattrs.gen import make_dict_unstructure_fn, override
+
+from ..messages import Message, converter
+from .projection import SessionState
+from .records import Record
+
+# Sets are not JSON: started calls are written as a sorted list.
+converter.register_unstructure_hook(
+    SessionState,
+    make_dict_unstructure_fn(SessionState, converter, started_calls=override(unstruct_hook=sorted)),
+)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def encode_record(record: Record) -> str:
+    """Raises ``TypeError`` for a record that is not JSON (a tool result's
+    ``details`` that JSON cannot hold)."""
+    return _dumps(converter.unstructure(record))
+
+
+def decode_record(text: str) -> Record:
+    return converter.structure(json.loads(text), Record)
+
+
+def encode_messages(messages: list[Message]) -> str:
+    return _dumps(converter.unstructure(messages, list[Message]))
+
+
+def decode_messages(text: str) -> list[Message]:
+    return converter.structure(json.loads(text), list[Message])
+
+
+def encode_state(state: SessionState) -> str:
+    """``state`` without its committed history, which snapshots keep apart."""
+    return _dumps(converter.unstructure(attrs.evolve(state, messages=[])))
+
+
+def decode_state(text: str, messages: list[Message]) -> SessionState:
+    state = converter.structure(json.loads(text), SessionState)
+    state.messages = messages
+    return state
