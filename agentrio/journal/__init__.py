@@ -1,5 +1,6 @@
 """Session journals: records, projections and stores."""
 
+from .fork import ForkRefused
 from .journal import Journal
 from .projection import JournalCorrupt, SessionState
 from .records import QueuedInput, Record
@@ -21,6 +22,7 @@ from .store import (
 
 __all__ = [
     "ForeignDatabase",
+    "ForkRefused",
     "Journal",
     "JournalCorrupt",
     "LoadedSession",

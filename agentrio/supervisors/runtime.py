@@ -11,9 +11,8 @@ from .._ids import new_id
 from ..actors.agent import Agent
 from ..actors.spec import AgentSpec
 from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
-from ..journal.records import MessageAppended
+from ..journal.fork import fork_session
 from ..journal.repair import repair
-from ..messages import unanswered_calls
 from ..models.http import open_http_client
 from .registry import AgentRegistry
 
@@ -83,32 +82,25 @@ class Runtime:
             loaded = LoadedSession(info, SessionState(), 0)
         return await self._start(spec, loaded, parent, nursery)
 
-    async def fork(self, session_id: str, at_message: int, spec: AgentSpec | None = None) -> Agent:
-        """A new agent whose history is a copy of the first ``at_message``
-        messages of session ``session_id``. The cut must leave every tool
-        call answered. ``spec`` defaults to the live source agent's."""
+    async def fork(
+        self,
+        session_id: str,
+        at_message: int | None = None,
+        spec: AgentSpec | None = None,
+        *,
+        at_turn: int | None = None,
+    ) -> Agent:
+        """A new agent on a new session whose history is a copy of the first
+        ``at_message`` committed messages of session ``session_id``, or of its
+        history at the end of turn ``at_turn``. The cut must leave every tool
+        call answered and must not fall inside a turn that is still open
+        (``ForkRefused``). The new session records its parent and how many
+        messages it took. ``spec`` defaults to the live source agent's."""
         source = self.registry.get(session_id)
-        if source is not None:
-            messages = list(source.messages)
-            spec = spec or source.spec
-        else:
-            _, records = await self.store.load_session(session_id)
-            messages = SessionState.replay(records).messages
+        spec = spec or (source.spec if source is not None else None)
         if spec is None:
             raise ValueError(f"session {session_id!r} is not live here: pass the spec to fork it with")
-        if not 0 <= at_message <= len(messages):
-            raise ValueError(f"at_message must be between 0 and {len(messages)}, got {at_message}")
-        seed = messages[:at_message]
-        if unanswered_calls(seed):
-            raise ValueError(
-                f"cannot fork session {session_id!r} at message {at_message}: the cut leaves "
-                "tool calls without results; cut before the assistant message or after its results"
-            )
-        fork_id = new_id("session")
-        info = SessionInfo(fork_id, parent_session_id=session_id, seed_length=at_message)
-        records = [MessageAppended(m) for m in seed]
-        await self.store.create_session(info, records)
-        loaded = LoadedSession(info, SessionState.replay(records), len(records))
+        loaded = await fork_session(self.store, session_id, at_message=at_message, at_turn=at_turn)
         return await self._start(spec, loaded, None, self.nursery)
 
     async def _start(
