@@ -10,7 +10,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from ..messages import Message, converter
 from .projection import SessionState
-from .records import Record
+from .records import MessageAppended, Record
 
 # Sets are not JSON: started calls are written as a sorted list.
 converter.register_unstructure_hook(
@@ -33,16 +33,17 @@ def decode_record(text: str) -> Record:
     return converter.structure(json.loads(text), Record)
 
 
-def encode_messages(messages: list[Message]) -> str:
-    return _dumps(converter.unstructure(messages, list[Message]))
-
-
-def decode_messages(text: str) -> list[Message]:
-    return converter.structure(json.loads(text), list[Message])
+def decode_message_record(text: str) -> Message:
+    """The message of a ``MessageAppended`` record."""
+    record = decode_record(text)
+    if not isinstance(record, MessageAppended):
+        raise ValueError(f"a {record.type} record where a message was expected")
+    return record.message
 
 
 def encode_state(state: SessionState) -> str:
-    """``state`` without its committed history, which snapshots keep apart."""
+    """``state`` without its committed history, which snapshots take from
+    the message records."""
     return _dumps(converter.unstructure(attrs.evolve(state, messages=[])))
 
 

@@ -22,16 +22,14 @@ class Journal:
         self.unsnapshotted = unsnapshotted
 
     async def append(self, *records: Record) -> None:
-        # Shielded: a record half-written because of a cancel would leave the
-        # store and memory disagreeing.
-        with trio.CancelScope(shield=True):
-            await self.store.append(self.session_id, records)
+        # ``Store.append`` never waits, so no cancel can fall between the store
+        # taking the records and memory applying them: the two always agree.
+        await self.store.append(self.session_id, records)
         for record in records:
             self.state.apply(record)
         self.unsnapshotted += len(records)
         if self.unsnapshotted >= SNAPSHOT_EVERY:
-            with trio.CancelScope(shield=True):
-                await self.store.save_snapshot(self.session_id, self.state.copy())
+            await self.store.save_snapshot(self.session_id, self.state.copy())
             self.unsnapshotted = 0
 
     async def sync(self) -> None:

@@ -32,7 +32,9 @@ class SessionState:
     History is committed a step at a time: the messages of an open step wait
     in ``step_messages`` until the step ends, so ``messages`` is always a
     history the agent finished writing. Messages appended outside a step (a
-    fork's seed) are committed at once.
+    fork's seed) are committed at once. Either way ``messages`` is the first
+    messages of the journal's ``MessageAppended`` records, in order, and
+    ``step_messages`` the rest: snapshots rely on it.
     """
 
     messages: list[Message] = attrs.field(factory=list)

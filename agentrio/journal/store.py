@@ -80,11 +80,14 @@ class Store(Protocol):
     open, and only the block that opened it closes it); a ``Runtime`` does
     this for the store it is given.
 
-    ``append`` is atomic with respect to cancellation: it either raises before
-    anything is written or writes everything. It may buffer; ``sync`` returns
-    once every record appended so far is durable. ``save_snapshot`` offers
+    ``append`` never waits (no checkpoint): it writes or buffers the records
+    and returns, or raises having taken none of them; so a cancel cannot
+    interrupt it, and the journal's memory never disagrees with its store.
+    ``sync`` is where waiting happens: it returns once every record appended
+    so far is durable. ``save_snapshot`` (which never waits either) offers
     the state projected from every record appended so far, so that
-    ``load_state`` need not replay them; a store may ignore it.
+    ``load_state`` need not replay them; the store may keep ``state``, and
+    may ignore it.
     """
 
     async def __aenter__(self) -> Self: ...

@@ -56,7 +56,10 @@ async def test_a_damaged_session_is_an_error_not_a_fresh_session(db):
 @pytest.mark.parametrize(
     "tampering, error",
     [
-        ("UPDATE records SET data = '{\"type\": \"from_the_future\"}' WHERE seq = 5", "record 5 cannot be read"),
+        (
+            'UPDATE records SET data = \'{"type": "from_the_future"}\' WHERE seq = 5',
+            "record 5 cannot be read",
+        ),
         ("DELETE FROM records WHERE seq = 7", "record 7 is missing"),
     ],
 )
@@ -125,7 +128,7 @@ async def test_a_missing_file_is_created_unless_told_not_to(db):
 def test_migrations_run_in_order_once_and_keep_the_data(db):
     added = ("CREATE TABLE labels (session_id TEXT, label TEXT)", "INSERT INTO labels VALUES ('s1', 'new')")
     old = Database(db, create=True, synchronous="NORMAL")
-    old.create_session(SessionInfo("s1"), [], 0)
+    old.create_session(SessionInfo("s1"), [])
     old.close()
     for _ in range(2):  # the second open has nothing to do
         new = Database(db, create=True, synchronous="NORMAL", migrations=(*MIGRATIONS, added))

@@ -4,6 +4,7 @@ transactions, and SQLite errors told as store errors."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,14 +32,25 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
     store (setting them writes to the file)."""
     if not create and not path.exists():
         raise StoreNotFound(f"no store at {path}")
-    # Used by one thread at a time, not always the same one.
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
 
 
-def configure(conn: sqlite3.Connection, synchronous: Synchronous) -> None:
-    conn.execute("PRAGMA journal_mode = WAL")
+def configure(conn: sqlite3.Connection, path: Path, synchronous: Synchronous) -> None:
+    # Turning a new file to WAL needs it to itself, and SQLite does not wait
+    # for that: another process opening the same new file may be reading it.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            break
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorname != "SQLITE_BUSY" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    if mode != "wal":
+        raise StoreError(f"{path}: SQLite cannot use write-ahead logging here (journal mode {mode!r})")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
 
 

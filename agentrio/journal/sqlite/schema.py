@@ -21,33 +21,27 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             session_id TEXT PRIMARY KEY,
             created_at REAL NOT NULL,
             parent_session_id TEXT,
-            seed_length INTEGER NOT NULL,
-            message_count INTEGER NOT NULL,
-            updated_at REAL NOT NULL
+            seed_length INTEGER NOT NULL
         )""",
-        # One row a record; ``seq`` counts from 1 in each session.
+        # One row a record; ``seq`` counts from 1 in each session, ``kind`` is
+        # the record's type and ``written_at`` when it was appended.
         """CREATE TABLE records (
             session_id TEXT NOT NULL REFERENCES sessions,
             seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            written_at REAL NOT NULL,
             data TEXT NOT NULL,
             PRIMARY KEY (session_id, seq)
         ) WITHOUT ROWID""",
-        # The latest snapshot of each session: its state after record ``seq``,
-        # without the committed history, which ``history_chunks`` holds.
+        # The latest snapshot of each session: its state after record ``seq``
+        # without the committed history, which is the first ``message_count``
+        # messages of its message records.
         """CREATE TABLE snapshots (
             session_id TEXT PRIMARY KEY REFERENCES sessions,
             seq INTEGER NOT NULL,
             message_count INTEGER NOT NULL,
             state TEXT NOT NULL
         )""",
-        # History only grows, so each snapshot writes just the messages
-        # committed since the previous one: a JSON list starting at ``start``.
-        """CREATE TABLE history_chunks (
-            session_id TEXT NOT NULL REFERENCES sessions,
-            start INTEGER NOT NULL,
-            messages TEXT NOT NULL,
-            PRIMARY KEY (session_id, start)
-        ) WITHOUT ROWID""",
     ),
 )
 
@@ -56,7 +50,9 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def check_identity(conn: sqlite3.Connection, path: Path, migrations: Sequence[tuple[str, ...]]) -> int:
     """The schema version of ``conn``'s database; raises unless it is a store
-    this code can read, or an empty database (version 0)."""
+    this code can read, or an empty database (version 0). Call it inside a
+    transaction: its reads must see one state of a file that another
+    process may be initializing."""
     application_id = conn.execute("PRAGMA application_id").fetchone()[0]
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if application_id != APPLICATION_ID:
@@ -74,8 +70,6 @@ def check_identity(conn: sqlite3.Connection, path: Path, migrations: Sequence[tu
 def migrate(conn: sqlite3.Connection, path: Path, migrations: Sequence[tuple[str, ...]] = MIGRATIONS) -> None:
     """Bring the schema up to date, in one transaction that holds the write
     lock, so that processes opening the same new file do it once."""
-    if check_identity(conn, path, migrations) == len(migrations):
-        return
     with transaction(conn, "IMMEDIATE"):
         # Read again under the lock: another process may have migrated.
         version = check_identity(conn, path, migrations)

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Self, TypeVar
+from typing import Self
 
 import trio
 
 from ..codec import encode_record
 from ..projection import SessionState
-from ..records import MessageAppended, Record
+from ..records import Record
 from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
 from .connection import Synchronous
-from .database import Batch, Database, PendingSnapshot, SessionCursor
-
-T = TypeVar("T")
+from .database import Batch, Database, PendingSnapshot, RecordRow
+from .thread import DatabaseThread, Result
 
 
 class SQLiteStore:
@@ -26,10 +26,11 @@ class SQLiteStore:
     the file, each writing its own sessions.
 
     ``append`` encodes its records at once (a record that is not JSON fails
-    there) and buffers them; a writer task commits whatever is buffered, one
-    transaction a batch, on a worker thread, so the trio thread never waits
-    for the disk. ``sync`` waits for the commit that covers everything
-    appended before it.
+    there) and buffers them. Once the appending task yields, the buffer goes
+    to the store's own thread, which commits it in one transaction; what is
+    appended meanwhile waits for the next one. So the trio thread never
+    waits for the disk, and batches grow with the load. ``sync`` waits for
+    the commit that covers everything appended before it.
 
     A crash loses what was appended but not yet committed. That is safe
     because the agent syncs wherever it matters: before a tool's body runs,
@@ -53,20 +54,21 @@ class SQLiteStore:
         self.path = Path(path)
         self._open_database = functools.partial(Database, self.path, create=create, synchronous=synchronous)
         self._db: Database | None = None
+        self._thread: DatabaseThread | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
         self._opening = trio.Lock()
         self._owner: trio.lowlevel.Task | None = None
         self._depth = 0
         self._stack: AsyncExitStack | None = None
-        self._writer: trio.CancelScope | None = None
-        # Work on the connection, one call at a time.
-        self._limiter = trio.CapacityLimiter(1)
-        self._cursors: dict[str, SessionCursor] = {}
+        #: The last sequence number of each session this store writes.
+        self._last_seq: dict[str, int] = {}
         self._batch = Batch()
-        self._work = trio.Event()
         # Appends and snapshots buffered so far, and how many are committed.
         self._buffered = 0
         self._committed = 0
-        self._commit = trio.Event()
+        self._commit = trio.Event()  # set, and replaced, after each write
+        self._write_scheduled = False
+        self._writing = False
         self._failure: StoreError | None = None
         #: Whether a caller has been told of the failure.
         self._failure_told = False
@@ -92,57 +94,81 @@ class SQLiteStore:
         self._depth -= 1
         if self._depth:
             return
-        # The writer finishes the batch it is committing, then stops.
-        self._writer.cancel()
-        await self._stack.aclose()
         with trio.CancelScope(shield=True):
             failure = await self._close()
+        await self._stack.aclose()  # returns at once: the thread has ended
+        self._stack = None
         # Records that never reached the file must not go unnoticed.
         if failure is not None and not self._failure_told and exc_type is None:
             raise failure
 
     async def _open(self) -> None:
-        self._db = await trio.to_thread.run_sync(self._open_database)
-        self._failure, self._failure_told = None, False
+        thread = DatabaseThread(f"agentrio store {self.path.name}")
         async with AsyncExitStack() as stack:
             nursery = await stack.enter_async_context(trio.open_nursery())
-            nursery.start_soon(self._write_loop)
-            self._writer = nursery.cancel_scope
-            self._stack = stack.pop_all()
+            await nursery.start(thread.serve)
+            try:
+                self._db = await thread.call(self._open_database)
+            except Exception as exc:
+                # Raised once the thread has ended, not from inside the nursery.
+                thread.stop()
+                failure = exc
+            else:
+                failure = None
+                self._thread, self._token = thread, trio.lowlevel.current_trio_token()
+                self._failure, self._failure_told = None, False
+                self._stack = stack.pop_all()
+        if failure is not None:
+            raise failure
 
     async def _close(self) -> StoreError | None:
-        """Commit what the writer left, and close the file."""
+        """Commit what is buffered, close the file and end the thread."""
         try:
-            if self._failure is None:
-                await self._flush()
+            while self._writing or (self._batch and self._failure is None):
+                self._write()
+                await self._commit.wait()
         finally:
-            await self._run(self._db.close)
-            self._db = self._stack = self._writer = self._owner = None
-            self._cursors.clear()
+            try:
+                await self._thread.call(self._db.close)
+            finally:
+                self._thread.stop()
+                self._db = self._thread = self._token = self._owner = None
+                self._last_seq.clear()
         return self._failure
 
     # -- the writer -----------------------------------------------------------
 
-    async def _write_loop(self) -> None:
-        while self._failure is None:
-            await self._work.wait()
-            with trio.CancelScope(shield=True):
-                await self._flush()
+    def _buffer(self) -> None:
+        self._buffered += 1
+        if not self._write_scheduled:
+            self._write_scheduled = True
+            # Runs once the appending task yields, so that what it appends
+            # until then joins the batch.
+            self._token.run_sync_soon(self._write)
 
-    async def _flush(self) -> None:
+    def _write(self) -> None:
+        """Hand the buffer to the thread, unless a batch is being written
+        (its end hands over the next) or nothing can be written."""
+        self._write_scheduled = False
+        if self._writing or not self._batch or self._thread is None or self._failure is not None:
+            return
         batch, upto = self._batch, self._buffered
-        self._batch, self._work = Batch(), trio.Event()
-        try:
-            if batch:
-                await self._run(self._db.write, batch)
+        self._batch, self._writing = Batch(), True
+        self._thread.submit(self._db.write, (batch,), functools.partial(self._written, upto))
+
+    def _written(self, upto: int, result: Result) -> None:
+        self._writing = False
+        _, error = result
+        if error is None:
             self._committed = upto
-        except StoreError as exc:
-            self._failure = exc
+        elif isinstance(error, StoreError):
+            self._failure = error
+        else:  # raising here would end the trio run
+            self._failure = StoreError(f"{self.path}: a write failed: {error!r}")
+            self._failure.__cause__ = error
         self._commit.set()
         self._commit = trio.Event()
-
-    async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+        self._write()
 
     def _check_usable(self) -> Database:
         if self._failure is not None:
@@ -156,62 +182,52 @@ class SQLiteStore:
             )
         return self._db
 
-    def _cursor(self, session_id: str) -> SessionCursor:
+    def _last_seq_of(self, session_id: str) -> int:
         self._check_usable()
         try:
-            return self._cursors[session_id]
+            return self._last_seq[session_id]
         except KeyError:
             raise SessionNotFound(
                 f"session {session_id!r} was not created or loaded through {self!r}"
             ) from None
 
-    def _buffer(self) -> None:
-        self._buffered += 1
-        self._work.set()
-
     # -- the Store interface --------------------------------------------------
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         db = self._check_usable()
-        rows = [encode_record(r) for r in records]
-        messages = sum(isinstance(r, MessageAppended) for r in records)
-        await self._run(db.create_session, info, rows, messages)
-        self._cursors[info.session_id] = SessionCursor(last_seq=len(rows), chunked=0)
+        rows = _rows(info.session_id, 0, records)
+        await self._thread.call(db.create_session, info, rows)
+        self._last_seq[info.session_id] = len(rows)
 
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
         await self.sync()  # read back what this store appended
-        info, records, cursor = await self._run(self._check_usable().load_records, session_id)
-        # A session being written here knows its cursor better than the file.
-        self._cursors.setdefault(session_id, cursor)
+        info, records = await self._thread.call(self._check_usable().load_records, session_id)
+        # A session being written here knows its last record better than the file.
+        self._last_seq.setdefault(session_id, len(records))
         return info, records
 
     async def load_state(self, session_id: str) -> LoadedSession:
         await self.sync()
-        loaded, cursor = await self._run(self._check_usable().load_state, session_id)
-        self._cursors.setdefault(session_id, cursor)
+        loaded, last_seq = await self._thread.call(self._check_usable().load_state, session_id)
+        self._last_seq.setdefault(session_id, last_seq)
         return loaded
 
     async def append(self, session_id: str, records: Sequence[Record]) -> None:
-        cursor = self._cursor(session_id)
-        rows = [encode_record(r) for r in records]  # fails before anything is buffered
-        batch = self._batch
-        for row in rows:
-            cursor.last_seq += 1
-            batch.records.append((session_id, cursor.last_seq, row))
-        messages = sum(isinstance(r, MessageAppended) for r in records)
-        batch.new_messages[session_id] = batch.new_messages.get(session_id, 0) + messages
+        last_seq = self._last_seq_of(session_id)
+        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        self._batch.records += rows
+        self._last_seq[session_id] = last_seq + len(rows)
         self._buffer()
 
     async def save_snapshot(self, session_id: str, state: SessionState) -> None:
-        cursor = self._cursor(session_id)
-        self._batch.snapshots.append(PendingSnapshot(session_id, cursor.last_seq, state, cursor.chunked))
-        cursor.chunked = len(state.messages)
+        self._batch.snapshots.append(PendingSnapshot(session_id, self._last_seq_of(session_id), state))
         self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:
         """Every session's appends so far are committed together."""
         self._check_usable()
         target = self._buffered
+        self._write()  # now rather than when the scheduled call runs
         while self._committed < target:
             await self._commit.wait()
             self._check_usable()
@@ -221,4 +237,12 @@ class SQLiteStore:
 
     async def list_summaries(self) -> list[SessionSummary]:
         await self.sync()
-        return await self._run(self._check_usable().summaries)
+        return await self._thread.call(self._check_usable().summaries)
+
+
+def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+    now = time.time()
+    return [
+        (session_id, seq, record.type, now, encode_record(record))
+        for seq, record in enumerate(records, last_seq + 1)
+    ]
