@@ -24,9 +24,12 @@ def _dumps(data: Any) -> str:
 
 
 def encode_record(record: Record) -> str:
-    """Raises ``TypeError`` for a record that is not JSON (a tool result's
-    ``details`` that JSON cannot hold)."""
-    return _dumps(converter.unstructure(record))
+    """Raises ``TypeError`` for a record JSON cannot hold (say, a tool result
+    whose ``details`` is not JSON data)."""
+    try:
+        return _dumps(converter.unstructure(record))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a {record.type} record cannot be stored as JSON: {exc}") from exc
 
 
 def decode_record(text: str) -> Record:

@@ -120,4 +120,3 @@ class Runtime:
             await agent.dispose()
         finally:
             self.registry.remove(agent)
-

@@ -71,7 +71,7 @@ async def test_an_append_that_cannot_be_encoded_writes_nothing(store):
     await store.create_session(SessionInfo("s1"))
     good = MessageAppended(say("fine"))
     bad = MessageAppended(ToolResultMessage("c", "t", details=object()))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="a message_appended record cannot be stored as JSON"):
         await store.append("s1", [good, bad])
     await store.append("s1", [good])
     assert (await store.load_session("s1"))[1] == [good]
