@@ -28,14 +28,14 @@ def texts(agent):
     return [m.text for m in agent.messages]
 
 
-async def test_fork_at_a_message_records_its_parent_and_survives_a_restart(db):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_fork_at_a_message_records_its_parent_and_survives_a_restart(stores):
+    async with Runtime(stores()) as rt:
         await two_turns(rt)
         fork = await rt.fork("src", at_message=4)
         assert texts(fork) == ["first", "", "echo: a", "one"]
         fork_id = fork.session_id
     spec = AgentSpec("a", ScriptedModel([say("forked")], strict=True))
-    async with Runtime(SQLiteStore(db)) as rt:
+    async with Runtime(stores()) as rt:
         fork = await rt.create(spec, fork_id)
         assert texts(fork) == ["first", "", "echo: a", "one"]
         assert (await fork.run("again")).stop_reason == "completed"
@@ -43,8 +43,8 @@ async def test_fork_at_a_message_records_its_parent_and_survives_a_restart(db):
         assert (info.parent_session_id, info.seed_length) == ("src", 4)
 
 
-async def test_fork_at_a_turn_cuts_at_its_end(db):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_fork_at_a_turn_cuts_at_its_end(stores):
+    async with Runtime(stores()) as rt:
         await two_turns(rt)
         assert texts(await rt.fork("src", at_turn=1)) == ["first", "", "echo: a", "one"]
         assert len((await rt.fork("src", at_turn=2)).messages) == 6
@@ -58,10 +58,10 @@ async def test_fork_at_a_turn_cuts_at_its_end(db):
         assert (info.parent_session_id, info.seed_length) == (child.session_id, 4)
 
 
-async def test_a_stored_session_is_forked_with_the_spec_given(db):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_a_stored_session_is_forked_with_the_spec_given(stores):
+    async with Runtime(stores()) as rt:
         await two_turns(rt)
-    async with Runtime(SQLiteStore(db)) as rt:
+    async with Runtime(stores()) as rt:
         with pytest.raises(ValueError, match="not live here: pass the spec"):
             await rt.fork("src", at_message=2)
         fork = await rt.fork("src", at_message=6, spec=two_turn_spec())

@@ -93,6 +93,17 @@ async def test_closing_commits_what_is_buffered(db):
         assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
 
 
+async def test_a_cancelled_block_still_commits_what_it_appended(db):
+    with trio.CancelScope() as scope:
+        async with SQLiteStore(db) as store:
+            await store.create_session(SessionInfo("s1"))
+            await store.append("s1", tool_turn(1, 1))
+            scope.cancel()
+            await trio.sleep_forever()
+    async with SQLiteStore(db) as store:
+        assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
+
+
 async def test_a_closed_store_says_so(db):
     store = SQLiteStore(db)
     with pytest.raises(StoreError, match="is not open"):

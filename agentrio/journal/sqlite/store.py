@@ -96,8 +96,8 @@ class SQLiteStore:
             return
         with trio.CancelScope(shield=True):
             failure = await self._close()
-        await self._stack.aclose()  # returns at once: the thread has ended
-        self._stack = None
+        stack, self._stack = self._stack, None
+        await stack.aclose()  # the thread has ended: only the nursery is left to exit
         # Records that never reached the file must not go unnoticed.
         if failure is not None and not self._failure_told and exc_type is None:
             raise failure
