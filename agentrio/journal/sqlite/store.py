@@ -55,7 +55,7 @@ class SQLiteStore:
         self._open_database = functools.partial(Database, self.path, create=create, synchronous=synchronous)
         self._db: Database | None = None
         self._thread: DatabaseThread | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
         self._opening = trio.Lock()
         self._owner: trio.lowlevel.Task | None = None
         self._depth = 0
@@ -67,7 +67,7 @@ class SQLiteStore:
         self._buffered = 0
         self._committed = 0
         self._commit = trio.Event()  # set, and replaced, after each write
-        self._write_scheduled = False
+        self._flush_wanted = trio.Event()
         self._writing = False
         self._failure: StoreError | None = None
         #: Whether a caller has been told of the failure.
@@ -96,8 +96,9 @@ class SQLiteStore:
             return
         with trio.CancelScope(shield=True):
             failure = await self._close()
-        stack, self._stack = self._stack, None
-        await stack.aclose()  # the thread has ended: only the nursery is left to exit
+        stack, nursery, self._stack, self._nursery = self._stack, self._nursery, None, None
+        nursery.cancel_scope.cancel()  # the flusher; the thread has ended
+        await stack.aclose()
         # Records that never reached the file must not go unnoticed.
         if failure is not None and not self._failure_told and exc_type is None:
             raise failure
@@ -115,8 +116,9 @@ class SQLiteStore:
                 failure = exc
             else:
                 failure = None
-                self._thread, self._token = thread, trio.lowlevel.current_trio_token()
+                self._thread, self._nursery = thread, nursery
                 self._failure, self._failure_told = None, False
+                nursery.start_soon(self._flush_when_asked)
                 self._stack = stack.pop_all()
         if failure is not None:
             raise failure
@@ -132,7 +134,7 @@ class SQLiteStore:
                 await self._thread.call(self._db.close)
             finally:
                 self._thread.stop()
-                self._db = self._thread = self._token = self._owner = None
+                self._db = self._thread = self._owner = None
                 self._last_seq.clear()
         return self._failure
 
@@ -140,16 +142,19 @@ class SQLiteStore:
 
     def _buffer(self) -> None:
         self._buffered += 1
-        if not self._write_scheduled:
-            self._write_scheduled = True
-            # Runs once the appending task yields, so that what it appends
-            # until then joins the batch.
-            self._token.run_sync_soon(self._write)
+        self._flush_wanted.set()
+
+    async def _flush_when_asked(self) -> None:
+        # Runs once the appending task yields, so that what it appends until
+        # then joins the batch.
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted = trio.Event()
+            self._write()
 
     def _write(self) -> None:
         """Hand the buffer to the thread, unless a batch is being written
         (its end hands over the next) or nothing can be written."""
-        self._write_scheduled = False
         if self._writing or not self._batch or self._thread is None or self._failure is not None:
             return
         batch, upto = self._batch, self._buffered
