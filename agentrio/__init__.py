@@ -15,7 +15,7 @@ from .actors import (
     RunResult,
     agent_tool,
 )
-from .journal import MemoryStore, Store
+from .journal import MemoryStore, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -56,8 +56,10 @@ __all__ = [
     "RequestError",
     "RunResult",
     "Runtime",
+    "SQLiteStore",
     "ScriptedModel",
     "Store",
+    "StoreError",
     "Text",
     "Thinking",
     "Tool",

@@ -1,30 +1,40 @@
-"""The ``agentrio`` command.
+"""The ``agentrio`` command: a small dispatcher over command modules.
 
-Each subcommand lives in a module of its own with a ``register(subparsers)``
-function that adds its parser and sets ``run`` (``args -> exit code``).
+Each module in ``COMMANDS`` has ``register(subparsers)``, which adds its
+subcommand and sets ``handler`` (``args -> exit status``) on its parser.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
 
-from . import demo
+from . import demo, sessions
+from .errors import CommandError
 
-COMMANDS = (demo,)
+COMMANDS = (demo, sessions)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agentrio", description="Run LLM agents as supervised trio actors.")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentrio", description="LLM agents as supervised trio actors.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(subparsers)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        return args.handler(args)
+    except CommandError as exc:
+        print(f"agentrio: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    except BrokenPipeError:
+        # The reader went away (``| head``): not an error, and nothing more to say.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

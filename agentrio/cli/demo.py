@@ -162,4 +162,4 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("demo", help="play an offline agent session and print its events")
-    parser.set_defaults(run=_run)
+    parser.set_defaults(handler=_run)

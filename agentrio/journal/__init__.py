@@ -1,19 +1,43 @@
 """Session journals: records, projections and stores."""
 
+from .fork import ForkRefused
 from .journal import Journal
 from .projection import JournalCorrupt, SessionState
 from .records import QueuedInput, Record
-from .store import MemoryStore, SessionExists, SessionInfo, SessionNotFound, Store
+from .sqlite import SQLiteStore
+from .store import (
+    ForeignDatabase,
+    LoadedSession,
+    MemoryStore,
+    SchemaTooNew,
+    SessionExists,
+    SessionInfo,
+    SessionNotFound,
+    SessionSummary,
+    Store,
+    StoreCorrupt,
+    StoreError,
+    StoreNotFound,
+)
 
 __all__ = [
+    "ForeignDatabase",
+    "ForkRefused",
     "Journal",
     "JournalCorrupt",
+    "LoadedSession",
     "MemoryStore",
     "QueuedInput",
     "Record",
+    "SQLiteStore",
+    "SchemaTooNew",
     "SessionExists",
     "SessionInfo",
     "SessionNotFound",
     "SessionState",
+    "SessionSummary",
     "Store",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreNotFound",
 ]

@@ -6,19 +6,29 @@ from .projection import SessionState
 from .records import Record
 from .store import Store
 
+#: Records a journal gathers before it offers the store a snapshot, which
+#: bounds what a restore replays.
+SNAPSHOT_EVERY = 1000
+
 
 class Journal:
-    def __init__(self, store: Store, session_id: str, state: SessionState) -> None:
+    def __init__(self, store: Store, session_id: str, state: SessionState, *, unsnapshotted: int = 0) -> None:
         self.store = store
         self.session_id = session_id
         self.state = state
+        #: Records appended since the store's latest snapshot of this session.
+        self.unsnapshotted = unsnapshotted
 
     async def append(self, *records: Record) -> None:
-        # The store's append is atomic with respect to cancellation, so the
-        # records reach memory exactly when they reached the store.
+        # ``Store.append`` never waits, so no cancel can fall between the store
+        # taking the records and memory applying them: the two always agree.
         await self.store.append(self.session_id, records)
         for record in records:
             self.state.apply(record)
+        self.unsnapshotted += len(records)
+        if self.unsnapshotted >= SNAPSHOT_EVERY:
+            await self.store.save_snapshot(self.session_id, self.state.copy())
+            self.unsnapshotted = 0
 
     async def sync(self) -> None:
         """Durability barrier: returns once every appended record is durable."""

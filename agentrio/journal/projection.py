@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from ..messages import AssistantMessage, Message, ToolCall, Usage, unanswered_calls
@@ -30,7 +32,9 @@ class SessionState:
     History is committed a step at a time: the messages of an open step wait
     in ``step_messages`` until the step ends, so ``messages`` is always a
     history the agent finished writing. Messages appended outside a step (a
-    fork's seed) are committed at once.
+    fork's seed) are committed at once. Either way ``messages`` is the first
+    messages of the journal's ``MessageAppended`` records, in order, and
+    ``step_messages`` the rest: snapshots rely on it.
     """
 
     messages: list[Message] = attrs.field(factory=list)
@@ -44,6 +48,25 @@ class SessionState:
     #: Calls of the open step whose body has started.
     started_calls: set[str] = attrs.field(factory=set)
     usage: Usage = attrs.field(factory=Usage)
+
+    @classmethod
+    def replay(cls, records: Iterable[Record]) -> SessionState:
+        state = cls()
+        for record in records:
+            state.apply(record)
+        return state
+
+    def copy(self) -> SessionState:
+        """A copy that later records do not change (messages are frozen, so
+        copying the containers is enough)."""
+        return attrs.evolve(
+            self,
+            messages=list(self.messages),
+            step_messages=list(self.step_messages),
+            next_step=list(self.next_step),
+            next_turn=list(self.next_turn),
+            started_calls=set(self.started_calls),
+        )
 
     def open_calls(self) -> list[ToolCall]:
         """Calls of the open step that have no result yet, in model order."""

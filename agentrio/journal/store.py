@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from types import TracebackType
+from typing import Protocol, Self
 
 import attrs
 
-from .records import Record
+from .projection import SessionState
+from .records import MessageAppended, Record
 
 
 class SessionNotFound(LookupError):
@@ -17,6 +19,27 @@ class SessionNotFound(LookupError):
 
 class SessionExists(ValueError):
     """A session with this id is already in the store."""
+
+
+class StoreError(Exception):
+    """The store cannot be read or written. Never a reason to start a fresh
+    session: only ``SessionNotFound`` is."""
+
+
+class StoreNotFound(StoreError):
+    """There is no store at this place, and it was not to be created."""
+
+
+class StoreCorrupt(StoreError):
+    """The store's file is damaged, or is not a database at all."""
+
+
+class ForeignDatabase(StoreError):
+    """The database belongs to something else."""
+
+
+class SchemaTooNew(StoreError):
+    """The store was written by a newer version of agentrio."""
 
 
 @attrs.frozen
@@ -28,36 +51,93 @@ class SessionInfo:
     seed_length: int = 0
 
 
+@attrs.frozen
+class SessionSummary:
+    """A line of a session listing."""
+
+    info: SessionInfo
+    #: Messages appended to the journal (those of an unfinished step included).
+    messages: int
+    #: When the journal last changed.
+    updated_at: float
+
+
+@attrs.define
+class LoadedSession:
+    """A session as a store restores it: its state, projected from the
+    latest snapshot and the records after it."""
+
+    info: SessionInfo
+    state: SessionState
+    #: Records since the latest snapshot (all of them when there is none).
+    unsnapshotted: int
+
+
 class Store(Protocol):
     """A place for many sessions' journals.
 
-    ``append`` is atomic with respect to cancellation: it either raises before
-    anything is written or writes everything. It may buffer; ``sync`` returns
-    once every record appended so far is durable.
+    ``async with store`` opens it for the block (a store already open stays
+    open, and only the block that opened it closes it); a ``Runtime`` does
+    this for the store it is given.
+
+    ``append`` never waits (no checkpoint): it writes or buffers the records
+    and returns, or raises having taken none of them; so a cancel cannot
+    interrupt it, and the journal's memory never disagrees with its store.
+    ``sync`` is where waiting happens: it returns once every record appended
+    so far is durable. ``save_snapshot`` (which never waits either) offers
+    the state projected from every record appended so far, so that
+    ``load_state`` need not replay them; the store may keep ``state``, and
+    may ignore it.
     """
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None: ...
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None: ...
 
-    async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]: ...
+    async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
+        """The session's whole journal."""
+        ...
+
+    async def load_state(self, session_id: str) -> LoadedSession: ...
 
     async def append(self, session_id: str, records: Sequence[Record]) -> None: ...
+
+    async def save_snapshot(self, session_id: str, state: SessionState) -> None: ...
 
     async def sync(self, session_id: str) -> None: ...
 
     async def list_sessions(self) -> list[SessionInfo]: ...
 
+    async def list_summaries(self) -> list[SessionSummary]: ...
+
 
 class MemoryStore:
     """Keeps journals in memory: for tests and for agents that need no
-    durability. Sharing one instance between runtimes restores sessions."""
+    durability. Sharing one instance between runtimes restores sessions.
+    It always restores by replaying the whole journal."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, tuple[SessionInfo, list[Record]]] = {}
+        self._updated_at: dict[str, float] = {}
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        pass
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         if info.session_id in self._sessions:
             raise SessionExists(f"session {info.session_id!r} already exists")
         self._sessions[info.session_id] = (info, list(records))
+        self._updated_at[info.session_id] = info.created_at
 
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
         try:
@@ -66,11 +146,29 @@ class MemoryStore:
             raise SessionNotFound(session_id) from None
         return info, list(records)
 
+    async def load_state(self, session_id: str) -> LoadedSession:
+        info, records = await self.load_session(session_id)
+        return LoadedSession(info, SessionState.replay(records), len(records))
+
     async def append(self, session_id: str, records: Sequence[Record]) -> None:
         self._sessions[session_id][1].extend(records)
+        self._updated_at[session_id] = time.time()
+
+    async def save_snapshot(self, session_id: str, state: SessionState) -> None:
+        pass
 
     async def sync(self, session_id: str) -> None:
         pass
 
     async def list_sessions(self) -> list[SessionInfo]:
         return [info for info, _ in self._sessions.values()]
+
+    async def list_summaries(self) -> list[SessionSummary]:
+        return [
+            SessionSummary(
+                info,
+                sum(isinstance(r, MessageAppended) for r in records),
+                self._updated_at[info.session_id],
+            )
+            for info, records in self._sessions.values()
+        ]

@@ -10,10 +10,9 @@ import trio
 from .._ids import new_id
 from ..actors.agent import Agent, Setup
 from ..actors.spec import AgentSpec
-from ..journal import Journal, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
-from ..journal.records import MessageAppended, Record
+from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
+from ..journal.fork import fork_session
 from ..journal.repair import repair
-from ..messages import unanswered_calls
 from ..models.http import open_http_client
 from .registry import AgentRegistry
 
@@ -22,7 +21,8 @@ class Runtime:
     """``async with Runtime(store) as rt``: owns the root nursery in which
     every agent runs, and the HTTP client their models share. Leaving the
     block disposes every agent, newest first (cancel, wait, close), then
-    waits for anything they still supervise."""
+    waits for anything they still supervise. The store is opened for the
+    block (unless it already is) and closed last."""
 
     def __init__(self, store: Store | None = None) -> None:
         self.store: Store = store if store is not None else MemoryStore()
@@ -34,6 +34,7 @@ class Runtime:
         if self._stack is not None:
             raise RuntimeError("a Runtime can be entered only once")
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
             self._stack = stack.pop_all()
@@ -89,50 +90,47 @@ class Runtime:
         if session_id in self.registry:
             raise ValueError(f"session {session_id!r} is already open in this runtime")
         try:
-            _, records = await self.store.load_session(session_id)
+            loaded = await self.store.load_state(session_id)
         except SessionNotFound:
-            records = []
-            await self.store.create_session(SessionInfo(session_id))
-        return await self._start(spec, session_id, records, parent, nursery, setup)
+            # Only a missing session starts afresh: a damaged or foreign
+            # store raises a StoreError instead.
+            info = SessionInfo(session_id)
+            await self.store.create_session(info)
+            loaded = LoadedSession(info, SessionState(), 0)
+        return await self._start(spec, loaded, parent, nursery, setup)
 
-    async def fork(self, session_id: str, at_message: int, spec: AgentSpec | None = None) -> Agent:
-        """A new agent whose history is a copy of the first ``at_message``
-        messages of session ``session_id``. The cut must leave every tool
-        call answered. ``spec`` defaults to the live source agent's."""
+    async def fork(
+        self,
+        session_id: str,
+        at_message: int | None = None,
+        spec: AgentSpec | None = None,
+        *,
+        at_turn: int | None = None,
+    ) -> Agent:
+        """A new agent on a new session whose history is a copy of the first
+        ``at_message`` committed messages of session ``session_id``, or of its
+        history at the end of turn ``at_turn``. The cut must leave every tool
+        call answered and must not fall inside a turn that is still open
+        (``ForkRefused``). The new session records its parent and how many
+        messages it took. ``spec`` defaults to the live source agent's."""
         source = self.registry.get(session_id)
-        if source is not None:
-            messages = list(source.messages)
-            spec = spec or source.spec
-        else:
-            _, records = await self.store.load_session(session_id)
-            state = _project(records)
-            messages = state.messages
+        spec = spec or (source.spec if source is not None else None)
         if spec is None:
             raise ValueError(f"session {session_id!r} is not live here: pass the spec to fork it with")
-        if not 0 <= at_message <= len(messages):
-            raise ValueError(f"at_message must be between 0 and {len(messages)}, got {at_message}")
-        seed = messages[:at_message]
-        if unanswered_calls(seed):
-            raise ValueError(
-                f"cannot fork session {session_id!r} at message {at_message}: the cut leaves "
-                "tool calls without results; cut before the assistant message or after its results"
-            )
-        fork_id = new_id("session")
-        info = SessionInfo(fork_id, parent_session_id=session_id, seed_length=at_message)
-        records = [MessageAppended(m) for m in seed]
-        await self.store.create_session(info, records)
-        return await self._start(spec, fork_id, records, None, self.nursery)
+        loaded = await fork_session(self.store, session_id, at_message=at_message, at_turn=at_turn)
+        return await self._start(spec, loaded, None, self.nursery)
 
     async def _start(
         self,
         spec: AgentSpec,
-        session_id: str,
-        records: list[Record],
+        loaded: LoadedSession,
         parent: Agent | None,
         nursery: trio.Nursery,
         setup: Setup | None = None,
     ) -> Agent:
-        journal = Journal(self.store, session_id, _project(records))
+        journal = Journal(
+            self.store, loaded.info.session_id, loaded.state, unsnapshotted=loaded.unsnapshotted
+        )
         await repair(journal)
         agent = Agent(self, spec, journal, parent_id=parent.id if parent else None)
         # Registered while setup runs, so that setup sees the tree it joins.
@@ -147,10 +145,3 @@ class Runtime:
     async def dispose(self, agent: Agent) -> None:
         """Tear ``agent`` down; see ``Agent.dispose``."""
         await agent.dispose()
-
-
-def _project(records: list[Record]) -> SessionState:
-    state = SessionState()
-    for record in records:
-        state.apply(record)
-    return state

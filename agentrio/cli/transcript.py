@@ -1,0 +1,95 @@
+"""A session's journal as a transcript people can read."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator
+
+from ..journal import SessionInfo, SessionState
+from ..journal.records import MessageAppended, Record, TurnEnded, TurnStarted
+from ..messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage
+
+#: Lines of a tool result shown unless the whole transcript is asked for.
+RESULT_LINES = 12
+
+
+def timestamp(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = False) -> Iterator[str]:
+    """Turns, messages, tool calls with their arguments, results and errors,
+    stop reasons; then what is still pending and the session's usage."""
+    yield f"session {info.session_id}, created {timestamp(info.created_at)}"
+    if info.parent_session_id is not None:
+        yield f"forked from {info.parent_session_id} with its first {info.seed_length} messages"
+    state = SessionState()
+    for record in records:
+        state.apply(record)
+        match record:
+            case TurnStarted(turn=turn):
+                yield ""
+                yield f"--- turn {turn} ---"
+            case MessageAppended(message=message):
+                yield from _message(message, full)
+            case TurnEnded(turn=turn, stop_reason=stop_reason):
+                yield f"--- turn {turn} ended: {stop_reason} ---"
+    yield ""
+    if state.turn_open:
+        yield f"turn {state.turn} has not ended (it is running, or was interrupted)"
+    for queue, pending in (("next step", state.next_step), ("next turn", state.next_turn)):
+        for queued in pending:
+            yield from _block(f"pending for the {queue}: ", queued.message.text)
+    usage = state.usage
+    yield (
+        f"usage: {usage.input_tokens} input, {usage.output_tokens} output, "
+        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens"
+    )
+
+
+def _message(message: Message, full: bool) -> Iterator[str]:
+    if isinstance(message, AssistantMessage):
+        yield from _assistant(message)
+    elif isinstance(message, ToolResultMessage):
+        status = " error" if message.is_error else ""
+        yield from _block(
+            f"  <- {message.tool_name} ({message.tool_call_id}){status}: ", _cut(message.text, full)
+        )
+    else:
+        yield from _block("user: ", message.text)
+
+
+def _assistant(message: AssistantMessage) -> Iterator[str]:
+    label = (
+        "assistant" if message.stop_reason in ("stop", "tool_use") else f"assistant [{message.stop_reason}]"
+    )
+    if not any(isinstance(part, Text) for part in message.content):
+        yield f"{label}:"
+    for part in message.content:
+        if isinstance(part, Text):
+            yield from _block(f"{label}: ", part.text)
+        elif isinstance(part, Thinking):
+            yield from _block("  (thinking) ", "[redacted]" if part.redacted else part.text)
+        elif isinstance(part, ToolCall):
+            arguments = part.raw_arguments if part.raw_arguments is not None else json.dumps(part.arguments)
+            yield f"  -> {part.name} {arguments} ({part.id})"
+    if message.error:
+        yield f"  error: {message.error}"
+
+
+def _block(prefix: str, text: str) -> Iterator[str]:
+    """``prefix`` and the text, its later lines indented under the first."""
+    lines = text.splitlines() or [""]
+    yield prefix + lines[0]
+    for line in lines[1:]:
+        yield " " * len(prefix) + line
+
+
+def _cut(text: str, full: bool) -> str:
+    lines = text.splitlines()
+    if full or len(lines) <= RESULT_LINES:
+        return text
+    return "\n".join(
+        [*lines[:RESULT_LINES], f"... {len(lines) - RESULT_LINES} more lines (--full shows them)"]
+    )

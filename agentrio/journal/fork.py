@@ -1,0 +1,88 @@
+"""Forks: a new session whose history is a prefix of another's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .._ids import new_id
+from ..messages import Message, unanswered_calls
+from .projection import SessionState
+from .records import MessageAppended, Record, TurnEnded, TurnStarted
+from .store import LoadedSession, SessionInfo, Store
+
+
+class ForkRefused(ValueError):
+    """The cut asked for would not leave a history a run can go on from."""
+
+
+def fork_seed(
+    session_id: str, records: Iterable[Record], *, at_message: int | None = None, at_turn: int | None = None
+) -> list[Message]:
+    """The history a fork of ``session_id`` starts from: its first
+    ``at_message`` committed messages, or its history at the end of turn
+    ``at_turn`` (0: before its first turn). A cut inside a turn that is still
+    open, or one that leaves tool calls unanswered, is refused."""
+    if (at_message is None) == (at_turn is None):
+        raise TypeError("give exactly one of at_message and at_turn")
+    state = SessionState()
+    #: The number of committed messages at the end of each turn.
+    turn_ends: dict[int, int] = {}
+    open_turn_start = 0
+    for record in records:
+        if isinstance(record, TurnStarted):
+            turn_ends.setdefault(0, len(state.messages))
+            open_turn_start = len(state.messages)
+        state.apply(record)
+        if isinstance(record, TurnEnded):
+            turn_ends[record.turn] = len(state.messages)
+    turn_ends.setdefault(0, len(state.messages))
+    messages = state.messages
+
+    if at_turn is not None:
+        if at_turn in turn_ends:
+            at_message = turn_ends[at_turn]
+        elif state.turn_open and at_turn == state.turn:
+            raise ForkRefused(
+                f"cannot fork session {session_id!r} at turn {at_turn}: the turn is still open; "
+                "fork at an earlier turn or wait for it to end"
+            )
+        else:
+            raise ForkRefused(
+                f"session {session_id!r} has no turn {at_turn}; its ended turns are 0 to {max(turn_ends)}"
+            )
+    if not 0 <= at_message <= len(messages):
+        raise ForkRefused(
+            f"at_message must be between 0 and {len(messages)} (the committed messages of "
+            f"session {session_id!r}), got {at_message}"
+        )
+    if state.turn_open and at_message > open_turn_start:
+        raise ForkRefused(
+            f"cannot fork session {session_id!r} at message {at_message}: it is inside turn "
+            f"{state.turn}, which is still open; cut at message {open_turn_start} or before, "
+            "or wait for the turn to end"
+        )
+    seed = messages[:at_message]
+    if unanswered_calls(seed):
+        raise ForkRefused(
+            f"cannot fork session {session_id!r} at message {at_message}: the cut leaves tool "
+            "calls without results; cut before the assistant message or after its results"
+        )
+    return seed
+
+
+async def fork_session(
+    store: Store,
+    session_id: str,
+    *,
+    at_message: int | None = None,
+    at_turn: int | None = None,
+    fork_id: str | None = None,
+) -> LoadedSession:
+    """Create the fork in ``store``; its info names its parent and how many
+    messages it took."""
+    _, records = await store.load_session(session_id)
+    seed = fork_seed(session_id, records, at_message=at_message, at_turn=at_turn)
+    info = SessionInfo(fork_id or new_id("session"), parent_session_id=session_id, seed_length=len(seed))
+    seed_records = [MessageAppended(m) for m in seed]
+    await store.create_session(info, seed_records)
+    return LoadedSession(info, SessionState.replay(seed_records), len(seed_records))

@@ -1,0 +1,68 @@
+"""Connections as the store uses them: WAL, a busy timeout, explicit
+transactions, and SQLite errors told as store errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from ..store import StoreCorrupt, StoreError, StoreNotFound
+
+Synchronous = Literal["NORMAL", "FULL"]
+
+#: How long a writer waits for another process's transaction to end.
+BUSY_TIMEOUT_MS = 10_000
+
+_CORRUPTION = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+
+
+def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    if getattr(exc, "sqlite_errorname", None) in _CORRUPTION:
+        return StoreCorrupt(f"{path} is damaged or is not an SQLite database: {exc}")
+    return StoreError(f"{path}: {exc}")
+
+
+def connect(path: Path, *, create: bool) -> sqlite3.Connection:
+    """A connection in autocommit mode: transactions are explicit. WAL mode
+    and the durability level are set later, once the file is known to be a
+    store (setting them writes to the file)."""
+    if not create and not path.exists():
+        raise StoreNotFound(f"no store at {path}")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def configure(conn: sqlite3.Connection, path: Path, synchronous: Synchronous) -> None:
+    # Turning a new file to WAL needs it to itself, and SQLite does not wait
+    # for that: another process opening the same new file may be reading it.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            break
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorname != "SQLITE_BUSY" or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    if mode != "wal":
+        raise StoreError(f"{path}: SQLite cannot use write-ahead logging here (journal mode {mode!r})")
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, mode: Literal["DEFERRED", "IMMEDIATE"]) -> Iterator[None]:
+    """``IMMEDIATE`` takes the write lock at once (waiting up to the busy
+    timeout), so a write transaction never fails half-way on a lock."""
+    conn.execute(f"BEGIN {mode}")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back already
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

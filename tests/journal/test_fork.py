@@ -1,0 +1,124 @@
+"""Forks: a new session seeded with a prefix of another's history, cut at a
+message or at the end of a turn, never inside an open turn."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, Tool
+from agentrio.journal import ForkRefused, SessionNotFound
+
+from ..helpers import calls, echo_tool, say
+
+
+def two_turn_spec():
+    model = ScriptedModel([calls(("echo", {"text": "a"})), say("one"), say("two")])
+    return AgentSpec("a", model, tools=[echo_tool()])
+
+
+async def two_turns(rt):
+    agent = await rt.create(two_turn_spec(), "src")
+    await agent.run("first")
+    await agent.run("second")
+    return agent
+
+
+def texts(agent):
+    return [m.text for m in agent.messages]
+
+
+async def test_fork_at_a_message_records_its_parent_and_survives_a_restart(stores):
+    async with Runtime(stores()) as rt:
+        await two_turns(rt)
+        fork = await rt.fork("src", at_message=4)
+        assert texts(fork) == ["first", "", "echo: a", "one"]
+        fork_id = fork.session_id
+    spec = AgentSpec("a", ScriptedModel([say("forked")], strict=True))
+    async with Runtime(stores()) as rt:
+        fork = await rt.create(spec, fork_id)
+        assert texts(fork) == ["first", "", "echo: a", "one"]
+        assert (await fork.run("again")).stop_reason == "completed"
+        info = (await rt.store.load_state(fork_id)).info
+        assert (info.parent_session_id, info.seed_length) == ("src", 4)
+
+
+async def test_fork_at_a_turn_cuts_at_its_end(stores):
+    async with Runtime(stores()) as rt:
+        await two_turns(rt)
+        assert texts(await rt.fork("src", at_turn=1)) == ["first", "", "echo: a", "one"]
+        assert len((await rt.fork("src", at_turn=2)).messages) == 6
+        empty = await rt.fork("src", at_turn=0)
+        assert empty.messages == ()
+        # A fork's turn 0 is its seed.
+        child = await rt.fork("src", at_turn=1)
+        grandchild = await rt.fork(child.session_id, at_turn=0)
+        assert texts(grandchild) == texts(child)
+        info = (await rt.store.load_state(grandchild.session_id)).info
+        assert (info.parent_session_id, info.seed_length) == (child.session_id, 4)
+
+
+async def test_a_stored_session_is_forked_with_the_spec_given(stores):
+    async with Runtime(stores()) as rt:
+        await two_turns(rt)
+    async with Runtime(stores()) as rt:
+        with pytest.raises(ValueError, match="not live here: pass the spec"):
+            await rt.fork("src", at_message=2)
+        fork = await rt.fork("src", at_message=6, spec=two_turn_spec())
+        assert texts(fork)[-2:] == ["second", "two"]
+        assert len(await rt.store.list_sessions()) == 2
+
+
+@pytest.mark.parametrize(
+    "cut, error",
+    [
+        ({"at_message": 2}, "cut leaves tool calls without results"),
+        ({"at_message": 7}, r"between 0 and 6 \(the committed messages of session 'src'\), got 7"),
+        ({"at_turn": 3}, "has no turn 3; its ended turns are 0 to 2"),
+    ],
+)
+async def test_a_cut_that_breaks_the_history_is_refused(db, cut, error):
+    async with Runtime(SQLiteStore(db)) as rt:
+        await two_turns(rt)
+        with pytest.raises(ForkRefused, match=error):
+            await rt.fork("src", **cut)
+        assert len(await rt.store.list_sessions()) == 1
+
+
+async def test_fork_takes_one_cut_and_an_existing_session(db):
+    async with Runtime(SQLiteStore(db)) as rt:
+        await two_turns(rt)
+        with pytest.raises(TypeError, match="exactly one of at_message and at_turn"):
+            await rt.fork("src", at_message=2, at_turn=1)
+        with pytest.raises(SessionNotFound):
+            await rt.fork("nope", at_message=0, spec=two_turn_spec())
+
+
+async def test_a_cut_inside_an_open_turn_is_refused(db):
+    started, release = trio.Event(), trio.Event()
+
+    async def block(args, ctx):
+        started.set()
+        await release.wait()
+        return "released"
+
+    model = ScriptedModel([say("earlier"), calls(("echo", {"text": "a"})), calls(("block", {})), say("end")])
+    tools = [echo_tool(), Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
+    async with Runtime(SQLiteStore(db)) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=tools), "src")
+        await agent.run("before")
+        await agent.followup("go")
+        await started.wait()
+        # Turn 2 has committed its first step (3 messages) and is still running.
+        assert len(agent.messages) == 2 + 3
+        with pytest.raises(
+            ForkRefused, match="inside turn 2, which is still open; cut at message 2 or before"
+        ):
+            await rt.fork("src", at_message=5)
+        with pytest.raises(ForkRefused, match="turn 2: the turn is still open"):
+            await rt.fork("src", at_turn=2)
+        assert texts(await rt.fork("src", at_message=2)) == ["before", "earlier"]
+        assert texts(await rt.fork("src", at_turn=1)) == ["before", "earlier"]
+        release.set()
+        await agent.wait_idle()
+        assert len((await rt.fork("src", at_turn=2)).messages) == 2 + 6

@@ -1,0 +1,45 @@
+"""Restore-or-create through the Runtime on an SQLite file."""
+
+from __future__ import annotations
+
+from agentrio import AgentSpec, Runtime, ScriptedModel, Usage
+
+from ..helpers import calls, echo_tool, say
+
+
+async def test_a_session_comes_back_with_history_usage_and_inbox(stores):
+    model = ScriptedModel(
+        [calls(("echo", {"text": "x"}), usage=Usage(10, 2)), say("done", usage=Usage(5, 1))]
+    )
+    async with Runtime(stores()) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]), "s1")
+        await agent.run("go")
+        await agent.inject("remember this")
+        history = list(agent.messages)
+
+    model = ScriptedModel([say("welcome back")], strict=True)
+    async with Runtime(stores()) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]), "s1")
+        assert list(agent.messages) == history
+        assert agent.usage == Usage(15, 3)
+        assert [q.message.text for q in agent.inbox.next_step] == ["remember this"]
+        result = await agent.run("and now?")
+    assert result.stop_reason == "completed"
+    assert [m.text for m in model.requests[0].messages] == [
+        "go",
+        "",
+        "echo: x",
+        "done",
+        "remember this",
+        "and now?",
+    ]
+
+
+async def test_an_unknown_session_id_creates_the_session(stores):
+    async with Runtime(stores()) as rt:
+        named = await rt.create(AgentSpec("a", ScriptedModel([])), "fresh")
+        unnamed = await rt.create(AgentSpec("b", ScriptedModel([])))
+        assert named.messages == () and named.session_id == "fresh"
+    async with stores() as store:
+        ids = {info.session_id for info in await store.list_sessions()}
+    assert ids == {"fresh", unnamed.session_id}
