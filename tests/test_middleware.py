@@ -115,3 +115,15 @@ async def test_nothing_a_tool_does_to_its_arguments_reaches_history(rt):
     agent = await rt.create(AgentSpec("a", model, tools=[tool]))
     await agent.run("go")
     assert agent.messages[1].tool_calls[0].arguments == {"items": ["a"]}
+
+
+async def test_details_that_are_not_json_are_kept_as_text(rt):
+    class Handle:
+        def __repr__(self):
+            return "<Handle 7>"
+
+    async def execute(args, ctx):
+        return ToolResult("opened", details={"handle": Handle()})
+
+    result = await _run(rt, [], Tool("open", "", {"type": "object"}, execute), {})
+    assert result.text == "opened" and result.details == "{'handle': <Handle 7>}"

@@ -142,6 +142,7 @@ class Agent:
         if wakeup and self._activity is not None and self._activity.cancel_cause is not None:
             target = "next_turn"
         queued = await self.inbox.put(message, target)
+        await self._journal.sync()  # accepted input survives a crash
         if wakeup:
             self._wake()
         return queued

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,8 +41,21 @@ class ToolResult:
             tool_name=tool_name,
             content=content,
             is_error=self.is_error,
-            details=self.details,
+            details=_storable(self.details),
         )
+
+
+def _storable(details: Any) -> Any:
+    """``details`` as the journal can store it: JSON data as it is, anything
+    else as its ``repr``, so that a careless tool loses nothing and breaks
+    no store."""
+    if details is None:
+        return None
+    try:
+        json.dumps(details)
+    except (TypeError, ValueError):
+        return repr(details)
+    return details
 
 
 @attrs.define(eq=False)
