@@ -31,7 +31,7 @@ async def test_the_demo_session_fixes_the_bug_and_shows_what_happened(tmp_path):
 
 def test_the_console_script_runs_the_demo():
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from agentrio.cli import main; sys.exit(main(['demo']))"],
+        [sys.executable, "-m", "agentrio", "demo"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -42,7 +42,7 @@ def test_the_console_script_runs_the_demo():
 
 def test_an_unknown_command_is_a_usage_error_not_a_traceback():
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from agentrio.cli import main; sys.exit(main(['nope']))"],
+        [sys.executable, "-m", "agentrio", "nope"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,4 @@
-"""``agentrio sessions``: list, show, export and fork the sessions of a store."""
+"""agentrio sessions: list, show, export and fork the sessions of a store."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ DEFAULT_DB = "agentrio.db"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    db_help = f"the store's file (default: ${DB_VARIABLE}, else {DEFAULT_DB})"
     parser = subparsers.add_parser(
         "sessions", help="list, show, export and fork stored sessions", description=__doc__
     )
+    parser.add_argument("--db", default=os.environ.get(DB_VARIABLE, DEFAULT_DB), help=db_help)
+    # --db may also follow the action; there it has no default of its own,
+    # so it does not hide one given before the action.
     store = argparse.ArgumentParser(add_help=False)
-    store.add_argument(
-        "--db",
-        default=os.environ.get(DB_VARIABLE, DEFAULT_DB),
-        help=f"the store's file (default: ${DB_VARIABLE}, else {DEFAULT_DB})",
-    )
+    store.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = actions.add_parser("list", parents=[store], help="one line a session")

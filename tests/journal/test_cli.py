@@ -158,7 +158,7 @@ def test_errors_are_one_line_and_a_failing_status(db, capsys, argv, error):
 def test_the_command_runs_as_a_program_and_never_creates_a_store(tmp_path):
     missing = tmp_path / "missing.db"
     done = subprocess.run(
-        [sys.executable, "-m", "agentrio.cli", "sessions", "list"],
+        [sys.executable, "-m", "agentrio", "sessions", "list"],
         cwd=ROOT,
         env={"AGENTRIO_DB": str(missing), "PATH": "", "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -167,3 +167,15 @@ def test_the_command_runs_as_a_program_and_never_creates_a_store(tmp_path):
     assert done.returncode == 1
     assert done.stderr == f"agentrio: error: no store at {missing} (give --db, or set $AGENTRIO_DB)\n"
     assert not missing.exists()
+
+
+def test_db_may_come_before_or_after_the_action(tmp_path):
+    import subprocess
+    import sys
+
+    missing = tmp_path / "missing.db"
+    for argv in (["sessions", "--db", str(missing), "list"], ["sessions", "list", "--db", str(missing)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentrio", *argv], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 1 and f"no store at {missing}" in done.stderr

@@ -1,0 +1,7 @@
+"""``python -m agentrio``: the ``agentrio`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
