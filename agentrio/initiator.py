@@ -9,8 +9,6 @@ call happened to create the task that runs it.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import attrs
 
@@ -31,14 +29,23 @@ def current_initiator() -> Initiator | None:
     return _initiator.get()
 
 
-@contextmanager
-def with_initiator(initiator: Initiator | None) -> Iterator[Initiator | None]:
-    """Attribute the work inside the block (and tasks it spawns) to ``initiator``."""
-    token = _initiator.set(initiator)
-    try:
-        yield initiator
-    finally:
-        _initiator.reset(token)
+class with_initiator:  # noqa: N801 - used like a function: ``with with_initiator(...)``
+    """Attribute the work inside the block (and tasks it spawns) to ``initiator``.
+
+    A class rather than a generator: every tool call enters one.
+    """
+
+    __slots__ = ("_initiator", "_token")
+
+    def __init__(self, initiator: Initiator | None) -> None:
+        self._initiator = initiator
+
+    def __enter__(self) -> Initiator | None:
+        self._token = _initiator.set(self._initiator)
+        return self._initiator
+
+    def __exit__(self, *exc_info: object) -> None:
+        _initiator.reset(self._token)
 
 
 def without_initiator():

@@ -432,3 +432,20 @@ def test_a_spec_may_name_its_model(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY is not set"):
         AgentSpec("a", "anthropic:claude-sonnet-4-5")
+
+
+async def test_a_stream_may_end_with_an_error_event(rt):
+    from agentrio.models import StreamError, StreamStart, TextDelta, TextStart
+
+    class Failing(ScriptedModel):
+        async def stream(self, request):
+            self.requests.append(request)
+            yield StreamStart()
+            yield TextStart(0)
+            yield TextDelta(0, "partial")
+            yield StreamError(ProviderError(500, "server_error", "upstream died"))
+
+    agent = await rt.create(AgentSpec("a", Failing([])))
+    result = await agent.run("go")
+    assert result.stop_reason == "model_error" and result.error == "HTTP 500 server_error: upstream died"
+    assert agent.messages[-1].text == "partial" and agent.messages[-1].stop_reason == "error"

@@ -13,6 +13,7 @@ and reports every transition as a ``state`` event.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -333,7 +334,9 @@ class Activity:
         repaired = False
         while True:
             live = self._live = LiveMessage()
-            error = await stream_model(self.agent.spec.model, request, self._on_stream_event)
+            hook = self._hooks and self._hooks.on_assistant_stream
+            observe = functools.partial(_callbacks.call, hook) if hook else None
+            error = await stream_model(self.agent.spec.model, request, self._on_stream_event, observe)
             if error is None and live.assembler.done is None:
                 error = ProviderError(
                     type=CONNECTION_ERROR, message="the stream ended without a stop reason"
@@ -361,7 +364,7 @@ class Activity:
             await self.commit(message, announced=live.announced)
             return message
 
-    async def _on_stream_event(self, event: StreamEvent) -> None:
+    def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
         live.assembler.feed(event)
         if isinstance(event, StreamStart):
@@ -369,9 +372,6 @@ class Activity:
             self.emit(MessageStart, role="assistant")
         else:
             self.emit(MessageUpdate, delta=event)
-        hook = self._hooks and self._hooks.on_assistant_stream
-        if hook:
-            await _callbacks.call(hook, event)
 
     def _withdraw(self, live: LiveMessage, reason: str) -> None:
         if live.announced:

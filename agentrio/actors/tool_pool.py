@@ -166,11 +166,11 @@ class ToolBatch:
 
     async def _execute(self) -> None:
         limits = self._agent.spec.limits
+        wave: list[tuple[Slot, Tool]] = []  # parallel calls that start together
         for slot in self.slots:
             if self._stopped_before(slot) or slot.result is not None:
-                await self._commit_ready()
                 continue
-            if limits.max_tool_calls is not None and self._activity.tool_calls >= limits.max_tool_calls:
+            if limits.max_tool_calls is not None and self._activity.tool_calls + len(wave) >= limits.max_tool_calls:
                 self.stop = "max_tool_calls"
                 slot.result = error_result(
                     slot.call,
@@ -187,18 +187,25 @@ class ToolBatch:
                 slot.result = _error(slot.call, f"execution mode failed: {type(exc).__name__}: {exc}")
                 continue
             if mode == "exclusive":
+                await self._start(wave, "parallel")
+                wave = []
                 await self._drain()
                 # Every earlier result must be durable before a side effect.
                 await self._activity.journal.sync()
-            else:
+                if not self._stopped_before(slot):  # what finished meanwhile may have stopped the run
+                    await self._start([(slot, tool)], "exclusive")
+                    await self._drain()
+                continue
+            if self._running + len(wave) >= limits.max_parallel_tool_calls:
+                await self._start(wave, "parallel")
+                wave = []
                 while self._running >= limits.max_parallel_tool_calls:
                     await self._receive_one()
                     await self._commit_ready()
-            if self._stopped_before(slot):  # a call that finished meanwhile may have stopped the run
-                continue
-            await self._dispatch(slot, tool, mode)
-            if mode == "exclusive":
-                await self._drain()
+                if self._stopped_before(slot):
+                    continue
+            wave.append((slot, tool))
+        await self._start(wave, "parallel")
         await self._drain()
 
     def _stopped_before(self, slot: Slot) -> bool:
@@ -213,18 +220,23 @@ class ToolBatch:
             await self._receive_one()
         await self._commit_ready()
 
-    async def _dispatch(self, slot: Slot, tool: Tool, mode: str) -> None:
+    async def _start(self, calls: list[tuple[Slot, Tool]], mode: str) -> None:
+        """Dispatch ``calls`` together: their starts are journaled, and made
+        durable, in one barrier before any of their bodies runs, so that after
+        a crash we know which calls may have had effects."""
+        if not calls:
+            return
         activity = self._activity
-        activity.tool_calls += 1
-        # The start is durable before the body runs, so that after a crash we
-        # know whether this call may have had effects.
-        await activity.journal.append(ToolCallStarted(slot.call.id))
+        activity.tool_calls += len(calls)
+        await activity.journal.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
         await activity.journal.sync()
-        slot.started_at = trio.current_time()
-        slot.scope = trio.CancelScope()
-        activity.tool_started(slot.call, mode)
-        self._running += 1
-        self._agent._workers.start_soon(self._worker, slot, tool)
+        now = trio.current_time()
+        for slot, tool in calls:
+            slot.started_at = now
+            slot.scope = trio.CancelScope()
+            activity.tool_started(slot.call, mode)
+            self._running += 1
+            self._agent._workers.start_soon(self._worker, slot, tool)
 
     async def _worker(self, slot: Slot, tool: Tool) -> None:
         agent = self._agent

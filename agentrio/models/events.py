@@ -4,8 +4,8 @@ A stream is ``StreamStart``, then content blocks, then ``Done``. Each block
 is opened by a ``*Start`` event, grows by ``*Delta`` events and is closed by
 an ``*End`` event; blocks are numbered by ``index`` in the order they start
 and may interleave. Tool-call arguments arrive as fragments of one JSON
-document. When the adapter fails instead, the model-stream actor ends the
-stream with ``StreamError``.
+document. A stream that fails ends with ``StreamError`` instead of
+``Done`` (or the adapter raises ``ProviderError``, which means the same).
 """
 
 from __future__ import annotations
