@@ -18,11 +18,16 @@ class Recorder:
 
     @property
     def events(self) -> list[Event]:
+        self.drain()
+        return self._events
+
+    def drain(self) -> None:
+        """Take every event delivered so far."""
         while True:
             try:
                 self._events.append(self._channel.receive_nowait())
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                return self._events
+                return
 
     def types(self, *, skip=("message_update", "state", "inbox", "status")) -> list[str]:
         return [e.type for e in self.events if e.type not in skip]
@@ -39,7 +44,7 @@ async def record(agent):
     async with agent.subscribe() as channel:
         recorder = Recorder(channel)
         yield recorder
-        recorder.events  # drain before the subscription closes
+        recorder.drain()  # before the subscription closes
 
 
 @pytest.fixture
