@@ -28,6 +28,9 @@ class Anthropic(SSEModel):
     #: below ``max_tokens``.
     thinking_budget: int | None = option(default=None)
     anthropic_version: str = option(default=ANTHROPIC_VERSION)
+    #: Mark cache breakpoints so each step reads the tools, the system prompt
+    #: and the history so far from Anthropic's prompt cache.
+    prompt_cache: bool = option(default=True)
 
     path: ClassVar[str] = "/v1/messages"
 
@@ -51,6 +54,7 @@ class Anthropic(SSEModel):
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             thinking_budget=self.thinking_budget,
+            prompt_cache=self.prompt_cache,
         )
 
     def new_mapper(self) -> AnthropicStreamMapper:

@@ -63,6 +63,27 @@ def anthropic_messages(request: ModelRequest, *, provider: str) -> list[dict[str
     return messages
 
 
+#: Marks the end of a prefix Anthropic may cache (for five minutes).
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+_UNCACHEABLE = {"thinking", "redacted_thinking"}
+
+
+def _mark_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Let the next request of the same conversation read the tools, the
+    system prompt and the whole history so far from the prompt cache: an
+    agent resends all of them on every step. Three of the four breakpoints
+    Anthropic allows; prefixes below the model's minimum are simply not
+    cached."""
+    if body.get("tools"):
+        body["tools"][-1]["cache_control"] = CACHE_BREAKPOINT
+    if isinstance(body.get("system"), str):
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": CACHE_BREAKPOINT}]
+    if body["messages"]:
+        blocks = [b for b in body["messages"][-1]["content"] if b["type"] not in _UNCACHEABLE]
+        if blocks:
+            blocks[-1]["cache_control"] = CACHE_BREAKPOINT
+
+
 def anthropic_request_body(
     model: str,
     request: ModelRequest,
@@ -71,6 +92,7 @@ def anthropic_request_body(
     max_tokens: int,
     temperature: float | None = None,
     thinking_budget: int | None = None,
+    prompt_cache: bool = True,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -86,4 +108,6 @@ def anthropic_request_body(
         body["temperature"] = temperature
     if thinking_budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+    if prompt_cache:
+        _mark_cache_breakpoints(body)
     return body

@@ -351,16 +351,24 @@ def responses_shape(body: dict[str, Any]) -> dict[str, Any]:
     return {"input": items, "tools": tools, "instructions": body.get("instructions") or "", "effort": effort, **options}
 
 
+def _uncached(block: dict[str, Any]) -> tuple:
+    """A block without its prompt-cache marker: caching is not content."""
+    return tuple(sorted((k, v) for k, v in block.items() if k != "cache_control"))
+
+
 def anthropic_shape(body: dict[str, Any]) -> dict[str, Any]:
     messages = []
     for m in body["messages"]:
         content = m["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        messages.append((m["role"], [tuple(sorted(b.items())) for b in blocks]))
+        messages.append((m["role"], [_uncached(b) for b in blocks]))
     tools = [(t["name"], t.get("description") or "", t["input_schema"]) for t in body.get("tools") or () if "input_schema" in t]
     budget = (body.get("thinking") or {}).get("budget_tokens")
-    options = {k: body.get(k) for k in ("model", "stream", "temperature", "max_tokens", "system")}
-    return {"messages": messages, "tools": tools, "thinking_budget": budget, **options}
+    system = body.get("system")
+    if isinstance(system, list):
+        system = "".join(block["text"] for block in system)
+    options = {k: body.get(k) for k in ("model", "stream", "temperature", "max_tokens")}
+    return {"messages": messages, "tools": tools, "thinking_budget": budget, "system": system, **options}
 
 
 SHAPES = {"openai-chat": chat_shape, "openai-responses": responses_shape, "anthropic": anthropic_shape}

@@ -21,7 +21,7 @@ def history(provider: str, thinking: list) -> list:
 
 
 def test_anthropic_replays_signed_and_redacted_thinking_to_anthropic_only():
-    model = Anthropic("claude", api_key="k", thinking_budget=2048)
+    model = Anthropic("claude", api_key="k", thinking_budget=2048, prompt_cache=False)
     own = model.request_body(ModelRequest("sys", history("anthropic", [ANTHROPIC_THOUGHT, REDACTED, Thinking("unsigned")]), [TOOL]))
     assert own["messages"][1]["content"][:2] == [
         {"type": "thinking", "thinking": "hmm", "signature": "sig-a"},
@@ -35,7 +35,7 @@ def test_anthropic_replays_signed_and_redacted_thinking_to_anthropic_only():
 
 
 def test_anthropic_tool_results_and_the_next_user_words_share_one_user_message():
-    body = Anthropic("claude", api_key="k").request_body(ModelRequest("", history("anthropic", [])))
+    body = Anthropic("claude", api_key="k", prompt_cache=False).request_body(ModelRequest("", history("anthropic", [])))
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert body["messages"][2]["content"] == [
         {"type": "tool_result", "tool_use_id": "functions_read_0", "content": "no such file", "is_error": True},
@@ -44,6 +44,24 @@ def test_anthropic_tool_results_and_the_next_user_words_share_one_user_message()
     # the call's id is mapped the same way as its result's
     assert body["messages"][1]["content"][1]["id"] == "functions_read_0"
     assert "system" not in body and body["max_tokens"] == 16384
+
+
+def test_anthropic_marks_cache_breakpoints_after_tools_system_and_history():
+    body = Anthropic("claude", api_key="k").request_body(ModelRequest("sys", history("anthropic", []), [TOOL, TOOL]))
+    marked = {"type": "ephemeral"}
+    assert [t.get("cache_control") for t in body["tools"]] == [None, marked]
+    assert body["system"] == [{"type": "text", "text": "sys", "cache_control": marked}]
+    last = body["messages"][-1]["content"]
+    assert [b.get("cache_control") for b in last] == [None, marked]
+    earlier = [b for m in body["messages"][:-1] for b in m["content"]]
+    assert not any("cache_control" in b for b in earlier)
+
+
+def test_anthropic_never_marks_a_thinking_block():
+    prefill = AssistantMessage([Text("Sure:"), ANTHROPIC_THOUGHT], provider="anthropic")
+    body = Anthropic("claude", api_key="k").request_body(ModelRequest("", [UserMessage("go"), prefill]))
+    text, thought = body["messages"][-1]["content"]
+    assert text["cache_control"] == {"type": "ephemeral"} and "cache_control" not in thought
 
 
 def test_responses_replays_reasoning_items_to_itself_only():
