@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -10,6 +9,7 @@ from typing import Union
 
 import trio
 
+from .. import _callbacks
 from ..messages import AssistantMessage, Text, Thinking, ToolCall
 from .errors import ProviderError
 from .events import (
@@ -110,9 +110,7 @@ class ScriptedModel:
             )
         reply = self._replies.popleft()
         if callable(reply):
-            reply = reply(request)
-            if inspect.isawaitable(reply):
-                reply = await reply
+            reply = await _callbacks.call(reply, request)
         if isinstance(reply, BaseException):
             raise reply
         if not isinstance(reply, AssistantMessage):
