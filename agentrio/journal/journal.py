@@ -27,7 +27,7 @@ class Journal:
             self.state.apply(record)
         self.unsnapshotted += len(records)
         if self.unsnapshotted >= SNAPSHOT_EVERY:
-            await self.store.save_snapshot(self.session_id, self.state.copy())
+            await self.store.save_snapshot(self.session_id, self.state)
             self.unsnapshotted = 0
 
     async def sync(self) -> None:

@@ -56,18 +56,6 @@ class SessionState:
             state.apply(record)
         return state
 
-    def copy(self) -> SessionState:
-        """A copy that later records do not change (messages are frozen, so
-        copying the containers is enough)."""
-        return attrs.evolve(
-            self,
-            messages=list(self.messages),
-            step_messages=list(self.step_messages),
-            next_step=list(self.next_step),
-            next_turn=list(self.next_turn),
-            started_calls=set(self.started_calls),
-        )
-
     def open_calls(self) -> list[ToolCall]:
         """Calls of the open step that have no result yet, in model order."""
         return unanswered_calls(self.step_messages)

@@ -86,8 +86,8 @@ class Store(Protocol):
     ``sync`` is where waiting happens: it returns once every record appended
     so far is durable. ``save_snapshot`` (which never waits either) offers
     the state projected from every record appended so far, so that
-    ``load_state`` need not replay them; the store may keep ``state``, and
-    may ignore it.
+    ``load_state`` need not replay them; the store may ignore it, and must
+    take what it keeps at once, since ``state`` goes on changing.
     """
 
     async def __aenter__(self) -> Self: ...

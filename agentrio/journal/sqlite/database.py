@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import attrs
 
 from ...messages import Message
-from ..codec import decode_message_record, decode_record, decode_state, encode_state
+from ..codec import decode_message_record, decode_record, decode_state
 from ..projection import SessionState
 from ..records import MessageAppended, Record
 from ..store import (
@@ -31,16 +31,11 @@ T = TypeVar("T")
 
 #: A row of the records table: ``(session_id, seq, kind, written_at, JSON)``.
 RecordRow = tuple[str, int, str, float, str]
+#: session id, the seq of the last record it covers, its message count, the
+#: encoded state without its history.
+SnapshotRow = tuple[str, int, int, str]
 
 MESSAGE = MessageAppended.type
-
-
-@attrs.frozen
-class PendingSnapshot:
-    session_id: str
-    #: The state after this record.
-    seq: int
-    state: SessionState
 
 
 @attrs.define
@@ -48,7 +43,7 @@ class Batch:
     """What one write transaction commits."""
 
     records: list[RecordRow] = attrs.Factory(list)
-    snapshots: list[PendingSnapshot] = attrs.Factory(list)
+    snapshots: list[SnapshotRow] = attrs.Factory(list)
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots)
@@ -104,17 +99,13 @@ class Database:
             conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?)", rows)
 
     def write(self, batch: Batch) -> None:
-        # Encoded before the transaction, so the write lock is held briefly.
-        snapshots = [
-            (s.session_id, s.seq, len(s.state.messages), encode_state(s.state)) for s in batch.snapshots
-        ]
         conn = self._conn
         with translated(self.path), transaction(conn, "IMMEDIATE"):
             try:
                 conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?)", batch.records)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
-            conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)", snapshots)
+            conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)", batch.snapshots)
 
     # -- reading --------------------------------------------------------------
 

@@ -12,12 +12,12 @@ from typing import Self
 
 import trio
 
-from ..codec import encode_record
+from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
 from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
 from .connection import Synchronous
-from .database import Batch, Database, PendingSnapshot, RecordRow
+from .database import Batch, Database, RecordRow
 from .thread import DatabaseThread, Result
 
 
@@ -225,7 +225,10 @@ class SQLiteStore:
         self._buffer()
 
     async def save_snapshot(self, session_id: str, state: SessionState) -> None:
-        self._batch.snapshots.append(PendingSnapshot(session_id, self._last_seq_of(session_id), state))
+        # Encoded now, since ``state`` goes on changing; without its history
+        # it is small.
+        seq = self._last_seq_of(session_id)
+        self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
         self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:
