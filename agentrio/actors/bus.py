@@ -45,11 +45,10 @@ class EventBus:
         for listener in self._listeners:
             listener(event)
 
-    def listen(self, listener: Callable[[Event], None]) -> Callable[[], None]:
+    def listen(self, listener: Callable[[Event], None]) -> None:
         """Call ``listener`` with each event as it is emitted, in the emitting
-        task (it must not block); returns the function that stops it."""
+        task (it must not block), until the bus closes."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
