@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 import attrs
 
-from ..messages import AssistantMessage, Message, ToolCall, Usage, unanswered_calls
+from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, unanswered_calls
 from .records import (
+    ActorFailed,
     InboxSpliced,
     MessageAppended,
     QueuedInput,
@@ -15,6 +16,7 @@ from .records import (
     StepEnded,
     StepStarted,
     Target,
+    ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -47,6 +49,9 @@ class SessionState:
     step_open: bool = False
     #: Calls of the open step whose body has started.
     started_calls: set[str] = attrs.field(factory=set)
+    #: Results of the open step that finished but wait for their turn in
+    #: model order, by call id.
+    finished_results: dict[str, ToolResultMessage] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
 
     @classmethod
@@ -73,12 +78,17 @@ class SessionState:
                 self._splice(record)
             case ToolCallStarted(tool_call_id=call_id):
                 self.started_calls.add(call_id)
+            case ToolCallFinished(result=result):
+                self.finished_results[result.tool_call_id] = result
+            case ActorFailed():
+                pass
             case StepStarted(step=step):
                 self.step, self.step_open = step, True
             case StepEnded():
                 self.messages.extend(self.step_messages)
                 self.step_messages.clear()
                 self.started_calls.clear()
+                self.finished_results.clear()
                 self.step_open = False
             case TurnStarted(turn=turn):
                 self.turn, self.turn_open = turn, True

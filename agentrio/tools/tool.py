@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal
 
 import attrs
 import jsonschema
@@ -12,9 +13,6 @@ import jsonschema
 from ..messages import Part, Text, ToolResultMessage, Usage
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
-
-if TYPE_CHECKING:
-    from ..actors.agent import Agent
 
 ExecutionMode = Literal["parallel", "exclusive"]
 EXECUTION_MODES = ("parallel", "exclusive")
@@ -67,8 +65,9 @@ class ToolContext:
     tool_call_id: str
     tool_name: str
     _report: Callable[[Any], None] = attrs.field(alias="report", repr=False)
-    #: The agent running the call (None outside an agent, as in a unit test).
-    agent: Agent | None = attrs.field(default=None, kw_only=True, repr=False)
+    _spawn_child: Callable[..., AbstractAsyncContextManager[Any]] | None = attrs.field(
+        default=None, alias="spawn_child", kw_only=True, repr=False
+    )
     _add_usage: Callable[[Usage], None] | None = attrs.field(
         default=None, alias="add_usage", kw_only=True, repr=False
     )
@@ -77,6 +76,17 @@ class ToolContext:
         """Publish progress (any JSON-serializable value) as a
         ``tool_execution_update`` event."""
         self._report(progress)
+
+    def spawn_child(self, spec: Any, *, setup: Any = None) -> AbstractAsyncContextManager[Any]:
+        """``async with ctx.spawn_child(spec) as child``: a child ``Agent`` (of
+        the ``AgentSpec`` ``spec``) of the
+        calling agent for the length of the block. It lives in the caller's
+        supervision tree, its events are forwarded on the caller's stream as
+        ``child_event``, and it is disposed when the block ends (cancelling
+        the caller cancels it, cause ``parent``)."""
+        if self._spawn_child is None:
+            raise RuntimeError(f"{self.tool_name} starts sub-agents and must be called by an agent")
+        return self._spawn_child(spec, setup)
 
     def add_usage(self, usage: Usage) -> None:
         """Count model usage the tool spent (a sub-agent, a summarizer) in
