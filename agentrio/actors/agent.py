@@ -6,7 +6,7 @@ import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 import trio
@@ -36,12 +36,9 @@ from ..tools.permissions import summarize_call
 from .activity import Activity
 from .bus import EventBus
 from .ownership import OwnedTasks
-from .ports import ActivityPorts, Approval
+from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
 from .spec import AgentSpec, RunResult
-
-if TYPE_CHECKING:
-    from ..supervisors.runtime import Runtime
 
 log = logging.getLogger("agentrio")
 
@@ -150,7 +147,7 @@ class Agent:
     """
 
     def __init__(
-        self, runtime: Runtime, spec: AgentSpec, journal: Journal, *, parent_id: str | None = None
+        self, runtime: AgentHost, spec: AgentSpec, journal: Journal, *, parent_id: str | None = None
     ) -> None:
         self.spec = spec
         self.id = journal.session_id
@@ -195,7 +192,8 @@ class Agent:
     # -- public state (read from any task) ------------------------------------
 
     @property
-    def runtime(self) -> Runtime:
+    def runtime(self) -> AgentHost:
+        """The Runtime this agent runs in."""
         return self._runtime
 
     @property
@@ -439,7 +437,7 @@ class Agent:
                     nursery.cancel_scope.cancel()
                 return
             except Exception as exc:
-                if started is not None or not await self._crashed(exc):
+                if started is not None or not await self._crashed(f"{type(exc).__name__}: {exc}"):
                     raise AgentStoppedForGood(f"{type(exc).__name__}: {exc}") from exc
 
     async def _handle(self, message: Any) -> Any:
@@ -558,6 +556,12 @@ class Agent:
     async def _run_activity(self) -> None:
         task = trio.lowlevel.current_task()
         self._owned.add(task)
+        try:
+            await self._activity_body()
+        finally:
+            self._owned.discard(task)
+
+    async def _activity_body(self) -> None:
         activity = None
         try:
             activity = self._activity = Activity(self._ports())
@@ -571,13 +575,12 @@ class Agent:
                 await repair(self._journal)
         finally:
             self._activity = None
-            self._owned.discard(task)
         for queued in activity.claimed if activity is not None else ():
             if waiter := self._waiters.pop(queued.id, None):
                 waiter.resolve(result)
         self._set_phase("idle")
         if result.stop_reason == "error" and self.spec.restart == "on_crash":
-            if not await self._crashed(RuntimeError(result.error or "the run failed")):
+            if not await self._crashed(result.error or "the run failed"):
                 self._failed = result.error
                 self._closing = True
                 self._mailbox.close()  # the actor's loop ends, and with it the agent
@@ -656,11 +659,10 @@ class Agent:
 
     # -- failure and restart ---------------------------------------------------
 
-    async def _crashed(self, exc: BaseException) -> bool:
-        """The actor failed: journal it, tell subscribers, then restore from
-        the journal (``on_crash``, within the restart intensity). Returns
-        whether the agent carries on."""
-        error = f"{type(exc).__name__}: {exc}"
+    async def _crashed(self, error: str) -> bool:
+        """The agent failed (``error`` says how): journal it, tell
+        subscribers, then restore it from the journal (``on_crash``, within
+        the restart intensity). Returns whether the agent carries on."""
         log.error("agent %s failed: %s", self.id, error)
         restart = (
             self.spec.restart == "on_crash"

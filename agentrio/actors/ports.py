@@ -8,7 +8,7 @@ a collaborator's constructor therefore knows everything it can touch.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -23,6 +23,17 @@ if TYPE_CHECKING:
 
 #: ``emit(EventType, **fields)``: publish an event on the agent's stream.
 Emit = Callable[..., None]
+
+
+class AgentHost(Protocol):
+    """What an agent needs of the supervisor that runs it (the Runtime):
+    a way to start children under it, and the registry of the agent tree."""
+
+    registry: Any
+
+    async def create(
+        self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None, *, setup: Any = None
+    ) -> Agent: ...
 
 
 @attrs.frozen

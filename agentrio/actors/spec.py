@@ -157,7 +157,7 @@ def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> 
     for index, item in enumerate(tools):
         if not isinstance(item, Tool):
             hint = " — decorate the function with @tool" if callable(item) else ""
-            raise TypeError(f"AgentSpec.tools[{index}]: expected a Tool{hint}, got {_describe(item)}")
+            raise TypeError(f"AgentSpec.tools[{index}]: expected a Tool{hint} — got {_describe(item)}")
     names = [t.name for t in tools]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -192,10 +192,13 @@ def _instance_of(cls: type, fix: str, optional: bool = False) -> Callable[[Any, 
     return check
 
 
-def _sequence(value: Any) -> tuple:
-    if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
-        raise TypeError(f"expected a list or tuple, got {_describe(value)}")
-    return tuple(value)
+def _sequence(field: str) -> Callable[[Any], tuple]:
+    def convert(value: Any) -> tuple:
+        if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
+            raise TypeError(f"{field}: expected a list or tuple, got {_describe(value)}")
+        return tuple(value)
+
+    return convert
 
 
 def _restart_intensity(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -230,9 +233,9 @@ class AgentSpec:
     name: str = attrs.field(validator=_instance_of(str, "a str, the agent's name"))
     model: Model = attrs.field(converter=_as_model)
     system_prompt: str = attrs.field(default="", kw_only=True, validator=_instance_of(str, "a str"))
-    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_sequence, validator=_tools, kw_only=True)
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True)
     middleware: tuple[Callable[..., Any], ...] = attrs.field(
-        default=(), converter=_sequence, validator=_middleware, kw_only=True
+        default=(), converter=_sequence("AgentSpec.middleware"), validator=_middleware, kw_only=True
     )
     permission: Permission | None = attrs.field(default=None, kw_only=True, validator=_optional_callable)
     limits: Limits = attrs.field(

@@ -53,6 +53,9 @@ class SessionState:
     #: model order, by call id.
     finished_results: dict[str, ToolResultMessage] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
+    #: Ids pending in either queue, derived from them (rebuilt when None, as
+    #: after decoding a snapshot), so a splice checks uniqueness in O(items).
+    _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     @classmethod
     def replay(cls, records: Iterable[Record]) -> SessionState:
@@ -104,10 +107,15 @@ class SessionState:
             raise JournalCorrupt(
                 f"inbox splice [{start}:{start + count}] outside {record.target} of length {len(queue)}"
             )
+        if self._pending_ids is None:
+            self._pending_ids = {q.id for q in (*self.next_step, *self.next_turn)}
+        pending = self._pending_ids
         removed = {q.id for q in queue[start : start + count]}
-        pending = {q.id for q in (*self.next_step, *self.next_turn)} - removed
+        inserted: set[str] = set()
         for item in record.items:
-            if item.id in pending:
+            if (item.id in pending and item.id not in removed) or item.id in inserted:
                 raise JournalCorrupt(f"inbox message id {item.id!r} is already pending")
-            pending.add(item.id)
+            inserted.add(item.id)
+        pending -= removed
+        pending |= inserted
         queue[start : start + count] = record.items
