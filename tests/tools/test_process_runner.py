@@ -1,6 +1,7 @@
 """Supervised subprocesses, with real processes: output, limits, clean-up."""
 
 import os
+import secrets
 import signal
 import sys
 import time
@@ -178,3 +179,111 @@ async def test_context_reports_output_as_progress(tmp_path, ctx, reports):
     result = await ctx.run_process("echo a; sleep 0.1; echo b >&2", cwd=tmp_path)
     assert result.ok
     assert reports == [{"stream": "stdout", "text": "a\n"}, {"stream": "stderr", "text": "b\n"}]
+
+
+def processes_with(marker: str) -> list[int]:
+    """The live processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes() and running(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def zombie_children() -> list[int]:
+    """Our children that ended and were never reaped."""
+    zombies = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                state, ppid, *_ = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(ppid) == os.getpid() and state == "Z":
+                zombies.append(int(entry.name))
+    return zombies
+
+
+async def wait_for_process(marker: str) -> None:
+    while not processes_with(marker):
+        await trio.sleep(0.01)
+
+
+# bash commands whose sleeper leaves the shell's process group or its tree:
+# each holds the placeholder {marker}, a duration no other process uses.
+ESCAPING = {
+    "timeout": "timeout 1000 sleep {marker}; echo done",
+    "job-control": "set -m; sleep {marker} & wait",
+    "setsid": "setsid sleep {marker} & wait",
+    "orphaned-setsid": "(setsid sleep {marker} &); sleep 1000",
+    "daemon": "setsid sh -c 'sleep {marker} & exit' & sleep 1000",
+}
+
+
+def unique_duration() -> str:
+    return f"{1000 + secrets.randbelow(10**6)}.{secrets.randbelow(10**6)}"
+
+
+@pytest.mark.parametrize("script", ESCAPING.values(), ids=ESCAPING.keys())
+async def test_time_out_stops_processes_that_left_the_group(tmp_path, script):
+    marker = unique_duration()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_for_process, marker)  # it did start, and escape
+            command = ["bash", "-c", script.format(marker=marker)]
+            result = await run_process(command, cwd=tmp_path, timeout=2, grace=GRACE)
+    assert result.timed_out
+    assert processes_with(marker) == []
+    assert zombie_children() == []
+
+
+@pytest.mark.parametrize("script", ESCAPING.values(), ids=ESCAPING.keys())
+async def test_cancel_stops_processes_that_left_the_group(tmp_path, script):
+    marker = unique_duration()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            command = ["bash", "-c", script.format(marker=marker)]
+            nursery.start_soon(lambda: run_process(command, cwd=tmp_path, grace=GRACE))
+            await wait_for_process(marker)
+            nursery.cancel_scope.cancel()
+    assert processes_with(marker) == []
+    assert zombie_children() == []
+
+
+async def test_background_processes_that_left_the_group_do_not_survive_a_normal_exit(tmp_path):
+    marker = unique_duration()
+    script = f"setsid sleep {marker} >/dev/null 2>&1 & set -m; sleep {marker} & sleep 0.5; echo done"
+    with trio.fail_after(10):
+        result = await run_process(script, cwd=tmp_path, grace=GRACE)
+    assert result.ok and result.stdout == "done\n"
+    assert processes_with(marker) == []
+    assert zombie_children() == []
+
+
+async def test_a_sigterm_ignoring_escapee_is_killed_after_the_grace_period(tmp_path):
+    marker = unique_duration()
+    script = f"setsid sh -c \"trap '' TERM; sleep {marker}; :\" & wait"
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_for_process, marker)
+            result = await run_process(script, cwd=tmp_path, timeout=1, grace=GRACE)
+    assert result.timed_out
+    assert processes_with(marker) == []
+
+
+async def test_a_program_that_cannot_start_raises_as_before(tmp_path):
+    with pytest.raises(FileNotFoundError) as raised:
+        await run_process(["./no-such-program"], cwd=tmp_path)
+    assert raised.value.filename == "./no-such-program"
+    assert zombie_children() == []
+
+
+async def test_the_environment_is_replaced_for_the_command(tmp_path):
+    result = await run_process("echo $ONLY; env | wc -l", cwd=tmp_path, env={"ONLY": "this"})
+    assert result.ok
+    first, count = result.stdout.split()
+    assert first == "this" and int(count) <= 4  # sh may add PWD, SHLVL, _
