@@ -10,7 +10,7 @@ import trio
 
 from ..tool import Tool, ToolContext
 from .common import PATH_IN_WORKSPACE, ToolInputError, object_schema, reports_errors
-from .text import SNIFF_BYTES, decode, refuse_binary
+from .text import SNIFF_BYTES, decode, open_regular, refuse_binary
 from .workspace import Workspace
 
 MAX_LINES = 2000
@@ -66,14 +66,14 @@ def _numbered_lines(path: Path, shown: str, offset: int, limit: int, max_chars: 
     shown_lines: list[str] = []
     size = 0
     number = 0
-    with path.open("rb") as f:
+    with open_regular(path, shown) as f:
         refuse_binary(f.read(SNIFF_BYTES), shown)
         f.seek(0)
         for number, raw in enumerate(f, start=1):
             if number < offset:
                 continue
             if len(shown_lines) == limit or size >= max_chars:
-                total = path.stat().st_size
+                total = os.fstat(f.fileno()).st_size
                 note = f"[{shown} goes on ({total:,} bytes in all); read on with offset={number}]"
                 return "\n".join([*shown_lines, note])
             line = decode(raw, shown).rstrip("\r\n")

@@ -12,7 +12,7 @@ import trio
 
 from .common import ToolInputError
 from .search_types import Found, Match, Search
-from .text import SNIFF_BYTES
+from .text import SNIFF_BYTES, open_regular
 from .workspace import Workspace
 
 GlobFilter = Callable[[str, bool], bool]
@@ -60,9 +60,9 @@ def _walk(workspace: Workspace, directory: Path, keep: GlobFilter) -> Iterator[P
 
 def _matching_lines(path: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
     try:
-        f = path.open("rb")
-    except OSError:
-        return
+        f = open_regular(path, str(path))
+    except (OSError, ToolInputError):
+        return  # skipped, as ripgrep skips what it cannot read
     with f:
         if b"\0" in f.read(SNIFF_BYTES):
             return
