@@ -7,11 +7,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
-import jsonschema
 
 from ..messages import Part, Text, ToolResultMessage, Usage
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
+from .schema import ArgumentValidator, argument_errors, schema_problems
 
 if TYPE_CHECKING:
     from ..actors.agent import Agent
@@ -131,12 +131,8 @@ class Tool:
 
     def __attrs_post_init__(self) -> None:
         _check_mode(self.execution_mode)
-        if self.parameters.get("type", "object") != "object":
-            raise ValueError(f"tool {self.name!r}: parameters must be a JSON Schema of type 'object'")
-        try:
-            jsonschema.Draft202012Validator.check_schema(self.parameters)
-        except jsonschema.SchemaError as e:
-            raise ValueError(f"tool {self.name!r}: invalid parameters schema: {e.message}") from None
+        if problems := schema_problems(self.parameters):
+            raise ValueError(f"tool {self.name!r}: " + "; ".join(problems))
 
     @property
     def spec(self) -> ToolSpec:
@@ -148,18 +144,11 @@ class Tool:
         return mode
 
     def argument_errors(self, args: dict[str, Any]) -> list[str]:
-        """Why ``args`` do not fit ``parameters``, one line per failing field."""
+        """Why ``args`` do not fit ``parameters``, one line per failing
+        field. Never raises: arguments nested too deeply to validate, and a
+        schema that fails while validating them (a ``$ref`` that resolves
+        nowhere), are reported in the list, as errors of this call."""
         validator = self._validator
         if validator is None or validator.schema is not self.parameters:
-            validator = self._validator = jsonschema.Draft202012Validator(self.parameters)
-        if validator.is_valid(args):
-            return []
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
-        return [_describe(e) for e in errors]
-
-
-def _describe(error: jsonschema.ValidationError) -> str:
-    if error.validator == "required" or not error.absolute_path:
-        return error.message
-    field = ".".join(str(p) for p in error.absolute_path)
-    return f"{field}: {error.message}"
+            validator = self._validator = ArgumentValidator(self.parameters)
+        return argument_errors(validator, args)

@@ -4,12 +4,14 @@ ripgrep's rules (see ``searching``) so that both give the same answer."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import re2
 import trio
 
+from ..regex import RegexError, compile_regex
 from .common import ToolInputError
 from .search_types import Found, Match, Search
 from .text import SNIFF_BYTES, open_regular
@@ -22,10 +24,10 @@ def search_python(search: Search) -> Found:
     """Run ``search``; meant for a worker thread (it checks for cancellation
     between files)."""
     try:
-        regex = re.compile(search.pattern, re.IGNORECASE if search.ignore_case else 0)
-    except re.error as e:
-        raise ToolInputError(f"invalid regular expression {search.pattern!r}: {e}") from None
-    keep = _glob_filter(search.glob)
+        regex = compile_regex(search.pattern, ignore_case=search.ignore_case)
+        keep = _glob_filter(search.glob)
+    except RegexError as e:
+        raise ToolInputError(str(e)) from None
     # An explicit file is searched whatever the glob says, as by ripgrep.
     files = [search.base] if search.base.is_file() else _walk(search.workspace, search.base, keep)
     matches: list[Match] = []
@@ -58,7 +60,7 @@ def _walk(workspace: Workspace, directory: Path, keep: GlobFilter) -> Iterator[P
             yield path
 
 
-def _matching_lines(path: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _matching_lines(path: Path, regex: Any) -> Iterator[tuple[int, str]]:
     try:
         f = open_regular(path, str(path))
     except (OSError, ToolInputError):
@@ -86,7 +88,7 @@ def _glob_filter(glob: str | None) -> GlobFilter:
     exclude = glob.startswith("!")
     body = glob.removeprefix("!")
     anchored = "/" in body.rstrip("/")
-    regex = re.compile(_translate(body.strip("/")))
+    regex = compile_regex(_translate(body.strip("/")))
 
     def keep(path: str, is_dir: bool) -> bool:
         subject = path if anchored else path.rpartition("/")[2]
@@ -120,6 +122,6 @@ def _translate(glob: str) -> str:
             out.append("[" + ("^" + members[1:] if members.startswith("!") else members) + "]")
             i = end + 1
         else:
-            out.append(re.escape(glob[i]))
+            out.append(re2.escape(glob[i]))
             i += 1
     return "".join(out)
