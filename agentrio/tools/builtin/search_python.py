@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import re2
 import trio
 
 from ..regex import RegexError, compile_regex
+from .globbing import glob_regex
 from .common import ToolInputError
 from .search_types import Found, Match, Search
 from .text import SNIFF_BYTES, open_regular
@@ -88,7 +88,7 @@ def _glob_filter(glob: str | None) -> GlobFilter:
     exclude = glob.startswith("!")
     body = glob.removeprefix("!")
     anchored = "/" in body.rstrip("/")
-    regex = compile_regex(_translate(body.strip("/")))
+    regex = glob_regex(body.strip("/"))
 
     def keep(path: str, is_dir: bool) -> bool:
         subject = path if anchored else path.rpartition("/")[2]
@@ -97,31 +97,3 @@ def _glob_filter(glob: str | None) -> GlobFilter:
         return is_dir or bool(regex.fullmatch(subject))
 
     return keep
-
-
-def _translate(glob: str) -> str:
-    """A gitignore-style glob as a regular expression: "*" and "?" stay
-    within a path component, "**/" spans any number of them."""
-    out = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
-            members = glob[i + 1 : end]
-            out.append("[" + ("^" + members[1:] if members.startswith("!") else members) + "]")
-            i = end + 1
-        else:
-            out.append(re2.escape(glob[i]))
-            i += 1
-    return "".join(out)
