@@ -100,7 +100,9 @@ def atomic_replace(path: Path, data: bytes) -> None:
         mode: int | None = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = None
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    # Short, whatever the name's length: the name itself may be at the
+    # limit of 255 bytes already.
+    temporary = path.with_name(f".{secrets.token_hex(6)}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as f:
