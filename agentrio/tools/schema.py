@@ -61,21 +61,19 @@ ArgumentValidator = jsonschema.validators.extend(
 """Draft 2020-12, with the regular expressions of schemas matched by RE2."""
 
 
-def schema_problems(schema: dict[str, Any]) -> list[str]:
-    """Why ``schema`` cannot be a tool's parameters, or nothing: it must be a
-    valid JSON Schema (the 2020-12 metaschema says), of type object, whose
-    patterns RE2 can run."""
-    if not isinstance(schema, dict):
-        return [f"expected a JSON Schema object (a dict), got {type(schema).__name__!r}"]
+def schema_problems(schema: dict[str, Any]) -> list[tuple[str, str]]:
+    """Why ``schema`` cannot be a tool's parameters, as (where, why) pairs
+    (where as ``['properties']['x']``, "" for the schema itself); nothing
+    when it can. It must be a valid JSON Schema (the 2020-12 metaschema
+    says), of type object, whose patterns RE2 can run."""
     if schema.get("type", "object") != "object":
-        return [f"parameters must be a JSON Schema of type 'object', got type {schema['type']!r}"]
+        return [("", f"parameters must be a JSON Schema of type 'object', got type {schema['type']!r}")]
     try:
         Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as e:
-        where = "".join(f"[{p!r}]" for p in e.absolute_path)
-        return [f"invalid parameters schema: {e.message}" + (f" (at parameters{where})" if where else "")]
+        return [("".join(f"[{p!r}]" for p in e.absolute_path), f"invalid parameters schema: {e.message}")]
     except RecursionError:
-        return ["invalid parameters schema: it nests too deeply to be checked"]
+        return [("", "invalid parameters schema: it nests too deeply to be checked")]
     problems = []
     unevaluated = any("unevaluatedProperties" in sub for _, sub in _subschemas(schema))
     for where, subschema in _subschemas(schema):
@@ -84,11 +82,11 @@ def schema_problems(schema: dict[str, Any]) -> list[str]:
                 try:
                     compile_regex(pattern)
                 except RegexError as e:
-                    problems.append(f"{e} (at parameters{where})")
+                    problems.append((where, str(e)))
         if "patternProperties" in subschema and unevaluated:
             problems.append(
-                f"patternProperties (at parameters{where}) cannot be combined with unevaluatedProperties: "
-                "that keyword would match the patterns with a backtracking engine"
+                (where, "patternProperties cannot be combined with unevaluatedProperties: that keyword "
+                 "would match the patterns with a backtracking engine")
             )
     return problems
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -104,6 +106,68 @@ def _check_mode(mode: object) -> None:
         raise ValueError(f"execution_mode must be one of {EXECUTION_MODES} or a callable, got {mode!r}")
 
 
+#: What model providers accept as a tool name.
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _type_error(attribute: attrs.Attribute, expected: str, value: Any) -> TypeError:
+    return TypeError(f"Tool.{attribute.name}: expected {expected}, got {type(value).__name__!r}")
+
+
+def _valid_name(tool: Tool, attribute: attrs.Attribute, name: Any) -> None:
+    if not isinstance(name, str):
+        raise _type_error(attribute, "a str", name)
+    if not _NAME.fullmatch(name):
+        raise ValueError(
+            f"Tool.name: expected 1 to 64 letters, digits, '_' or '-' (what model providers accept), "
+            f"got {name!r}; rename the tool"
+        )
+
+
+def _valid_description(tool: Tool, attribute: attrs.Attribute, description: Any) -> None:
+    if not isinstance(description, str):
+        raise _type_error(attribute, "a str (what the model reads about the tool; '' for none)", description)
+
+
+def _valid_parameters(tool: Tool, attribute: attrs.Attribute, parameters: Any) -> None:
+    if not isinstance(parameters, dict):
+        raise _type_error(attribute, "a JSON Schema of type 'object', as a dict", parameters)
+    if problems := schema_problems(parameters):
+        raise ValueError("; ".join(f"Tool.parameters{where} of {tool.name!r}: {why}" for where, why in problems))
+
+
+def _valid_execute(tool: Tool, attribute: attrs.Attribute, execute: Any) -> None:
+    expected = "an async function (args, ctx)"
+    if not callable(execute):
+        raise _type_error(attribute, expected, execute)
+    if not (inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(getattr(execute, "__call__", None))):
+        raise TypeError(f"Tool.execute: expected {expected}, got a function that is not async: {execute!r}; "
+                        "define it with async def")
+    try:
+        inspect.signature(execute).bind(None, None)
+    except ValueError:
+        pass  # no signature to check (a builtin)
+    except TypeError:
+        raise TypeError(
+            f"Tool.execute: expected {expected}, got {execute!r}, which cannot take those two arguments"
+        ) from None
+
+
+def _valid_mode(tool: Tool, attribute: attrs.Attribute, mode: Any) -> None:
+    expected = f"one of {EXECUTION_MODES} or a function (args) -> mode"
+    if callable(mode):
+        return
+    if not isinstance(mode, str):
+        raise _type_error(attribute, expected, mode)
+    if mode not in EXECUTION_MODES:
+        raise ValueError(f"Tool.execution_mode: expected {expected}, got {mode!r}")
+
+
+def _valid_preview(tool: Tool, attribute: attrs.Attribute, preview: Any) -> None:
+    if preview is not None and not callable(preview):
+        raise _type_error(attribute, "a function (args) -> str, sync or async, or None", preview)
+
+
 @attrs.define(eq=False)
 class Tool:
     """A tool: a name, a description, a JSON Schema for its arguments, and an
@@ -117,22 +181,24 @@ class Tool:
     ``preview(args)`` (sync or async) describes what a call would do, for a
     person asked to approve it: the command it runs, the diff it makes. It
     must not have side effects. See ``permissions.summarize_call``.
+
+    Every field is checked when the tool is made and when it is changed: a
+    wrong type raises ``TypeError``, a wrong value ``ValueError``, each
+    naming the field, what it expects and what it got. The name must be what
+    model providers accept (``^[a-zA-Z0-9_-]{1,64}$``); ``parameters`` must
+    be a valid JSON Schema (Draft 2020-12) of type object whose patterns
+    the linear-time engine can run (see ``schema``).
     """
 
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    execute: Execute
+    name: str = attrs.field(validator=_valid_name)
+    description: str = attrs.field(validator=_valid_description)
+    parameters: dict[str, Any] = attrs.field(validator=_valid_parameters)
+    execute: Execute = attrs.field(validator=_valid_execute)
     execution_mode: ExecutionMode | Callable[[dict[str, Any]], ExecutionMode] = attrs.field(
-        default="parallel", kw_only=True
+        default="parallel", kw_only=True, validator=_valid_mode
     )
-    preview: Preview | None = attrs.field(default=None, kw_only=True)
+    preview: Preview | None = attrs.field(default=None, kw_only=True, validator=_valid_preview)
     _validator: Any = attrs.field(init=False, default=None, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        _check_mode(self.execution_mode)
-        if problems := schema_problems(self.parameters):
-            raise ValueError(f"tool {self.name!r}: " + "; ".join(problems))
 
     @property
     def spec(self) -> ToolSpec:

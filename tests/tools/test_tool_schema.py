@@ -52,7 +52,7 @@ def test_pattern_properties_run_in_linear_time_and_keep_their_meaning():
 
 @pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)", "a{1001}"])
 def test_a_schema_pattern_the_linear_engine_cannot_run_is_refused_when_the_tool_is_made(pattern):
-    with pytest.raises(ValueError, match=r"tool 't': invalid regular expression .* \(at parameters\['properties'\]\['x'\]\)"):
+    with pytest.raises(ValueError, match=r"^Tool.parameters\['properties'\]\['x'\] of 't': invalid regular expression "):
         schema_tool(x={"type": "string", "pattern": pattern})
 
 
