@@ -2,6 +2,7 @@
 refused with a clear error, never opened in a way that waits forever."""
 
 import os
+import shutil
 import socket
 from contextlib import asynccontextmanager
 
@@ -75,10 +76,15 @@ async def test_grep_refuses_a_fifo_given_as_its_path(workspace, fifo, call):
     assert result.is_error and "pipe is a FIFO" in result.content
 
 
-async def test_grep_skips_a_fifo_in_a_folder(workspace, fifo, call):
+@pytest.mark.parametrize(
+    "ripgrep",
+    [pytest.param(True, marks=pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not on PATH")), False],
+    ids=["ripgrep", "python"],
+)
+async def test_grep_skips_a_fifo_in_a_folder(workspace, fifo, call, ripgrep):
     (workspace / "notes.txt").write_text("x marks the spot\n")
     async with unjammed(fifo) as jams:
-        result = await call(grep(workspace, ripgrep=False), pattern="x marks")
+        result = await call(grep(workspace, ripgrep=ripgrep), pattern="x marks")
     assert jams == []
     assert result.content == "notes.txt:1:x marks the spot"
 
