@@ -34,8 +34,7 @@ DEFAULT_GRACE = 2.0
 #: not wait for it.
 _DRAIN_TIMEOUT = 0.5
 #: How long past the grace period the shim may take to stop the tree before
-#: it is killed itself, with its process group: a last resort for a shim that
-#: was stopped or is stuck.
+#: it is killed itself.
 _SHIM_MARGIN = 5.0
 _CHUNK = 65536
 _REAPER = str(Path(__file__).with_name("_reaper.py"))
@@ -211,12 +210,16 @@ class _Shim:
         self._process.send_signal(signal.SIGTERM)  # nothing if it has exited
         with trio.move_on_after(grace + _SHIM_MARGIN):
             await self._process.wait()
-        if self._process.returncode is None:
-            # The shim is stuck or stopped: kill it and what shares its group.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)
+        if self._process.returncode is None:  # the shim is stuck or stopped
+            self._process.kill()
             await self._process.wait()
         await self.ended()  # at end of file by now
+        if self._process.returncode != 0:
+            # The shim did not finish (stuck, or killed from outside): the
+            # last resort is the process group it led, which still holds
+            # what did not leave it (and keeps its id from being reused).
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
         self._stopped = True
 
     def returncode(self, program: str) -> int:

@@ -208,8 +208,13 @@ def zombie_children() -> list[int]:
     return zombies
 
 
-async def wait_for_process(marker: str) -> None:
-    while not processes_with(marker):
+def sleepers(marker: str) -> list[int]:
+    """The live ``sleep {marker}`` processes (not the shells that start them)."""
+    return [p for p in processes_with(marker) if Path(f"/proc/{p}/cmdline").read_bytes() == f"sleep\0{marker}\0".encode()]
+
+
+async def wait_for_sleeper(marker: str) -> None:
+    while not sleepers(marker):
         await trio.sleep(0.01)
 
 
@@ -233,7 +238,7 @@ async def test_time_out_stops_processes_that_left_the_group(tmp_path, script):
     marker = unique_duration()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(wait_for_process, marker)  # it did start, and escape
+            nursery.start_soon(wait_for_sleeper, marker)  # it did start, and escape
             command = ["bash", "-c", script.format(marker=marker)]
             result = await run_process(command, cwd=tmp_path, timeout=2, grace=GRACE)
     assert result.timed_out
@@ -248,7 +253,7 @@ async def test_cancel_stops_processes_that_left_the_group(tmp_path, script):
         async with trio.open_nursery() as nursery:
             command = ["bash", "-c", script.format(marker=marker)]
             nursery.start_soon(lambda: run_process(command, cwd=tmp_path, grace=GRACE))
-            await wait_for_process(marker)
+            await wait_for_sleeper(marker)
             nursery.cancel_scope.cancel()
     assert processes_with(marker) == []
     assert zombie_children() == []
@@ -269,7 +274,7 @@ async def test_a_sigterm_ignoring_escapee_is_killed_after_the_grace_period(tmp_p
     script = f"setsid sh -c \"trap '' TERM; sleep {marker}; :\" & wait"
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(wait_for_process, marker)
+            nursery.start_soon(wait_for_sleeper, marker)
             result = await run_process(script, cwd=tmp_path, timeout=1, grace=GRACE)
     assert result.timed_out
     assert processes_with(marker) == []
@@ -287,3 +292,20 @@ async def test_the_environment_is_replaced_for_the_command(tmp_path):
     assert result.ok
     first, count = result.stdout.split()
     assert first == "this" and int(count) <= 4  # sh may add PWD, SHLVL, _
+
+
+async def test_if_the_shim_is_killed_its_process_group_is_killed_instead(tmp_path):
+    marker = unique_duration()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def kill_the_shim():
+                await wait_for_sleeper(marker)
+                (shim,) = [p for p in processes_with(marker) if b"_reaper.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+                os.kill(shim, signal.SIGKILL)
+
+            nursery.start_soon(kill_the_shim)
+            result = await run_process(f"sleep {marker} & wait", cwd=tmp_path, grace=GRACE)
+    assert result.signal == signal.SIGKILL
+    assert_all_gone(processes_with(marker))
+    assert zombie_children() == []
