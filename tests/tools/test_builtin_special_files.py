@@ -11,7 +11,7 @@ import trio
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, ToolResultMessage
 from agentrio.messages import ToolCall
-from agentrio.tools.builtin import coding_tools, edit, grep, read, write
+from agentrio.tools.builtin import coding_tools, edit, grep, ls, read, write
 from agentrio.tools.permissions import summarize_call
 
 from tests.helpers import calls, say
@@ -67,6 +67,11 @@ async def test_write_refuses_to_replace_a_fifo(workspace, fifo, call):
     result = await call(write(workspace), path="pipe", content="data")
     assert result.is_error and "pipe is a FIFO" in result.content
     assert os.path.exists(fifo) and not os.path.isfile(fifo)  # still the FIFO
+
+
+async def test_ls_says_what_a_fifo_is(workspace, fifo, call):
+    result = await call(ls(workspace), path="pipe")
+    assert result.is_error and "pipe is a FIFO (named pipe), not a regular file" in result.content
 
 
 async def test_grep_refuses_a_fifo_given_as_its_path(workspace, fifo, call):

@@ -14,6 +14,7 @@ from ..regex import RegexError
 from ..tool import Tool, ToolContext
 from .common import PATH_IN_WORKSPACE, ToolInputError, object_schema, reports_errors
 from .globbing import glob_regex
+from .text import check_regular
 from .workspace import Workspace
 
 MAX_ENTRIES = 1000
@@ -89,6 +90,7 @@ def glob(root: Workspace | str | os.PathLike[str]) -> Tool:
 def _directory(workspace: Workspace, path_arg: str) -> Path:
     directory = workspace.existing(path_arg)
     if not directory.is_dir():
+        check_regular(directory.stat().st_mode, path_arg)  # a FIFO, a device: say so
         raise ToolInputError(f"{path_arg} is a file, not a directory; use read to see its content")
     return directory
 
