@@ -98,6 +98,8 @@ class _Tree:
     def stop(self, grace: float) -> None:
         """SIGTERM every descendant, SIGKILL those left after ``grace``
         seconds, and reap them all."""
+        if not self.reap():
+            return  # no child left, so no descendant: nothing to look for
         for pid in self._living():
             _kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
