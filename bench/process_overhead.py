@@ -23,7 +23,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrio.tools.process import run_process  # noqa: E402
+from agentrio.tools.process import run_process
 
 
 def cpu() -> float:
@@ -40,10 +40,13 @@ async def measure(start, calls: int) -> tuple[float, float]:
 
 
 async def main(calls: int, runs: int) -> None:
-    ways = {
-        "agentrio run_process": lambda: run_process(["true"]),
-        "trio.run_process": lambda: trio.run_process(["true"]),
-    }
+    async def ours() -> None:
+        await run_process(["true"])
+
+    async def trios() -> None:
+        await trio.run_process(["true"])
+
+    ways = {"agentrio run_process": ours, "trio.run_process": trios}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
     for _ in range(runs):
         for name, start in ways.items():

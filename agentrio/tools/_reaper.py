@@ -145,7 +145,9 @@ def _processes() -> list[tuple[int, int, str]]:
     if not os.path.isdir(_PROC):
         import subprocess
 
-        out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,stat="], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["ps", "-A", "-o", "pid=,ppid=,stat="], capture_output=True, text=True, check=False
+        ).stdout
         return [(int(p), int(pp), st[:1]) for p, pp, st in (line.split()[:3] for line in out.splitlines())]
     found = []
     for name in os.listdir(_PROC):

@@ -24,6 +24,10 @@ from .regex import RegexError, compile_regex
 #: How deep arguments may nest (objects and arrays): far more than any tool
 #: needs, far less than would overflow the recursion of validation.
 MAX_ARGUMENT_DEPTH = 64
+_UNEVALUATED_WITH_PATTERNS = (
+    "patternProperties cannot be combined with unevaluatedProperties: that keyword would match "
+    "the patterns with a backtracking engine"
+)
 #: How much of an exception raised by a broken schema a call's error quotes.
 _MAX_REASON = 500
 
@@ -33,7 +37,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
@@ -43,7 +49,9 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
     # jsonschema's own keyword, shown only the properties that no pattern of
     # patternProperties matches (it would match them with re).
     patterns = schema.get("patternProperties")
@@ -51,12 +59,18 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
         regexes = [compile_regex(p) for p in patterns]
         instance = {k: v for k, v in instance.items() if not any(r.search(k) for r in regexes)}
         schema = {k: v for k, v in schema.items() if k != "patternProperties"}
-    yield from Draft202012Validator.VALIDATORS["additionalProperties"](validator, additional, instance, schema)
+    yield from Draft202012Validator.VALIDATORS["additionalProperties"](
+        validator, additional, instance, schema
+    )
 
 
 ArgumentValidator = jsonschema.validators.extend(
     Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    },
 )
 """Draft 2020-12, with the regular expressions of schemas matched by RE2."""
 
@@ -84,10 +98,7 @@ def schema_problems(schema: dict[str, Any]) -> list[tuple[str, str]]:
                 except RegexError as e:
                     problems.append((where, str(e)))
         if "patternProperties" in subschema and unevaluated:
-            problems.append(
-                (where, "patternProperties cannot be combined with unevaluatedProperties: that keyword "
-                 "would match the patterns with a backtracking engine")
-            )
+            problems.append((where, _UNEVALUATED_WITH_PATTERNS))
     return problems
 
 
@@ -135,8 +146,18 @@ def _depth(value: Any) -> int:
 
 
 # Keywords whose value is a schema, a map of names to schemas, or a list of schemas.
-_SCHEMA = ("additionalProperties", "unevaluatedProperties", "items", "contains", "propertyNames", "not",
-           "if", "then", "else", "unevaluatedItems")
+_SCHEMA = (
+    "additionalProperties",
+    "unevaluatedProperties",
+    "items",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+)
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 

@@ -140,9 +140,11 @@ def _valid_execute(tool: Tool, attribute: attrs.Attribute, execute: Any) -> None
     expected = "an async function (args, ctx)"
     if not callable(execute):
         raise _type_error(attribute, expected, execute)
-    if not (inspect.iscoroutinefunction(execute) or inspect.iscoroutinefunction(getattr(execute, "__call__", None))):
-        raise TypeError(f"Tool.execute: expected {expected}, got a function that is not async: {execute!r}; "
-                        "define it with async def")
+    if not _is_async(execute):
+        raise TypeError(
+            f"Tool.execute: expected {expected}, got a function that is not async: {execute!r}; "
+            "define it with async def"
+        )
     try:
         inspect.signature(execute).bind(None, None)
     except ValueError:
@@ -151,6 +153,12 @@ def _valid_execute(tool: Tool, attribute: attrs.Attribute, execute: Any) -> None
         raise TypeError(
             f"Tool.execute: expected {expected}, got {execute!r}, which cannot take those two arguments"
         ) from None
+
+
+def _is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine: an async function, a partial
+    of one, or an object with an async ``__call__``."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _valid_mode(tool: Tool, attribute: attrs.Attribute, mode: Any) -> None:

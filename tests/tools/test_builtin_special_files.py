@@ -13,7 +13,6 @@ from agentrio import AgentSpec, Runtime, ScriptedModel, ToolResultMessage
 from agentrio.messages import ToolCall
 from agentrio.tools.builtin import coding_tools, edit, grep, ls, read, write
 from agentrio.tools.permissions import summarize_call
-
 from tests.helpers import calls, say
 
 #: How long a tool may take before the test unjams the FIFO it waits on.
@@ -83,7 +82,12 @@ async def test_grep_refuses_a_fifo_given_as_its_path(workspace, fifo, call):
 
 @pytest.mark.parametrize(
     "ripgrep",
-    [pytest.param(True, marks=pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not on PATH")), False],
+    [
+        pytest.param(
+            True, marks=pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not on PATH")
+        ),
+        False,
+    ],
     ids=["ripgrep", "python"],
 )
 async def test_grep_skips_a_fifo_in_a_folder(workspace, fifo, call, ripgrep):
@@ -114,10 +118,9 @@ async def test_the_approval_preview_of_a_change_to_a_fifo_does_not_wait(workspac
 
 async def test_an_agent_reading_a_fifo_ends_its_run_and_the_runtime_exits(workspace, fifo):
     model = ScriptedModel([calls(("read", {"path": "pipe"})), say("done")])
-    async with unjammed(fifo) as jams:
-        async with Runtime() as rt:
-            agent = await rt.create(AgentSpec("a", model, tools=coding_tools(workspace)))
-            result = await agent.run("read the pipe")
+    async with unjammed(fifo) as jams, Runtime() as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=coding_tools(workspace)))
+        result = await agent.run("read the pipe")
     assert jams == []
     assert result.stop_reason == "completed"
     (tool_result,) = [m for m in agent.messages if isinstance(m, ToolResultMessage)]

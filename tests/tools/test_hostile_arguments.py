@@ -15,7 +15,9 @@ from agentrio.tools.regex import RegexError, compile_regex
 
 _scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
 _json = st.recursive(
-    _scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=20
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=20,
 )
 
 
@@ -29,7 +31,9 @@ def deep(draw):
 
 
 _arguments = st.dictionaries(
-    st.sampled_from(["path", "content", "pattern", "old_string", "new_string", "offset", "limit", "glob", "command", "x"]),
+    st.sampled_from(
+        ["path", "content", "pattern", "old_string", "new_string", "offset", "limit", "glob", "command", "x"]
+    ),
     _json | deep(),
     max_size=5,
 )

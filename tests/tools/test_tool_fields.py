@@ -30,20 +30,48 @@ def make(**changes):
         ({"name": "x" * 65}, ValueError, "Tool.name: expected 1 to 64 letters"),
         ({"name": "read.file"}, ValueError, "got 'read.file'; rename the tool"),
         ({"description": None}, TypeError, "Tool.description: expected a str"),
-        ({"parameters": [1]}, TypeError, "Tool.parameters: expected a JSON Schema of type 'object', as a dict, got 'list'"),
-        ({"parameters": {"type": "string"}}, ValueError, "Tool.parameters of 't': parameters must be a JSON Schema of type 'object'"),
+        (
+            {"parameters": [1]},
+            TypeError,
+            "Tool.parameters: expected a JSON Schema of type 'object', as a dict, got 'list'",
+        ),
+        (
+            {"parameters": {"type": "string"}},
+            ValueError,
+            "Tool.parameters of 't': parameters must be a JSON Schema of type 'object'",
+        ),
         (
             {"parameters": {"type": "object", "properties": {"x": {"type": "nonsense"}}}},
             ValueError,
             "Tool.parameters['properties']['x']['type'] of 't': invalid parameters schema",
         ),
-        ({"parameters": {"type": "object", "required": "x"}}, ValueError, "Tool.parameters['required'] of 't': invalid"),
+        (
+            {"parameters": {"type": "object", "required": "x"}},
+            ValueError,
+            "Tool.parameters['required'] of 't': invalid",
+        ),
         ({"execute": 3}, TypeError, "Tool.execute: expected an async function (args, ctx), got 'int'"),
-        ({"execute": lambda args, ctx: "ok"}, TypeError, "Tool.execute: expected an async function (args, ctx), got a function that is not async"),
+        (
+            {"execute": lambda args, ctx: "ok"},
+            TypeError,
+            "Tool.execute: expected an async function (args, ctx), got a function that is not async",
+        ),
         ({"execute": lambda: None}, TypeError, "Tool.execute: expected an async function"),
-        ({"execution_mode": "sometimes"}, ValueError, "Tool.execution_mode: expected one of ('parallel', 'exclusive') or a function (args) -> mode, got 'sometimes'"),
-        ({"execution_mode": 1}, TypeError, "Tool.execution_mode: expected one of ('parallel', 'exclusive') or a function (args) -> mode, got 'int'"),
-        ({"preview": "diff"}, TypeError, "Tool.preview: expected a function (args) -> str, sync or async, or None, got 'str'"),
+        (
+            {"execution_mode": "sometimes"},
+            ValueError,
+            "Tool.execution_mode: expected one of ('parallel', 'exclusive') or a function (args) -> mode, got 'sometimes'",
+        ),
+        (
+            {"execution_mode": 1},
+            TypeError,
+            "Tool.execution_mode: expected one of ('parallel', 'exclusive') or a function (args) -> mode, got 'int'",
+        ),
+        (
+            {"preview": "diff"},
+            TypeError,
+            "Tool.preview: expected a function (args) -> str, sync or async, or None, got 'str'",
+        ),
     ],
 )
 def test_a_wrong_field_is_named_with_what_it_expects(changes, error, message):
@@ -71,7 +99,9 @@ async def with_prefix(prefix, args, ctx):
 
 
 @pytest.mark.parametrize(
-    "fn", [execute, AsyncCallable(), functools.partial(with_prefix, "p")], ids=["function", "callable-object", "partial"]
+    "fn",
+    [execute, AsyncCallable(), functools.partial(with_prefix, "p")],
+    ids=["function", "callable-object", "partial"],
 )
 def test_async_callables_of_every_kind_are_accepted(fn):
     assert make(execute=fn).execute is fn

@@ -52,7 +52,9 @@ def test_pattern_properties_run_in_linear_time_and_keep_their_meaning():
 
 @pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)", "a{1001}"])
 def test_a_schema_pattern_the_linear_engine_cannot_run_is_refused_when_the_tool_is_made(pattern):
-    with pytest.raises(ValueError, match=r"^Tool.parameters\['properties'\]\['x'\] of 't': invalid regular expression "):
+    with pytest.raises(
+        ValueError, match=r"^Tool.parameters\['properties'\]\['x'\] of 't': invalid regular expression "
+    ):
         schema_tool(x={"type": "string", "pattern": pattern})
 
 
@@ -87,4 +89,6 @@ async def test_in_a_run_deep_arguments_and_a_broken_schema_are_error_results_and
     assert result.stop_reason == "completed"
     first, second = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
     assert first.is_error and f"at most {MAX_ARGUMENT_DEPTH} are accepted" in first.text
-    assert second.is_error and "the tool's schema is broken" in second.text and "PointerToNowhere" in second.text
+    assert (
+        second.is_error and "the tool's schema is broken" in second.text and "PointerToNowhere" in second.text
+    )

@@ -11,8 +11,8 @@ from typing import Any
 import trio
 
 from ..regex import RegexError, compile_regex
-from .globbing import glob_regex
 from .common import ToolInputError
+from .globbing import glob_regex
 from .search_types import Found, Match, Search
 from .text import SNIFF_BYTES, open_regular
 from .workspace import Workspace
