@@ -13,6 +13,8 @@ from the shim, and stopped:
   ``GRACE`` seconds later gets SIGKILL, round after round until none is
   left (a process that forks while being killed is caught by the next
   round); every descendant is reaped, so no zombie is left either;
+- the same when the runner dies (it is killed outright: the shim's parent
+  changes), so a command never outlives the process that started it;
 - the command's end is written to STATUS_FD as one line as soon as it is
   known — ``exit N``, ``signal N``, or ``error ERRNO`` when ARGV could not
   be started — and the shim exits once the tree is gone.
@@ -33,6 +35,8 @@ import time
 
 _PR_SET_CHILD_SUBREAPER = 36
 _POLL = 0.01
+#: How often, in seconds, the shim checks that the runner is still alive.
+_RUNNER_CHECK = 0.5
 _PROC = "/proc"
 
 
@@ -40,7 +44,7 @@ def main(argv: list[str]) -> int:
     status_fd, grace, command = int(argv[0]), float(argv[1]), argv[3:]
     os.set_inheritable(status_fd, False)
     _become_subreaper()
-    # Both signals are taken by sigwaitinfo, never by a handler, so neither
+    # Both signals are taken by sigtimedwait, never by a handler, so neither
     # can interrupt the bookkeeping; SIGCHLD needs a handler to be queued.
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
@@ -57,7 +61,13 @@ def main(argv: list[str]) -> int:
         _report(status_fd, f"error {e.errno}")
         return 0
     tree = _Tree(child)
-    while tree.status is None and signal.sigwaitinfo(_WAITED).si_signo == signal.SIGCHLD:
+    runner = os.getppid()
+    while tree.status is None:
+        got = signal.sigtimedwait(_WAITED, _RUNNER_CHECK)
+        if got is not None and got.si_signo == signal.SIGTERM:
+            break
+        if got is None and os.getppid() != runner:
+            break  # the runner died (killed outright): stop the tree all the same
         tree.reap()
     ended_alone = tree.status is not None
     if ended_alone:  # say so at once; the rest may take the grace period
@@ -83,8 +93,12 @@ def _become_subreaper() -> None:
 def _report(fd: int, status: str | None) -> None:
     # Once the tree is stopped every descendant is reaped, the command too.
     assert status is not None
-    os.write(fd, f"{status}\n".encode())
-    os.close(fd)
+    try:
+        os.write(fd, f"{status}\n".encode())
+    except BrokenPipeError:
+        pass  # the runner is gone; the tree is stopped all the same
+    finally:
+        os.close(fd)
 
 
 class _Tree:

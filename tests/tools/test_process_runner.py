@@ -256,3 +256,17 @@ async def test_if_the_shim_is_killed_its_process_group_is_killed_instead(tmp_pat
     assert result.signal == signal.SIGKILL
     assert_all_gone(processes_with(marker))
     assert zombie_children() == []
+
+
+async def test_a_command_does_not_outlive_a_runner_killed_outright(tmp_path):
+    marker = unique_duration()
+    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, 'sleep {marker} & wait')\n"
+    root = Path(__file__).resolve().parents[2]
+    process = await trio.lowlevel.open_process([sys.executable, "-c", host], cwd=root)
+    try:
+        with trio.fail_after(20):
+            await wait_for_sleeper(marker)
+    finally:
+        process.kill()
+        await process.wait()
+    assert_all_gone(processes_with(marker))
