@@ -140,3 +140,13 @@ async def test_the_python_search_refuses_a_pattern_too_large_to_run(workspace, c
     (workspace / "a.txt").write_text("a\n")
     result = await call(grep(workspace, ripgrep=False), pattern="((a{1000}){1000}){1000}")
     assert result.is_error and "invalid regular expression" in result.content
+
+
+async def test_a_tree_deeper_than_the_recursion_limit_is_searched(workspace, call, ripgrep):
+    deep = workspace
+    for _ in range(1200):
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "needle.txt").write_text("needle\n")
+    result = await call(grep(workspace, ripgrep=ripgrep), pattern="needle")
+    assert result.content == "/".join(["d"] * 1200) + "/needle.txt:1:needle"

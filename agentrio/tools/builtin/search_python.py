@@ -43,21 +43,32 @@ def search_python(search: Search) -> Found:
 
 def _walk(workspace: Workspace, directory: Path, keep: GlobFilter) -> Iterator[Path]:
     """The files under ``directory`` in ripgrep's ``--sort path`` order: the
-    entries of each folder by name, a folder's content at its place."""
-    try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda e: e.name)
-    except OSError:
-        return  # unreadable: skipped, as ripgrep skips it
-    for entry in entries:
+    entries of each folder by name, a folder's content at its place. Walked
+    without recursion, however deep the tree, checking for cancellation at
+    each folder."""
+    folders = [iter(_entries(directory))]
+    while folders:
+        entry = next(folders[-1], None)
+        if entry is None:
+            folders.pop()
+            continue
         if entry.is_symlink():
             continue
         path = Path(entry.path)
         if entry.is_dir():
             if entry.name != ".git" and keep(workspace.show(path), True):
-                yield from _walk(workspace, path, keep)
+                trio.from_thread.check_cancelled()
+                folders.append(iter(_entries(path)))
         elif entry.is_file() and keep(workspace.show(path), False):
             yield path
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as scan:
+            return sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return []  # unreadable: skipped, as ripgrep skips it
 
 
 def _matching_lines(path: Path, regex: Any) -> Iterator[tuple[int, str]]:
