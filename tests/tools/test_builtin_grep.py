@@ -1,6 +1,7 @@
 """grep through ripgrep and through the Python fallback: same answers."""
 
 import shutil
+import sys
 
 import pytest
 
@@ -142,11 +143,23 @@ async def test_the_python_search_refuses_a_pattern_too_large_to_run(workspace, c
     assert result.is_error and "invalid regular expression" in result.content
 
 
+#: How deep the tree of the next test is, and the recursion limit while it
+#: is searched: a walk that recursed once per folder would fail. (The tree
+#: stays shallow enough for shutil.rmtree, which pytest uses on old
+#: temporary folders and which does recurse.)
+DEPTH, RECURSION_LIMIT = 400, 300
+
+
 async def test_a_tree_deeper_than_the_recursion_limit_is_searched(workspace, call, ripgrep):
     deep = workspace
-    for _ in range(1200):
+    for _ in range(DEPTH):
         deep = deep / "d"
         deep.mkdir()
     (deep / "needle.txt").write_text("needle\n")
-    result = await call(grep(workspace, ripgrep=ripgrep), pattern="needle")
-    assert result.content == "/".join(["d"] * 1200) + "/needle.txt:1:needle"
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        result = await call(grep(workspace, ripgrep=ripgrep), pattern="needle")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert result.content == "/".join(["d"] * DEPTH) + "/needle.txt:1:needle"
