@@ -21,13 +21,22 @@ class RegexError(ValueError):
     """A pattern the linear-time engine cannot run."""
 
 
-@functools.lru_cache(maxsize=256)
+#: The memory one compiled pattern may use (its program and the states it
+#: caches while matching), and how many compiled patterns are kept: at most
+#: 128 MB, whatever patterns a model sends.
+_MAX_MEMORY = 4 << 20
+_CACHED = 32
+
+
+@functools.lru_cache(maxsize=_CACHED)
 def compile_regex(pattern: str, *, ignore_case: bool = False) -> Any:
     """``pattern`` compiled by RE2; the result has ``search``, ``match`` and
-    ``fullmatch`` as in ``re``."""
+    ``fullmatch`` as in ``re``. A pattern whose program needs more than its
+    memory budget is refused ("pattern too large")."""
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not ignore_case
+    options.max_mem = _MAX_MEMORY
     try:
         return re2.compile(pattern, options)
     except re2.error as e:
