@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -13,22 +12,20 @@ from ..journal import ForkRefused, SessionNotFound, SQLiteStore, StoreError, Sto
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from .errors import CommandError
+from .options import add_db_option, db_path
 from .transcript import timestamp, transcript
 
 DB_VARIABLE = "AGENTRIO_DB"
-DEFAULT_DB = "agentrio.db"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    db_help = f"the store's file (default: ${DB_VARIABLE}, else {DEFAULT_DB})"
     parser = subparsers.add_parser(
-        "sessions", help="list, show, export and fork stored sessions", description=__doc__
+        "sessions", help="list, show, export, fork and delete stored sessions", description=__doc__
     )
-    parser.add_argument("--db", default=os.environ.get(DB_VARIABLE, DEFAULT_DB), help=db_help)
-    # --db may also follow the action; there it has no default of its own,
-    # so it does not hide one given before the action.
+    # --db may come before the command, before the action or after it.
+    add_db_option(parser)
     store = argparse.ArgumentParser(add_help=False)
-    store.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+    add_db_option(store)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = actions.add_parser("list", parents=[store], help="one line a session")
@@ -65,6 +62,7 @@ def _handler(
             await command(store, args)
 
     def handler(args: argparse.Namespace) -> int:
+        args.db = db_path(args)
         try:
             trio.run(open_and_run, args)
         except StoreNotFound:

@@ -1,0 +1,236 @@
+"""A live transcript of an agent's events for a person at a terminal.
+
+What is final (the assistant's text line by line, finished tool calls with
+their timing and a short result, the end of a run) is printed once, above a
+live region that is redrawn in place: the line being streamed, the tool calls
+still running, and a status line with the elapsed time and the tokens so far.
+A command adds its own lines under them (``footer``: chat's queue and input).
+When the output is not a terminal there is no live region, only the final
+lines. Everything is drawn by rich; text from the model or a tool is always
+printed as plain text, never read as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import attrs
+import trio
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from ..events import Event
+from ..messages import AssistantMessage, Usage, UserMessage
+from ..models import TextDelta, ThinkingDelta
+from .render import describe_call, one_line
+
+#: Lines of a tool result shown unless the whole output is asked for.
+RESULT_LINES = 3
+#: Seconds between redraws of the live region.
+REFRESH = 0.1
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+@attrs.define
+class _Running:
+    label: str
+    start: float
+    progress: str = ""
+
+
+def exit_status(stop_reason: str) -> int:
+    """The exit code of a run that ended with ``stop_reason`` (see ``EXIT_CODES``)."""
+    for code, reasons in EXIT_CODES.items():
+        if stop_reason in reasons:
+            return code
+    return 1
+
+
+#: Exit codes of ``agentrio run``; anything else is 1 (an error).
+EXIT_CODES: dict[int, tuple[str, ...]] = {
+    0: ("completed",),
+    3: ("max_turns", "max_tool_calls", "timeout", "max_tokens", "context_overflow"),
+    4: ("permission_denied",),
+    130: ("aborted",),
+}
+
+
+class LiveView:
+    """Renders events on ``console``. Only the task that owns the view calls
+    it; ``ticking`` redraws the elapsed times while a run is in progress."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        full: bool = False,
+        footer: Callable[[], list[Text]] | None = None,
+    ) -> None:
+        self.console = console
+        self.full = full
+        self.footer = footer
+        self._live: Live | None = None
+        self._partial = ""
+        self._thinking = False
+        self._running: dict[str, _Running] = {}
+        self._run_start: float | None = None
+        #: Tokens used by the run in progress (or the last one).
+        self.usage = Usage()
+
+    # -- the live region -------------------------------------------------------
+
+    @contextmanager
+    def live(self) -> Iterator[None]:
+        live = Live(
+            console=self.console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            vertical_overflow="visible",
+            get_renderable=self._region,
+        )
+        with live:
+            self._live = live
+            try:
+                yield
+            finally:
+                self._live = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No live region inside the block (while a person answers a question)."""
+        live = self._live
+        if live is None:
+            yield
+            return
+        live.stop()
+        self._live = None
+        try:
+            yield
+        finally:
+            live.start()
+            self._live = live
+
+    async def ticking(self) -> None:
+        """Redraw the live region while the view lives (run it in a nursery)."""
+        while True:
+            self.refresh()
+            await trio.sleep(REFRESH)
+
+    def refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+
+    def _region(self) -> Group:
+        now = trio.current_time()
+        lines: list[Text] = []
+        if self._partial:
+            lines.append(Text(self._partial))
+        for running in self._running.values():
+            frame = SPINNER[int((now - running.start) * 10) % len(SPINNER)]
+            line = Text(f"{frame} {running.label} ", style="yellow")
+            line.append(f"{now - running.start:.1f}s", style="dim")
+            if running.progress:
+                line.append(f"  {one_line(running.progress, 60)}", style="dim")
+            lines.append(line)
+        if self._run_start is not None:
+            frame = SPINNER[int((now - self._run_start) * 10) % len(SPINNER)]
+            what = "thinking" if self._thinking else "working"
+            lines.append(Text(f"{frame} {what} {now - self._run_start:.1f}s · {self._tokens()}", style="dim"))
+        if self.footer is not None:
+            lines.extend(self.footer())
+        return Group(*lines)
+
+    def _tokens(self) -> str:
+        return f"{self.usage.input_tokens:,} tokens in, {self.usage.output_tokens:,} out"
+
+    # -- final lines -------------------------------------------------------------
+
+    def print(self, text: Text | str, style: str = "") -> None:
+        self.console.print(text if isinstance(text, Text) else Text(text, style=style))
+
+    def _flush_partial(self) -> None:
+        if self._partial:
+            self.print(self._partial)
+            self._partial = ""
+
+    # -- events ----------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        match event.type:
+            case "agent_start":
+                self._run_start = event.time
+                self.usage = Usage()
+            case "message_update":
+                self._delta(event.delta)
+            case "message_end":
+                self._message(event.message)
+            case "message_discard":
+                self._partial = ""
+                self.print(f"(reply withdrawn: {event.reason})", "yellow")
+            case "request_retry":
+                self.print(f"↻ {event.error}; retry {event.attempt} in {event.delay:.1f}s", "yellow")
+            case "tool_execution_start":
+                self._flush_partial()
+                label = one_line(describe_call(event.tool_name, event.arguments), 70)
+                if event.mode is not None:
+                    self._running[event.tool_call_id] = _Running(label, event.time)
+            case "tool_execution_update":
+                running = self._running.get(event.tool_call_id)
+                progress = event.progress
+                if running is not None and isinstance(progress, dict) and "text" in progress:
+                    lines = str(progress["text"]).splitlines()
+                    running.progress = lines[-1] if lines else ""
+            case "tool_execution_end":
+                self._tool_end(event)
+            case "agent_end":
+                self._flush_partial()
+                self._running.clear()
+                self._run_start = None
+                self._thinking = False
+                style = "green" if event.stop_reason == "completed" else "red"
+                line = Text(f"■ {event.stop_reason}", style=style)
+                turns = "1 turn" if event.turns == 1 else f"{event.turns} turns"
+                line.append(f" · {turns} · {self._tokens()}", style="dim")
+                self.print(line)
+                if event.error:
+                    self.print(one_line(event.error, 300), "red")
+        self.refresh()
+
+    def _delta(self, delta: object) -> None:
+        if isinstance(delta, ThinkingDelta):
+            self._thinking = True
+        elif isinstance(delta, TextDelta):
+            self._thinking = False
+            *done, self._partial = (self._partial + delta.text).split("\n")
+            for line in done:
+                self.print(line)
+
+    def _message(self, message: object) -> None:
+        if isinstance(message, UserMessage):
+            line = Text("› ", style="cyan")
+            line.append(message.text)
+            self.print(line)
+        elif isinstance(message, AssistantMessage):
+            self._thinking = False
+            self._flush_partial()
+            self.usage = self.usage + message.usage
+            if message.stop_reason not in ("stop", "tool_use"):
+                self.print(f"(the reply stopped: {message.stop_reason}) {message.error or ''}".rstrip(), "red")
+
+    def _tool_end(self, event: Event) -> None:
+        running = self._running.pop(event.tool_call_id, None)
+        label = running.label if running is not None else event.tool_name
+        line = Text("✗ " if event.is_error else "✓ ", style="red" if event.is_error else "green")
+        line.append(label)
+        line.append(f"  {event.duration:.1f}s", style="dim")
+        self.print(line)
+        lines = event.result.text.splitlines()
+        shown = lines if self.full else lines[:RESULT_LINES]
+        for text in shown:
+            self.print(Text("  │ " + text, style="dim"))
+        if len(lines) > len(shown):
+            self.print(Text(f"  │ … {len(lines) - len(shown)} more lines (--full shows them)", style="dim"))
