@@ -37,6 +37,8 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 class _Running:
     label: str
     start: float
+    #: False for a call that never runs (refused, invalid): not drawn as running.
+    runs: bool = True
     progress: str = ""
 
 
@@ -55,6 +57,24 @@ EXIT_CODES: dict[int, tuple[str, ...]] = {
     4: ("permission_denied",),
     130: ("aborted",),
 }
+
+
+#: Lines of an approval request's summary (a diff, a script) shown.
+SUMMARY_LINES = 20
+
+
+def approval_question(event: Event) -> list[Text]:
+    """What a person is asked about a tool call: the tool, what it would do
+    (the first lines of its summary), and why the policy asks."""
+    first, *rest = event.summary.splitlines() or [""]
+    question = Text(f"? allow {event.tool_name}: ", style="yellow bold")
+    question.append(first)
+    if event.reason:
+        question.append(f"  ({event.reason})", style="dim")
+    lines = [question] + [Text("  " + line, style="dim") for line in rest[:SUMMARY_LINES]]
+    if len(rest) > SUMMARY_LINES:
+        lines.append(Text(f"  … {len(rest) - SUMMARY_LINES} more lines", style="dim"))
+    return lines
 
 
 class LiveView:
@@ -130,6 +150,8 @@ class LiveView:
         if self._partial:
             lines.append(Text(self._partial))
         for running in self._running.values():
+            if not running.runs:
+                continue
             frame = SPINNER[int((now - running.start) * 10) % len(SPINNER)]
             line = Text(f"{frame} {running.label} ", style="yellow")
             line.append(f"{now - running.start:.1f}s", style="dim")
@@ -176,8 +198,7 @@ class LiveView:
             case "tool_execution_start":
                 self._flush_partial()
                 label = one_line(describe_call(event.tool_name, event.arguments), 70)
-                if event.mode is not None:
-                    self._running[event.tool_call_id] = _Running(label, event.time)
+                self._running[event.tool_call_id] = _Running(label, event.time, event.mode is not None)
             case "tool_execution_update":
                 running = self._running.get(event.tool_call_id)
                 progress = event.progress

@@ -21,7 +21,7 @@ from ..actors import Agent
 from ..events import Event
 from ..messages import converter
 from .errors import CommandError
-from .live_view import LiveView, exit_status
+from .live_view import LiveView, approval_question, exit_status
 from .options import Settings, add_agent_options
 from .session import TerminalPolicy, build_spec, open_agent, open_runtime
 from .terminal import open_terminal, read_line, stdin_is_terminal
@@ -148,10 +148,8 @@ class TranscriptOutput:
 
 async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
     """Ask on the terminal about a tool call: yes, no, or always for this tool."""
-    question = Text(f"? allow {event.summary}", style="yellow")
-    if event.reason:
-        question.append(f"  ({event.reason})", style="dim")
-    console.print(question)
+    for line in approval_question(event):
+        console.print(line)
     async with open_terminal() as terminal:
         while True:
             console.print(Text("  [y]es / [n]o / [a]lways for this tool: ", style="yellow"), end="")

@@ -47,7 +47,7 @@ class Terminal:
 
     async def expect(self, pattern: str, *, timeout: float = PATIENCE) -> re.Match:
         regex = re.compile(pattern)
-        with trio.fail_after(timeout):
+        with trio.move_on_after(timeout):
             while True:
                 if match := regex.search(self.text, self.position):
                     self.position = match.end()
@@ -56,6 +56,7 @@ class Terminal:
                 if chunk is None:
                     raise AssertionError(f"the process ended before {pattern!r}; it printed:\n{self.text}")
                 self.raw += chunk
+        raise AssertionError(f"no {pattern!r} within {timeout}s; the process printed:\n{self.text}")
 
     async def expect_text(self, text: str, **options: float) -> re.Match:
         return await self.expect(re.escape(text), **options)
