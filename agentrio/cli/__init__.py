@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from . import demo, run, sessions
+from . import chat, demo, run, sessions
 from .errors import CommandError
 from .options import add_global_options
 
-COMMANDS = (run, sessions, demo)
+COMMANDS = (run, chat, sessions, demo)
 
 
 def version() -> str:
