@@ -5,7 +5,7 @@ it (it joins the current turn before the next model request); a line that
 starts with ``>>`` is queued as a follow-up (a turn of its own, after this
 one). The queue shows under the transcript. Esc or Ctrl-C cancels the turn;
 pressed twice in a row, it leaves. Tool calls that need approval are asked
-inline: y(es), n(o), a(lways for this tool). Every chat is a stored session;
+inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is a stored session;
 ``--session ID`` resumes one.
 """
 
@@ -27,7 +27,7 @@ from .errors import CommandError
 from .live_view import LiveView, approval_question
 from .options import Settings, add_agent_options
 from .render import one_line
-from .session import TerminalPolicy, build_spec, open_agent, open_runtime
+from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
 from .terminal import BACKSPACE, CTRL_C, CTRL_D, ENTER, ESC, UNKNOWN, cbreak, keys, open_terminal, stdin_is_terminal
 from .transcript import timestamp
 
@@ -121,7 +121,7 @@ class Chat:
             lines.append(Text(f"  ↳ queued {kind}: {one_line(queued.text, 80)}", style="magenta"))
         if self.approvals:
             lines.extend(approval_question(self.approvals[0]))
-            lines.append(Text("  [y]es / [n]o / [a]lways for this tool", style="yellow"))
+            lines.append(Text(f"  {APPROVAL_CHOICES}", style="yellow"))
         elif self.interrupts:
             lines.append(Text("  press Esc or Ctrl-C again to quit", style="dim"))
         elif self.running:
@@ -197,7 +197,7 @@ class Chat:
             await self._interrupt()
             return
         self.interrupts = 0
-        if self.approvals and not self.line and key.lower() in ("y", "n", "a"):
+        if self.approvals and not self.line and key.lower() in ("y", "n", "a", "s"):
             await self._answer(key.lower())
         elif key == ENTER or key == "\n":
             line, self.line = self.line, ""
@@ -222,17 +222,8 @@ class Chat:
 
     async def _answer(self, choice: str) -> None:
         event = self.approvals.pop(0)
-        if choice == "a":
-            self.policy.always.add(event.tool_name)
-        try:
-            if choice == "n":
-                await self.agent.answer(event.request_id, "deny", "the person at the terminal said no")
-            else:
-                await self.agent.answer(event.request_id, "approve")
-        except (LookupError, ValueError):
-            pass  # settled meanwhile (the turn was cancelled)
-        answer = {"y": "allowed", "n": "refused", "a": f"allowed, and {event.tool_name} from now on"}[choice]
-        self.say(f"{event.tool_name}: {answer}")
+        said = await answer_approval(self.agent, event, self.policy, choice)
+        self.say(f"{event.tool_name}: {said}")
 
     async def _submit(self, line: str) -> None:
         if not line:

@@ -23,7 +23,7 @@ from ..messages import converter
 from .errors import CommandError
 from .live_view import LiveView, approval_question, exit_status
 from .options import Settings, add_agent_options
-from .session import TerminalPolicy, build_spec, open_agent, open_runtime
+from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
 from .terminal import open_terminal, read_line, stdin_is_terminal
 
 
@@ -147,19 +147,14 @@ class TranscriptOutput:
 
 
 async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
-    """Ask on the terminal about a tool call: yes, no, or always for this tool."""
+    """Ask on the terminal about a tool call: yes, no, always for this tool, or stop the run."""
     for line in approval_question(event):
         console.print(line)
     async with open_terminal() as terminal:
         while True:
-            console.print(Text("  [y]es / [n]o / [a]lways for this tool: ", style="yellow"), end="")
+            console.print(Text(f"  {APPROVAL_CHOICES}: ", style="yellow"), end="")
             answer = await read_line(terminal)
             choice = (answer or "n").strip().lower()[:1]
-            if choice in ("y", "n", "a"):
+            if choice in "ynas" and choice:
                 break
-    if choice == "a":
-        policy.always.add(event.tool_name)
-    if choice == "n":
-        await agent.answer(event.request_id, "deny", "the person at the terminal said no")
-    else:
-        await agent.answer(event.request_id, "approve")
+    await answer_approval(agent, event, policy, choice)

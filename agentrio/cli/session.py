@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 import attrs
 
 from ..actors import Agent, AgentSpec, Limits
+from ..events import Event
 from ..journal import SQLiteStore, StoreError
 from ..messages import ToolCall
 from ..supervisors import Runtime
@@ -58,6 +59,28 @@ def build_spec(settings: Settings, *, tools: str = "coding", interactive: bool) 
         limits=Limits(max_turns=settings.max_turns),
     )
     return spec, policy
+
+
+APPROVAL_CHOICES = "[y]es / [n]o / [a]lways for this tool / [s]top"
+
+
+async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, choice: str) -> str:
+    """Answer ``event`` with a person's ``choice`` (``y``, ``n``, ``a`` or
+    ``s``); what was decided, for the transcript. An approval settled
+    meanwhile (the run was cancelled) is left alone."""
+    if choice == "a":
+        policy.always.add(event.tool_name)
+    decision, reason, said = {
+        "y": ("approve", None, "allowed"),
+        "a": ("approve", None, f"allowed, and {event.tool_name} from now on"),
+        "n": ("deny", "the person at the terminal said no", "refused"),
+        "s": ("deny_and_stop", "the person at the terminal stopped the run", "refused; the run stops"),
+    }[choice]
+    try:
+        await agent.answer(event.request_id, decision, reason)
+    except (LookupError, ValueError):
+        return "already settled"
+    return said
 
 
 @asynccontextmanager

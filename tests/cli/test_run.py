@@ -107,13 +107,13 @@ async def test_ask_takes_yes_no_and_always_for_this_tool_from_the_terminal(cli):
     )
     term = cli.spawn("run", "Write four files.")
     await term.expect(r"\? allow write")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool:")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
     term.type_line("y")
     await term.expect(r"✓ write f0.txt")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool:")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
     term.type_line("n")
     await term.expect(r"✗ write f1.txt")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool:")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
     term.type_line("a")
     await term.expect(r"✓ write f2.txt")
     await term.expect(r"✓ write f3.txt")  # not asked again
@@ -140,3 +140,14 @@ async def test_a_missing_api_key_is_one_line_before_any_request(cli):
     assert await term.wait() == 1
     assert term.text.strip() == "agentrio: error: OPENAI_API_KEY is not set: it is needed for 'openai:gpt-4.1'"
     assert cli.server.requests == []
+
+
+async def test_stop_at_an_approval_ends_the_run_with_exit_4(cli):
+    cli.server.add(AssistantMessage([ToolCall("c1", "bash", {"command": "rm -rf build"})]))
+    term = cli.spawn("run", "Clean up.")
+    await term.expect(r"\? allow bash: ")
+    await term.expect_text("[s]top:")
+    term.type_line("s")
+    await term.expect(r"■ permission_denied")
+    assert await term.wait() == 4
+    assert len(cli.server.requests) == 1
