@@ -51,11 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_agent_options(parser)
-    parser.add_argument(
-        "--tools", choices=("coding", "none"), default="coding",
-        help="coding: read, write, edit, ls, grep, glob, bash in --cwd (default); none: no tools",
-    )
-    parser.add_argument("--max-turns", type=int, metavar="N", default=argparse.SUPPRESS, help="at most N model requests a run")
     parser.add_argument("--full", action="store_true", help="tool results in full")
     parser.set_defaults(handler=_chat)
 
@@ -64,7 +59,7 @@ def _chat(args: argparse.Namespace) -> int:
     if not stdin_is_terminal():
         raise CommandError("chat needs a terminal; for scripts use agentrio run (PROMPT, or - for stdin)")
     settings = Settings.load(args)
-    spec, policy = build_spec(settings, tools=args.tools, interactive=True)
+    spec, policy = build_spec(settings, interactive=True)
     trio.run(_main, settings, spec, policy, args.full)
     return 0
 

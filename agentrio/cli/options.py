@@ -1,7 +1,7 @@
 """The options every agent command shares, and where their values come from.
 
 ``add_agent_options(parser)`` gives a command ``--model --base-url --cwd
---permission --session --db``; ``add_db_option(parser)`` gives ``--db``
+--permission --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
 alone. ``--db`` and ``--model`` are global too: ``agentrio --db x.db
 sessions list`` and ``agentrio sessions list --db x.db`` mean the same.
 Command parsers leave an option they were not given unset (``SUPPRESS``), so
@@ -33,10 +33,11 @@ from .errors import CommandError
 CONFIG_FILE = "agentrio.toml"
 DEFAULT_DB = "agentrio.db"
 PERMISSIONS = ("ask", "allow", "read-only")
+TOOLS = ("coding", "none")
 #: option -> environment variable
 ENVIRONMENT = {"model": "AGENTRIO_MODEL", "db": "AGENTRIO_DB"}
 #: What agentrio.toml may set.
-CONFIG_KEYS = ("model", "base_url", "cwd", "permission", "db", "max_turns", "system_prompt")
+CONFIG_KEYS = ("model", "base_url", "cwd", "permission", "tools", "db", "max_turns", "system_prompt")
 
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +76,13 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         "--session", metavar="ID", default=argparse.SUPPRESS, help="continue the stored session ID"
     )
     add_db_option(parser)
+    parser.add_argument(
+        "--tools", choices=TOOLS, default=argparse.SUPPRESS,
+        help="coding: read, write, edit, ls, grep, glob, bash in --cwd (default); none: no tools",
+    )
+    parser.add_argument(
+        "--max-turns", type=int, metavar="N", default=argparse.SUPPRESS, help="at most N model requests a run"
+    )
 
 
 def _read_config(directory: Path) -> dict[str, Any]:
@@ -123,6 +131,7 @@ class Settings:
     permission: str
     session: str | None
     db: str
+    tools: str = "coding"
     max_turns: int | None = None
     system_prompt: str | None = None
 
@@ -132,6 +141,9 @@ class Settings:
         permission = value("permission", "ask")
         if permission not in PERMISSIONS:
             raise CommandError(f"permission must be one of {', '.join(PERMISSIONS)}, got {permission!r}")
+        tools = value("tools", "coding")
+        if tools not in TOOLS:
+            raise CommandError(f"tools must be one of {', '.join(TOOLS)}, got {tools!r}")
         cwd = Path(value("cwd", ".")).expanduser().resolve()
         if not cwd.is_dir():
             raise CommandError(f"--cwd {cwd}: not a directory")
@@ -145,6 +157,7 @@ class Settings:
             permission=permission,
             session=value("session"),
             db=value("db", DEFAULT_DB),
+            tools=tools,
             max_turns=max_turns,
             system_prompt=value("system_prompt"),
         )

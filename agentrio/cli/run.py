@@ -34,11 +34,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("prompt", metavar="PROMPT", help="what to do; - reads it from stdin")
     add_agent_options(parser)
-    parser.add_argument(
-        "--tools", choices=("coding", "none"), default="coding",
-        help="coding: read, write, edit, ls, grep, glob, bash in --cwd (default); none: no tools",
-    )
-    parser.add_argument("--max-turns", type=int, metavar="N", default=argparse.SUPPRESS, help="at most N model requests")
     parser.add_argument("--json", action="store_true", help="one JSON event per line instead of a transcript")
     parser.add_argument("--full", action="store_true", help="tool results in full")
     parser.set_defaults(handler=_run)
@@ -51,8 +46,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError("the prompt is empty")
     # With the prompt on stdin there is nobody left there to ask.
     interactive = args.prompt != "-" and stdin_is_terminal()
-    spec, policy = build_spec(settings, tools=args.tools, interactive=interactive)
-    if settings.permission == "ask" and not interactive and args.tools != "none":
+    spec, policy = build_spec(settings, interactive=interactive)
+    if settings.permission == "ask" and not interactive and settings.tools != "none":
         print(
             "agentrio: stdin is not a terminal: calls that need approval will be refused "
             "(use --permission allow or read-only)",

@@ -48,13 +48,13 @@ class TerminalPolicy:
         return decision
 
 
-def build_spec(settings: Settings, *, tools: str = "coding", interactive: bool) -> tuple[AgentSpec, TerminalPolicy]:
+def build_spec(settings: Settings, *, interactive: bool) -> tuple[AgentSpec, TerminalPolicy]:
     policy = TerminalPolicy(permission_policy(settings.permission), interactive)
     spec = AgentSpec(
         "agentrio",
         settings.model(),
         system_prompt=settings.system_prompt or SYSTEM_PROMPT.format(cwd=settings.cwd),
-        tools=coding_tools(settings.cwd) if tools == "coding" else (),
+        tools=coding_tools(settings.cwd) if settings.tools == "coding" else (),
         permission=policy,
         limits=Limits(max_turns=settings.max_turns),
     )

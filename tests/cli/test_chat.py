@@ -114,3 +114,42 @@ async def test_a_stored_session_is_resumed_with_its_history(cli):
     assert await term.wait() == 0
     contents = [m["content"] for m in cli.server.requests[1].body["messages"] if m["role"] != "system"]
     assert contents == ["The colour is teal.", "Noted: teal.", "Which colour?"]
+
+
+async def test_fork_clear_and_model_switch_the_session_the_chat_talks_to(cli):
+    cli.server.add(*(AssistantMessage([Text(f"Answer {i}.")]) for i in range(1, 6)))
+    term = cli.spawn("chat", "--session", "base")
+    await term.expect_text("/help for help")
+    for i, line in enumerate(("one", "two"), 1):
+        term.type_line(line)
+        await term.expect_text(f"Answer {i}.")
+        await term.expect(r"■ completed")
+    term.type_line("/fork 2")
+    forked = await term.expect(r"forked base into (\S+) with its first 2 messages")
+    term.type_line("three")
+    await term.expect_text("Answer 3.")
+    await term.expect(r"■ completed")
+    term.type_line("/clear")
+    await term.expect(r"new session \S+")
+    term.type_line("four")
+    await term.expect_text("Answer 4.")
+    await term.expect(r"■ completed")
+    term.type_line("/model openai:other")
+    await term.expect_text("model: openai:other")
+    term.type_line("five")
+    await term.expect_text("Answer 5.")
+    term.type_line("/nope")
+    await term.expect_text("unknown command /nope; /help lists them")
+    term.interrupt()
+    term.interrupt()
+    await term.expect(r"continue it with agentrio chat --session \S+")
+    assert await term.wait() == 0
+
+    def history(n: int) -> list[str]:
+        return [m["content"] for m in cli.server.requests[n].body["messages"] if m["role"] != "system"]
+
+    assert history(2) == ["one", "Answer 1.", "three"]
+    assert history(3) == ["four"]
+    assert history(4) == ["four", "Answer 4.", "five"]
+    assert [r.body["model"] for r in cli.server.requests] == ["fake"] * 4 + ["other"]
+    assert forked.group(1) != "base"
