@@ -24,7 +24,7 @@ from ..events import Event
 from ..journal import ForkRefused, SessionNotFound
 from ..supervisors import Runtime
 from .errors import CommandError
-from .live_view import LiveView, approval_question
+from .live_view import LiveView, approval_question, safe
 from .options import Settings, add_agent_options
 from .render import one_line
 from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
@@ -113,7 +113,7 @@ class Chat:
         lines: list[Text] = []
         for queued in self.queue.values():
             kind = "steer" if queued.target == "next_step" else "follow-up"
-            lines.append(Text(f"  ↳ queued {kind}: {one_line(queued.text, 80)}", style="magenta"))
+            lines.append(Text(f"  ↳ queued {kind}: {safe(one_line(queued.text, 80))}", style="magenta"))
         if self.approvals:
             lines.extend(approval_question(self.approvals[0]))
             lines.append(Text(f"  {APPROVAL_CHOICES}", style="yellow"))
@@ -133,9 +133,10 @@ class Chat:
     # -- running -------------------------------------------------------------------------
 
     async def serve(self, agent: Agent) -> None:
-        self.say(f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help")
         async with open_terminal() as terminal:
             with cbreak(terminal.fileno()), self.view.live():
+                # Once keys are read one by one: nothing typed from here on is echoed twice.
+                self.say(f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help")
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     self._switch_to(agent)

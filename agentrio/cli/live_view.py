@@ -33,6 +33,17 @@ REFRESH = 0.1
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
+#: Control characters a model or a tool may send, shown as symbols: an
+#: escape sequence in a reply must not move the cursor or clear the screen.
+_CONTROLS = {code: 0x2400 + code for code in range(0x20) if chr(code) not in "\t\n"}
+_CONTROLS.update({0x7F: 0x2421, **{code: 0xFFFD for code in range(0x80, 0xA0)}})
+
+
+def safe(text: str) -> str:
+    """``text`` with its control characters (but tabs and newlines) made visible."""
+    return text.translate(_CONTROLS)
+
+
 @attrs.define
 class _Running:
     label: str
@@ -67,11 +78,11 @@ def approval_question(event: Event) -> list[Text]:
     """What a person is asked about a tool call: the tool, what it would do
     (the first lines of its summary), and why the policy asks."""
     first, *rest = event.summary.splitlines() or [""]
-    question = Text(f"? allow {event.tool_name}: ", style="yellow bold")
-    question.append(first)
+    question = Text(f"? allow {safe(event.tool_name)}: ", style="yellow bold")
+    question.append(safe(first))
     if event.reason:
-        question.append(f"  ({event.reason})", style="dim")
-    lines = [question] + [Text("  " + line, style="dim") for line in rest[:SUMMARY_LINES]]
+        question.append(f"  ({safe(event.reason)})", style="dim")
+    lines = [question] + [Text("  " + safe(line), style="dim") for line in rest[:SUMMARY_LINES]]
     if len(rest) > SUMMARY_LINES:
         lines.append(Text(f"  … {len(rest) - SUMMARY_LINES} more lines", style="dim"))
     return lines
@@ -98,6 +109,8 @@ class LiveView:
         self._run_start: float | None = None
         #: Tokens used by the run in progress (or the last one).
         self.usage = Usage()
+        #: The error the last reply stopped with, not to be repeated by the run's end.
+        self._shown_error: str | None = None
 
     # -- the live region -------------------------------------------------------
 
@@ -135,9 +148,11 @@ class LiveView:
             self._live = live
 
     async def ticking(self) -> None:
-        """Redraw the live region while the view lives (run it in a nursery)."""
+        """Redraw the elapsed times while a run is in progress (run it in a
+        nursery for as long as the view lives); other changes redraw at once."""
         while True:
-            self.refresh()
+            if self._run_start is not None:
+                self.refresh()
             await trio.sleep(REFRESH)
 
     def refresh(self) -> None:
@@ -148,7 +163,7 @@ class LiveView:
         now = trio.current_time()
         lines: list[Text] = []
         if self._partial:
-            lines.append(Text(self._partial))
+            lines.append(Text(safe(self._partial)))
         for running in self._running.values():
             if not running.runs:
                 continue
@@ -172,7 +187,8 @@ class LiveView:
     # -- final lines -------------------------------------------------------------
 
     def print(self, text: Text | str, style: str = "") -> None:
-        self.console.print(text if isinstance(text, Text) else Text(text, style=style))
+        """Print a final line; a ``str`` may come from anyone and is shown as plain text."""
+        self.console.print(text if isinstance(text, Text) else Text(safe(text), style=style))
 
     def _flush_partial(self) -> None:
         if self._partial:
@@ -197,14 +213,14 @@ class LiveView:
                 self.print(f"↻ {event.error}; retry {event.attempt} in {event.delay:.1f}s", "yellow")
             case "tool_execution_start":
                 self._flush_partial()
-                label = one_line(describe_call(event.tool_name, event.arguments), 70)
+                label = safe(one_line(describe_call(event.tool_name, event.arguments), 70))
                 self._running[event.tool_call_id] = _Running(label, event.time, event.mode is not None)
             case "tool_execution_update":
                 running = self._running.get(event.tool_call_id)
                 progress = event.progress
                 if running is not None and isinstance(progress, dict) and "text" in progress:
                     lines = str(progress["text"]).splitlines()
-                    running.progress = lines[-1] if lines else ""
+                    running.progress = safe(lines[-1]) if lines else ""
             case "tool_execution_end":
                 self._tool_end(event)
             case "agent_end":
@@ -217,8 +233,9 @@ class LiveView:
                 turns = "1 turn" if event.turns == 1 else f"{event.turns} turns"
                 line.append(f" · {turns} · {self._tokens()}", style="dim")
                 self.print(line)
-                if event.error:
+                if event.error and event.error != self._shown_error:
                     self.print(one_line(event.error, 300), "red")
+                self._shown_error = None
         self.refresh()
 
     def _delta(self, delta: object) -> None:
@@ -233,7 +250,7 @@ class LiveView:
     def _message(self, message: object) -> None:
         if isinstance(message, UserMessage):
             line = Text("› ", style="cyan")
-            line.append(message.text)
+            line.append(safe(message.text))
             self.print(line)
         elif isinstance(message, AssistantMessage):
             self._thinking = False
@@ -241,10 +258,11 @@ class LiveView:
             self.usage = self.usage + message.usage
             if message.stop_reason not in ("stop", "tool_use"):
                 self.print(f"(the reply stopped: {message.stop_reason}) {message.error or ''}".rstrip(), "red")
+                self._shown_error = message.error
 
     def _tool_end(self, event: Event) -> None:
         running = self._running.pop(event.tool_call_id, None)
-        label = running.label if running is not None else event.tool_name
+        label = running.label if running is not None else safe(event.tool_name)
         line = Text("✗ " if event.is_error else "✓ ", style="red" if event.is_error else "green")
         line.append(label)
         line.append(f"  {event.duration:.1f}s", style="dim")
@@ -252,6 +270,7 @@ class LiveView:
         lines = event.result.text.splitlines()
         shown = lines if self.full else lines[:RESULT_LINES]
         for text in shown:
-            self.print(Text("  │ " + text, style="dim"))
+            self.print(Text("  │ " + safe(text), style="dim"))
         if len(lines) > len(shown):
-            self.print(Text(f"  │ … {len(lines) - len(shown)} more lines (--full shows them)", style="dim"))
+            more = len(lines) - len(shown)
+            self.print(Text(f"  │ … {more} more line{'s' * (more > 1)} (--full shows them)", style="dim"))

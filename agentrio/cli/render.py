@@ -59,7 +59,7 @@ def describe_call(name: str, arguments: dict) -> str:
     for key in ("command", "path", "pattern"):
         if isinstance(arguments.get(key), str):
             return f"{name} {arguments[key]}"
-    return f"{name} {json.dumps(arguments, ensure_ascii=False)}"
+    return f"{name} {json.dumps(arguments, ensure_ascii=False)}" if arguments else name
 
 
 @attrs.define

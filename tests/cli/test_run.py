@@ -62,8 +62,8 @@ async def test_a_limit_exits_3_and_a_model_error_exits_1(cli):
 
     cli.server.add(HTTPError(400, "the model refused this request"))
     term = cli.spawn("run", "Fail.")
-    await term.expect(r"■ model_error")
     await term.expect_text("the model refused this request")
+    await term.expect(r"■ model_error")
     assert await term.wait() == 1
 
 
@@ -151,3 +151,16 @@ async def test_stop_at_an_approval_ends_the_run_with_exit_4(cli):
     await term.expect(r"■ permission_denied")
     assert await term.wait() == 4
     assert len(cli.server.requests) == 1
+
+
+async def test_escape_sequences_from_the_model_or_a_tool_are_shown_not_obeyed(cli):
+    (cli.workspace / "evil.txt").write_text("\x1b[2Jcleared?\n")
+    cli.server.add(
+        AssistantMessage([Text("Look: \x1b[31mred\x1b[0m."), ToolCall("c1", "read", {"path": "evil.txt"})]),
+        AssistantMessage([Text("Done.")]),
+    )
+    term = cli.spawn("run", "Show me.")
+    await term.expect_text("Look: ␛[31mred␛[0m.")
+    await term.expect_text("␛[2Jcleared?")
+    assert await term.wait() == 0
+    assert "\x1b[2J" not in term.raw and "\x1b[31mred" not in term.raw
