@@ -143,6 +143,8 @@ class TranscriptOutput:
 
 async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
     """Ask on the terminal about a tool call: yes, no, always for this tool, or stop the run."""
+    if not console.is_terminal:
+        console = Console(stderr=True, highlight=False)  # the transcript goes to a file or a pipe
     for line in approval_question(event):
         console.print(line)
     async with open_terminal() as terminal:

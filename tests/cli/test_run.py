@@ -164,3 +164,17 @@ async def test_escape_sequences_from_the_model_or_a_tool_are_shown_not_obeyed(cl
     await term.expect_text("␛[2Jcleared?")
     assert await term.wait() == 0
     assert "\x1b[2J" not in term.raw and "\x1b[31mred" not in term.raw
+
+
+async def test_ctrl_c_while_a_question_waits_cancels_the_run(cli):
+    cli.server.add(AssistantMessage([ToolCall("c1", "bash", {"command": "make install"})]))
+    term = cli.spawn("run", "Install it.", "--session", "asked")
+    await term.expect_text("[s]top:")
+    term.interrupt()
+    await term.expect(r"■ aborted")
+    assert await term.wait() == 130
+    # The call that was being asked about is answered in history: a strict provider takes it.
+    model = ScriptedModel([AssistantMessage([Text("ok")])], strict=True)
+    async with SQLiteStore(cli.db) as store, Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("agentrio", model), session_id="asked")
+        assert (await agent.run("next")).stop_reason == "completed"
