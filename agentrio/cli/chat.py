@@ -28,7 +28,18 @@ from .live_view import LiveView, approval_question, safe
 from .options import Settings, add_agent_options
 from .render import one_line
 from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
-from .terminal import BACKSPACE, CTRL_C, CTRL_D, ENTER, ESC, UNKNOWN, cbreak, keys, open_terminal, stdin_is_terminal
+from .terminal import (
+    BACKSPACE,
+    CTRL_C,
+    CTRL_D,
+    ENTER,
+    ESC,
+    UNKNOWN,
+    cbreak,
+    keys,
+    open_terminal,
+    stdin_is_terminal,
+)
 from .transcript import timestamp
 
 HELP = """\
@@ -47,8 +58,10 @@ Esc, Ctrl-C   cancel the turn; twice in a row: quit
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "chat", help="an interactive session with a coding agent",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "chat",
+        help="an interactive session with a coding agent",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_agent_options(parser)
     parser.add_argument("--full", action="store_true", help="tool results in full")
@@ -71,8 +84,11 @@ async def _main(settings: Settings, spec: AgentSpec, policy: TerminalPolicy, ful
         chat = Chat(rt, settings, spec, policy, console, full=full)
         await chat.serve(agent)
         console.print(
-            Text(f"session {chat.agent.session_id} is stored; continue it with "
-                 f"agentrio chat --session {chat.agent.session_id}", style="dim")
+            Text(
+                f"session {chat.agent.session_id} is stored; continue it with "
+                f"agentrio chat --session {chat.agent.session_id}",
+                style="dim",
+            )
         )
 
 
@@ -89,7 +105,14 @@ class Chat:
     state is touched only by the tasks of ``serve``, all in one trio run."""
 
     def __init__(
-        self, rt: Runtime, settings: Settings, spec: AgentSpec, policy: TerminalPolicy, console: Console, *, full: bool
+        self,
+        rt: Runtime,
+        settings: Settings,
+        spec: AgentSpec,
+        policy: TerminalPolicy,
+        console: Console,
+        *,
+        full: bool,
     ) -> None:
         self.rt = rt
         self.settings = settings
@@ -136,7 +159,9 @@ class Chat:
         async with open_terminal() as terminal:
             with cbreak(terminal.fileno()), self.view.live():
                 # Once keys are read one by one: nothing typed from here on is echoed twice.
-                self.say(f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help")
+                self.say(
+                    f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help"
+                )
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     self._switch_to(agent)
@@ -270,7 +295,9 @@ class Chat:
             info = summary.info
             mark = "*" if info.session_id == self.agent.session_id else " "
             parent = f"  forked from {info.parent_session_id}" if info.parent_session_id else ""
-            self.say(f"{mark} {info.session_id}  {summary.messages} messages  {timestamp(summary.updated_at)}{parent}")
+            self.say(
+                f"{mark} {info.session_id}  {summary.messages} messages  {timestamp(summary.updated_at)}{parent}"
+            )
 
     async def _resume(self, argument: str) -> None:
         if not argument:

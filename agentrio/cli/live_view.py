@@ -257,7 +257,9 @@ class LiveView:
             self._flush_partial()
             self.usage = self.usage + message.usage
             if message.stop_reason not in ("stop", "tool_use"):
-                self.print(f"(the reply stopped: {message.stop_reason}) {message.error or ''}".rstrip(), "red")
+                self.print(
+                    f"(the reply stopped: {message.stop_reason}) {message.error or ''}".rstrip(), "red"
+                )
                 self._shown_error = message.error
 
     def _tool_end(self, event: Event) -> None:

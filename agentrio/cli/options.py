@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import tomllib
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -42,13 +42,19 @@ CONFIG_KEYS = ("model", "base_url", "cwd", "permission", "tools", "db", "max_tur
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
     """``--db`` and ``--model`` before the command."""
-    parser.add_argument("--db", metavar="FILE", help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})")
-    parser.add_argument("--model", metavar="MODEL", help="provider:model, e.g. openai:gpt-4.1 (default: $AGENTRIO_MODEL)")
+    parser.add_argument(
+        "--db", metavar="FILE", help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})"
+    )
+    parser.add_argument(
+        "--model", metavar="MODEL", help="provider:model, e.g. openai:gpt-4.1 (default: $AGENTRIO_MODEL)"
+    )
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--db", metavar="FILE", default=argparse.SUPPRESS,
+        "--db",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
         help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})",
     )
 
@@ -57,19 +63,27 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """The options of a command that runs an agent."""
     providers = ", ".join(f"{name}:…" for name in PROVIDERS)
     parser.add_argument(
-        "--model", metavar="MODEL", default=argparse.SUPPRESS,
+        "--model",
+        metavar="MODEL",
+        default=argparse.SUPPRESS,
         help=f"the model: {providers} (default: $AGENTRIO_MODEL, else agentrio.toml)",
     )
     parser.add_argument(
-        "--base-url", metavar="URL", default=argparse.SUPPRESS,
+        "--base-url",
+        metavar="URL",
+        default=argparse.SUPPRESS,
         help="the provider's endpoint, for compatible servers (a local one may need no API key)",
     )
     parser.add_argument(
-        "--cwd", metavar="DIR", default=argparse.SUPPRESS,
+        "--cwd",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
         help="the workspace the tools may touch (default: the current directory)",
     )
     parser.add_argument(
-        "--permission", choices=PERMISSIONS, default=argparse.SUPPRESS,
+        "--permission",
+        choices=PERMISSIONS,
+        default=argparse.SUPPRESS,
         help="ask before side effects (default), allow everything, or refuse side effects",
     )
     parser.add_argument(
@@ -77,7 +91,9 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
     add_db_option(parser)
     parser.add_argument(
-        "--tools", choices=TOOLS, default=argparse.SUPPRESS,
+        "--tools",
+        choices=TOOLS,
+        default=argparse.SUPPRESS,
         help="coding: read, write, edit, ls, grep, glob, bash in --cwd (default); none: no tools",
     )
     parser.add_argument(
@@ -102,7 +118,9 @@ def _sources(args: argparse.Namespace, environ: Any) -> Callable[..., Any]:
     config = _read_config(Path.cwd())
     unknown = set(config) - set(CONFIG_KEYS)
     if unknown:
-        raise CommandError(f"{CONFIG_FILE}: unknown setting {sorted(unknown)[0]!r}; known: {', '.join(CONFIG_KEYS)}")
+        raise CommandError(
+            f"{CONFIG_FILE}: unknown setting {min(unknown)!r}; known: {', '.join(CONFIG_KEYS)}"
+        )
 
     def value(name: str, default: Any = None) -> Any:
         given = getattr(args, name, None)
@@ -166,7 +184,7 @@ class Settings:
         """The model adapter; a missing model or API key is a ``CommandError``."""
         if not self.model_name:
             raise CommandError(
-                f"no model: give --model provider:model, set $AGENTRIO_MODEL, or put model = \"…\" in {CONFIG_FILE}"
+                f'no model: give --model provider:model, set $AGENTRIO_MODEL, or put model = "…" in {CONFIG_FILE}'
             )
         options: dict[str, Any] = {}
         if self.base_url:

@@ -29,8 +29,10 @@ from .terminal import open_terminal, read_line, stdin_is_terminal
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "run", help="run an agent on a prompt and stream what it does",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run",
+        help="run an agent on a prompt and stream what it does",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", metavar="PROMPT", help="what to do; - reads it from stdin")
     add_agent_options(parser)
@@ -70,7 +72,9 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
                 result = await output.follow(agent, prompt, policy)
                 nursery.cancel_scope.cancel()
         if not args.json:
-            print(f"session {agent.session_id} (continue it with --session {agent.session_id})", file=sys.stderr)
+            print(
+                f"session {agent.session_id} (continue it with --session {agent.session_id})", file=sys.stderr
+            )
         return result
 
 

@@ -14,6 +14,7 @@ import sys
 import termios
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+
 import trio
 
 ESC = "\x1b"
@@ -88,4 +89,3 @@ async def keys(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:
                 continue
             yield char
             i += 1
-

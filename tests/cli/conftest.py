@@ -76,7 +76,9 @@ class Terminal:
             while (chunk := await trio.to_thread.run_sync(self._read, 0.2)) is not None:
                 self.raw += chunk
         await trio.to_thread.run_sync(self.child.close)
-        self.status = self.child.exitstatus if self.child.signalstatus is None else 128 + self.child.signalstatus
+        self.status = (
+            self.child.exitstatus if self.child.signalstatus is None else 128 + self.child.signalstatus
+        )
         return self.status
 
 
@@ -92,20 +94,31 @@ class CommandLine:
         options = ["--model", "openai:fake", "--base-url", self.server.base_url] if model else []
         return ["-m", "agentrio", *args, *options, "--db", str(self.db)]
 
-    def spawn(self, *args: str, model: bool = True, stdin: str | None = None, env: dict | None = None) -> Terminal:
+    def spawn(
+        self, *args: str, model: bool = True, stdin: str | None = None, env: dict | None = None
+    ) -> Terminal:
         argv = [sys.executable, *self.argv(*args, model=model)]
         if stdin is None:
             child = pexpect.spawn(
-                argv[0], argv[1:], cwd=str(self.workspace), env={**self.env, **(env or {})},
-                dimensions=(40, 120), encoding="utf-8", codec_errors="replace",
+                argv[0],
+                argv[1:],
+                cwd=str(self.workspace),
+                env={**self.env, **(env or {})},
+                dimensions=(40, 120),
+                encoding="utf-8",
+                codec_errors="replace",
             )
         else:
             # A pipe on stdin: the shell runs it so that stdin is not the terminal.
             command = " ".join(shlex.quote(a) for a in argv)
             child = pexpect.spawn(
-                "/bin/sh", ["-c", f"printf %s {shlex.quote(stdin)} | {command}"],
-                cwd=str(self.workspace), env={**self.env, **(env or {})},
-                dimensions=(40, 120), encoding="utf-8", codec_errors="replace",
+                "/bin/sh",
+                ["-c", f"printf %s {shlex.quote(stdin)} | {command}"],
+                cwd=str(self.workspace),
+                env={**self.env, **(env or {})},
+                dimensions=(40, 120),
+                encoding="utf-8",
+                codec_errors="replace",
             )
         terminal = Terminal(child)
         self.children.append(terminal)
@@ -118,8 +131,10 @@ async def cli(nursery, tmp_path):
     workspace = tmp_path / "work"
     workspace.mkdir()
     env = {
-        key: value for key, value in os.environ.items()
-        if not key.startswith(("AGENTRIO_", "OPENAI_", "ANTHROPIC_")) and key not in ("NO_COLOR", "COLUMNS", "LINES")
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AGENTRIO_", "OPENAI_", "ANTHROPIC_"))
+        and key not in ("NO_COLOR", "COLUMNS", "LINES")
     }
     env.update(PYTHONPATH=str(ROOT), TERM="xterm-256color", OPENAI_API_KEY="test-key")
     command_line = CommandLine(server, workspace, tmp_path / "sessions.db", env)

@@ -19,7 +19,11 @@ async def _complete(model: OpenAIChat, prompt: str = "hi") -> AssistantMessage:
 
 async def test_a_scripted_message_arrives_whole_through_the_real_adapter(nursery):
     message = AssistantMessage(
-        [Text("Reading both files now."), ToolCall("c1", "read", {"path": "a.txt"}), ToolCall("c2", "ls", {})],
+        [
+            Text("Reading both files now."),
+            ToolCall("c1", "read", {"path": "a.txt"}),
+            ToolCall("c2", "ls", {}),
+        ],
         usage=Usage(input_tokens=10, output_tokens=7, cache_read_tokens=3),
     )
     server = await start_fake_openai(nursery, [message], chunk_size=3)

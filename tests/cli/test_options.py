@@ -48,7 +48,9 @@ def test_the_command_line_beats_the_environment_which_beats_agentrio_toml(tmp_pa
 
 def test_a_local_server_needs_no_api_key_but_a_provider_does(monkeypatch):
     model = settings("run", "hi", "--model", "openai:llama", "--base-url", "http://127.0.0.1:1/v1").model()
-    assert isinstance(model, OpenAIChat) and model.api_key is None and model.base_url == "http://127.0.0.1:1/v1"
+    assert (
+        isinstance(model, OpenAIChat) and model.api_key is None and model.base_url == "http://127.0.0.1:1/v1"
+    )
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert settings("run", "hi", "--model", "openai:gpt-4.1").model().api_key == "sk-test"
 
@@ -70,13 +72,17 @@ def test_mistakes_are_one_line_errors(tmp_path, capsys, config, argv, error):
         (tmp_path / "agentrio.toml").write_text(config)
     assert main(argv) == 1
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith(f"agentrio: error: ") and error in err and err.count("\n") == 1
+    assert out == "" and err.startswith("agentrio: error: ") and error in err and err.count("\n") == 1
 
 
 def test_version_and_sessions_with_the_global_db(tmp_path):
     version = subprocess.run(
-        [sys.executable, "-m", "agentrio", "--version"], capture_output=True, text=True, cwd=tmp_path,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60,
+        [sys.executable, "-m", "agentrio", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=60,
     )
     assert version.returncode == 0 and version.stdout.startswith("agentrio ")
     missing = tmp_path / "missing.db"
@@ -85,6 +91,7 @@ def test_version_and_sessions_with_the_global_db(tmp_path):
 
 
 def test_chat_without_a_terminal_says_to_use_run(capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", open("/dev/null"))
-    assert main(["chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:1/v1"]) == 1
+    with open("/dev/null") as null:
+        monkeypatch.setattr(sys, "stdin", null)
+        assert main(["chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:1/v1"]) == 1
     assert "chat needs a terminal" in capsys.readouterr().err

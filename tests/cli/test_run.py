@@ -14,8 +14,10 @@ from ..fake_openai import HTTPError
 async def test_run_streams_text_and_tool_calls_and_exits_0_when_completed(cli):
     (cli.workspace / "notes.txt").write_text("first line\nsecond line\n")
     cli.server.add(
-        AssistantMessage([Text("Let me read the notes."), ToolCall("c1", "read", {"path": "notes.txt"})],
-                         usage=Usage(120, 15)),
+        AssistantMessage(
+            [Text("Let me read the notes."), ToolCall("c1", "read", {"path": "notes.txt"})],
+            usage=Usage(120, 15),
+        ),
         AssistantMessage([Text("The notes have two lines.\nThat is all.")], usage=Usage(200, 9)),
     )
     term = cli.spawn("run", "What is in notes.txt?")
@@ -77,9 +79,9 @@ async def test_json_prints_one_event_a_line_that_round_trips_through_the_convert
     types = [e.type for e in events if e.type not in ("message_update", "state", "status", "inbox")]
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert events[-1].stop_reason == "completed"
-    assert "".join(e.delta.text for e in events if e.type == "message_update" and hasattr(e.delta, "text")) == (
-        "Hello there, in JSON."
-    )
+    assert "".join(
+        e.delta.text for e in events if e.type == "message_update" and hasattr(e.delta, "text")
+    ) == ("Hello there, in JSON.")
 
 
 async def test_the_prompt_can_come_from_stdin_and_then_asking_refuses_clearly(cli):
@@ -136,9 +138,13 @@ async def test_session_continues_a_stored_session(cli):
 
 
 async def test_a_missing_api_key_is_one_line_before_any_request(cli):
-    term = cli.spawn("run", "Hello.", model=False, env={"AGENTRIO_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": ""})
+    term = cli.spawn(
+        "run", "Hello.", model=False, env={"AGENTRIO_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": ""}
+    )
     assert await term.wait() == 1
-    assert term.text.strip() == "agentrio: error: OPENAI_API_KEY is not set: it is needed for 'openai:gpt-4.1'"
+    assert (
+        term.text.strip() == "agentrio: error: OPENAI_API_KEY is not set: it is needed for 'openai:gpt-4.1'"
+    )
     assert cli.server.requests == []
 
 
