@@ -128,6 +128,7 @@ class Chat:
         self.interrupts = 0
         self.running = False
         self._follower: trio.CancelScope | None = None
+        self._nursery: trio.Nursery  # serve's
         self._quit = trio.Event()
 
     # -- the screen's live part ------------------------------------------------------
@@ -164,25 +165,30 @@ class Chat:
                 )
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    self._switch_to(agent)
+                    await self._switch_to(agent)
                     nursery.start_soon(self.view.ticking)
                     nursery.start_soon(self._read_keys, terminal)
                     await self._quit.wait()
                     nursery.cancel_scope.cancel()
 
-    def _switch_to(self, agent: Agent) -> None:
+    async def _switch_to(self, agent: Agent) -> None:
+        """Talk to ``agent`` from now on; returns once its events are followed."""
         if self._follower is not None:
             self._follower.cancel()
         self.agent = agent
         self.queue.clear()
         self.approvals.clear()
         self.running = agent.status == "running"
+        self.view.recap(agent.messages)
         self._follower = trio.CancelScope()
-        self._nursery.start_soon(self._follow, agent, self._follower)
+        await self._nursery.start(self._follow, agent, self._follower)
 
-    async def _follow(self, agent: Agent, scope: trio.CancelScope) -> None:
+    async def _follow(
+        self, agent: Agent, scope: trio.CancelScope, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         with scope:
             async with agent.subscribe() as events:
+                task_status.started()
                 async for event in events:
                     self._track(event)
                     self.view(event)
@@ -322,7 +328,7 @@ class Chat:
         except (ForkRefused, ValueError) as exc:
             raise CommandError(f"cannot fork there: {exc}") from None
         await self.rt.dispose(source)
-        self._switch_to(agent)
+        await self._switch_to(agent)
         self.say(f"forked {source.session_id} into {agent.session_id} with its first {at} messages")
 
     async def _model(self, argument: str) -> None:
@@ -342,9 +348,8 @@ class Chat:
 
     async def _replace(self, create: Callable[[], Awaitable[Agent]]) -> None:
         """Close this session and open another."""
-        old = self.agent
-        await self.rt.dispose(old)
-        self._switch_to(await create())
+        await self.rt.dispose(self.agent)
+        await self._switch_to(await create())
 
     def _model_name(self) -> str:
         model = self.spec.model

@@ -12,7 +12,7 @@ printed as plain text, never read as markup.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import attrs
@@ -22,12 +22,14 @@ from rich.live import Live
 from rich.text import Text
 
 from ..events import Event
-from ..messages import AssistantMessage, Usage, UserMessage
+from ..messages import AssistantMessage, Message, Usage, UserMessage
 from ..models import TextDelta, ThinkingDelta
 from .render import describe_call, one_line
 
 #: Lines of a tool result shown unless the whole output is asked for.
 RESULT_LINES = 3
+#: Messages of a restored history shown when a chat opens it.
+RECAP = 6
 #: Seconds between redraws of the live region.
 REFRESH = 0.1
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -189,6 +191,18 @@ class LiveView:
     def print(self, text: Text | str, style: str = "") -> None:
         """Print a final line; a ``str`` may come from anyone and is shown as plain text."""
         self.console.print(text if isinstance(text, Text) else Text(safe(text), style=style))
+
+    def recap(self, messages: Sequence[Message], last: int = RECAP) -> None:
+        """The end of a restored history, one dim line a message."""
+        if len(messages) > last:
+            self.print(f"… {len(messages) - last} earlier messages", "dim")
+        for message in messages[-last:]:
+            if isinstance(message, UserMessage):
+                self.print(f"› {one_line(message.text, 100)}", "dim cyan")
+            elif isinstance(message, AssistantMessage):
+                calls = ", ".join(describe_call(call.name, call.arguments) for call in message.tool_calls)
+                text = " · ".join(part for part in (message.text, calls) if part)
+                self.print(one_line(text, 100), "dim")
 
     def _flush_partial(self) -> None:
         if self._partial:

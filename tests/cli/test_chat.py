@@ -105,6 +105,9 @@ async def test_a_stored_session_is_resumed_with_its_history(cli):
     term.type_line("/sessions")
     await term.expect(r"memo  2 messages")
     term.type_line("/resume memo")
+    # A recap of where the session was, then the conversation goes on.
+    await term.expect_text("› The colour is teal.")
+    await term.expect_text("Noted: teal.")
     await term.expect_text("resumed session memo (2 messages)")
     term.type_line("Which colour?")
     await term.expect_text("It was teal.")
