@@ -10,6 +10,7 @@ import attrs
 import jsonschema
 
 from ..messages import Part, Text, ToolResultMessage, Usage
+from ..messages.typed import schema_errors
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
 
@@ -152,14 +153,4 @@ class Tool:
         validator = self._validator
         if validator is None or validator.schema is not self.parameters:
             validator = self._validator = jsonschema.Draft202012Validator(self.parameters)
-        if validator.is_valid(args):
-            return []
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
-        return [_describe(e) for e in errors]
-
-
-def _describe(error: jsonschema.ValidationError) -> str:
-    if error.validator == "required" or not error.absolute_path:
-        return error.message
-    field = ".".join(str(p) for p in error.absolute_path)
-    return f"{field}: {error.message}"
+        return schema_errors(validator, args)
