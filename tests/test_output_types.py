@@ -245,3 +245,13 @@ def test_every_prefix_of_a_json_document_parses_to_a_part_of_it(value, indent, d
 def test_partial_json_never_raises(garbage):
     result = parse_partial_json(garbage)
     assert result is None or isinstance(result, (dict, list, str, int, float, bool))
+
+
+@pytest.mark.parametrize("depth", [500, 990, 5000])
+def test_a_hostile_answer_is_an_invalid_answer_not_a_crash(depth):
+    """However deep the nesting, the model gets an answer to act on (which
+    one depends on how much stack is left: JSON parsing or validation)."""
+    answer = '{"result": ' + "[" * depth + "]" * depth + "}"
+    with pytest.raises(OutputInvalid, match="not valid JSON|nested too deeply|is not of type 'integer'"):
+        OutputSpec.for_type(list[int]).parse(answer)
+    parse_partial_json(answer[:-3])  # returns, whatever it finds

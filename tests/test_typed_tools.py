@@ -9,7 +9,8 @@ import json
 import re
 import uuid
 from pathlib import Path
-from typing import Annotated, Literal, NotRequired, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal, NewType, NotRequired, TypedDict
 
 import attrs
 import jsonschema
@@ -293,3 +294,35 @@ async def test_the_readme_typed_tool_example_gets_the_enum_member(tmp_path):
     exec(compile(example, "README.md", "exec", dont_inherit=True), namespace)
     out = await namespace["temperature"].execute({"city": "Oslo", "unit": "fahrenheit"}, _ctx())
     assert json.loads(out) == {"city": "Oslo", "degrees": 70.7, "unit": "fahrenheit"}
+
+
+UserId = NewType("UserId", int)
+
+
+async def test_abstract_containers_newtypes_and_field_descriptions_in_annotated():
+    @tool
+    async def tag(
+        users: Sequence[UserId],
+        labels: Mapping[str, Annotated[int, pydantic.Field(description="How many.")]],
+    ) -> str:
+        return f"{list(users)} {dict(labels)}"
+
+    assert tag.parameters["properties"] == {
+        "users": {"type": "array", "items": {"type": "integer"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "integer", "description": "How many."}},
+    }
+    assert await tag.execute({"users": [1, 2], "labels": {"a": 3}}, _ctx()) == "[1, 2] {'a': 3}"
+
+
+def test_a_tool_whose_hints_cannot_be_resolved_is_a_clear_error():
+    async def lost(x: Missing) -> str:  # noqa: F821
+        return ""
+
+    with pytest.raises(TypeError, match="@tool lost: cannot resolve its type hints: name 'Missing' is not defined"):
+        tool(lost)
+
+
+def test_a_huge_wrong_value_is_not_echoed_back_whole():
+    errors = draw.argument_errors({**ARGS, "label": ["x" * 100_000]})
+    assert len(errors) == 1 and len(errors[0]) < 320
+    assert errors[0].startswith("label: ['xxx") and errors[0].endswith("xxx'] is not of type 'string'")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+from collections import abc
 import enum
 import inspect
 import re
@@ -45,7 +46,9 @@ _SCALARS: dict[Any, dict[str, Any]] = {
     PurePath: {"type": "string"},
 }
 
-_ARRAYS = (list, set, frozenset, tuple, typing.Sequence, typing.AbstractSet)
+_ARRAYS = (list, set, frozenset, tuple, abc.Sequence, abc.MutableSequence, abc.Set, abc.MutableSet)
+_SETS = (set, frozenset, abc.Set, abc.MutableSet)
+_MAPPINGS = (dict, abc.Mapping, abc.MutableMapping)
 
 
 def is_pydantic_model(hint: Any) -> bool:
@@ -159,15 +162,18 @@ class SchemaBuilder:
 
     def schema(self, hint: Any) -> dict[str, Any]:
         """The JSON Schema of ``hint``; ``TypeError`` for a type that has none."""
-        if hint in _SCALARS:
+        if isinstance(hint, typing.Hashable) and hint in _SCALARS:
             return dict(_SCALARS[hint])
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         if origin is Annotated:
             schema = self.schema(args[0])
-            descriptions = [a for a in args[1:] if isinstance(a, str)]
+            # A string, or a pydantic ``Field(description=...)``.
+            descriptions = [d for a in args[1:] if isinstance(d := getattr(a, "description", a), str)]
             if descriptions:
                 schema["description"] = descriptions[0]
             return schema
+        if isinstance(hint, typing.NewType):
+            return self.schema(hint.__supertype__)
         if is_union(hint):
             return {"anyOf": [self.schema(a) for a in args]}
         if origin is Literal:
@@ -176,7 +182,7 @@ class SchemaBuilder:
             return {"enum": [m.value for m in hint]}
         if hint in _ARRAYS or origin in _ARRAYS:
             return self._array(hint, origin or hint, args)
-        if hint is dict or origin in (dict, typing.Mapping, typing.MutableMapping):
+        if hint in _MAPPINGS or origin in _MAPPINGS:
             return self._mapping(hint, args)
         if is_pydantic_model(hint):
             return self._pydantic(hint)
@@ -198,7 +204,7 @@ class SchemaBuilder:
             }
         if args:
             schema["items"] = self.schema(args[0])
-        if origin in (set, frozenset, typing.AbstractSet):
+        if origin in _SETS:
             schema["uniqueItems"] = True
         return schema
 

@@ -29,18 +29,29 @@ class InvalidValue(ValueError):
         self.errors = errors
 
 
+#: Longest message kept per failing field: a message quotes the value, and
+#: a model that sent a huge wrong value must not get it all back.
+MAX_ERROR_CHARS = 300
+
+
 def schema_errors(validator: jsonschema.Draft202012Validator, data: Any, path: str = "") -> list[str]:
     """Why ``data`` does not fit the validator's schema, one line per failing
     field, sorted by field."""
-    if validator.is_valid(data):
-        return []
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    return [_describe(e, path) for e in errors]
+    try:
+        if validator.is_valid(data):
+            return []
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+        return [_describe(e, path) for e in errors]
+    except RecursionError:
+        return [f"{path or 'the value'}: nested too deeply"]
 
 
 def _describe(error: jsonschema.ValidationError, path: str) -> str:
     field = ".".join(str(p) for p in (*([path] if path else []), *error.absolute_path))
-    return f"{field}: {error.message}" if field else error.message
+    message = error.message
+    if len(message) > MAX_ERROR_CHARS:  # keep the end: it says what was expected
+        message = message[: MAX_ERROR_CHARS * 2 // 3] + " … " + message[-MAX_ERROR_CHARS // 3 :]
+    return f"{field}: {message}" if field else message
 
 
 _CATTRS_STEP = re.compile(r"\.([^.\[]+)|\[(?:'((?:[^'\\]|\\.)*)'|(\d+))\]")

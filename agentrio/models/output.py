@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import jsonschema
 
-from ..messages.schema import is_class_type, is_pydantic_model, json_schema
+from ..messages.schema import json_schema
 from ..messages.typed import InvalidValue, convert, dump, schema_errors
 from .events import Done, StreamEvent, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
 from .partial_json import parse_partial_json
@@ -86,7 +86,7 @@ class OutputSpec:
         covers, or a union of them); ``TypeError`` for a type without a
         JSON Schema."""
         schema = json_schema(hint)
-        wrapped = not (is_class_type(hint) or is_pydantic_model(hint))
+        wrapped = schema.get("type") != "object"
         if wrapped:
             defs = schema.pop("$defs", None)
             schema = {
@@ -98,7 +98,7 @@ class OutputSpec:
             if defs:
                 schema["$defs"] = defs
         if name is None:
-            name = getattr(hint, "__name__", "") if not wrapped else "output"
+            name = hint.__name__ if isinstance(hint, type) and not wrapped else "output"
         return cls(
             hint,
             _NAME.sub("_", name)[:64] or "output",
@@ -120,7 +120,7 @@ class OutputSpec:
             body = fenced.group(1)
         try:
             data = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise OutputInvalid(
                 f"Your answer is not valid JSON ({exc}). Answer with only a JSON object that fits "
                 f"the {self.name} schema, without any other text.",

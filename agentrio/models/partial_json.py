@@ -22,7 +22,7 @@ def parse_partial_json(text: str) -> Any | None:
     when nothing is known yet (or the text is not JSON at all)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     scanner = _Scanner()
     scanner.scan(text)
@@ -37,7 +37,7 @@ def parse_partial_json(text: str) -> Any | None:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep for the parser
             continue
     return None
 

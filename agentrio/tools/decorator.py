@@ -22,7 +22,10 @@ def _is_context(name: str, hint: Any) -> bool:
 def _build(fn: Callable[..., Any], name: str | None, description: str | None, mode: Any) -> Tool:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"@tool needs an async function, got {fn!r}")
-    hints = typing.get_type_hints(fn, include_extras=True)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise TypeError(f"@tool {fn.__name__}: cannot resolve its type hints: {exc}") from None
     summary, docs = parse_docstring(fn.__doc__)
     builder = SchemaBuilder()
     properties: dict[str, Any] = {}
