@@ -255,3 +255,23 @@ def test_a_hostile_answer_is_an_invalid_answer_not_a_crash(depth):
     with pytest.raises(OutputInvalid, match="not valid JSON|nested too deeply|is not of type 'integer'"):
         OutputSpec.for_type(list[int]).parse(answer)
     parse_partial_json(answer[:-3])  # returns, whatever it finds
+
+
+def test_an_output_may_be_a_json_schema_of_its_own():
+    spec = OutputSpec.for_schema(
+        {
+            "title": "Weather report",
+            "type": "object",
+            "properties": {"degrees": {"type": "number"}},
+            "required": ["degrees"],
+            "additionalProperties": False,
+        }
+    )
+    assert (spec.name, spec.wrapped, spec.strict_schema is not None) == ("Weather_report", False, True)
+    assert spec.parse('{"degrees": 21.5}') == {"degrees": 21.5}
+    with pytest.raises(OutputInvalid, match="degrees: 'warm' is not of type 'number'"):
+        spec.parse('{"degrees": "warm"}')
+    words = OutputSpec.for_schema({"type": "array", "items": {"type": "string"}})
+    assert (words.name, words.parse('{"result": ["a", "b"]}')) == ("output", ["a", "b"])
+    with pytest.raises(ValueError, match="invalid output schema"):
+        OutputSpec.for_schema({"type": "nonsense"})

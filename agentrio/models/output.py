@@ -85,7 +85,21 @@ class OutputSpec:
         """The spec of ``hint`` (any type ``agentrio.messages.schema``
         covers, or a union of them); ``TypeError`` for a type without a
         JSON Schema."""
-        schema = json_schema(hint)
+        return cls._build(hint, json_schema(hint), name, description)
+
+    @classmethod
+    def for_schema(cls, schema: dict[str, Any], *, name: str | None = None, description: str = "") -> OutputSpec:
+        """The spec of a JSON Schema (``agentrio run --output-schema``): the
+        answer is checked against it and ``parse`` returns its JSON data.
+        ``ValueError`` for a schema that is not valid JSON Schema."""
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"invalid output schema: {exc.message}") from None
+        return cls._build(Any, dict(schema), name or schema.get("title"), description)
+
+    @classmethod
+    def _build(cls, hint: Any, schema: dict[str, Any], name: str | None, description: str) -> OutputSpec:
         wrapped = schema.get("type") != "object"
         if wrapped:
             defs = schema.pop("$defs", None)
@@ -101,7 +115,7 @@ class OutputSpec:
             name = hint.__name__ if isinstance(hint, type) and not wrapped else "output"
         return cls(
             hint,
-            _NAME.sub("_", name)[:64] or "output",
+            _NAME.sub("_", str(name))[:64] or "output",
             schema,
             openai_strict(schema),
             wrapped,
