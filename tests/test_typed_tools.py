@@ -326,3 +326,71 @@ def test_a_huge_wrong_value_is_not_echoed_back_whole():
     errors = draw.argument_errors({**ARGS, "label": ["x" * 100_000]})
     assert len(errors) == 1 and len(errors[0]) < 320
     assert errors[0].startswith("label: ['xxx") and errors[0].endswith("xxx'] is not of type 'string'")
+
+
+# --- any composition of the supported types ---------------------------------
+
+_LEAVES = [
+    (str, st.text(max_size=5)),
+    (int, st.integers()),
+    (float, st.floats(allow_nan=False, allow_infinity=False)),
+    (bool, st.booleans()),
+    (type(None), st.none()),
+    (datetime.datetime, st.datetimes(timezones=st.none() | st.just(datetime.timezone.utc))),
+    (datetime.date, st.dates()),
+    (datetime.time, st.times()),
+    (uuid.UUID, st.uuids()),
+    (Path, st.sampled_from([Path("a"), Path("/b/c")])),
+    (Status, st.sampled_from(Status)),
+    (Priority, st.sampled_from(Priority)),
+    (Literal["x", 2, True], st.sampled_from(["x", 2, True])),
+]
+_made = iter(range(10**9))
+
+
+def _record(kind: str, fields: list[tuple[type, st.SearchStrategy]]):
+    names = [f"f{i}" for i in range(len(fields))]
+    name = f"{kind.title()}{next(_made)}"
+    if kind == "dataclass":
+        cls = dataclasses.make_dataclass(name, [(n, t) for n, (t, _) in zip(names, fields)])
+        return cls, st.builds(cls, *(s for _, s in fields))
+    if kind == "attrs":
+        cls = attrs.make_class(name, {n: attrs.field(type=t) for n, (t, _) in zip(names, fields)})
+        return cls, st.builds(cls, *(s for _, s in fields))
+    cls = TypedDict(name, {n: t for n, (t, _) in zip(names, fields)})
+    return cls, st.fixed_dictionaries({n: s for n, (_, s) in zip(names, fields)})
+
+
+def _compose(inner: st.SearchStrategy) -> st.SearchStrategy:
+    def one(pair):
+        hint, values = pair
+        return st.sampled_from(
+            [
+                (list[hint], st.lists(values, max_size=3)),
+                (tuple[hint, ...], st.lists(values, max_size=3).map(tuple)),
+                (dict[str, hint], st.dictionaries(st.text(max_size=3), values, max_size=3)),
+                (hint | None, st.none() | values),
+            ]
+        )
+
+    def record(pairs):
+        return st.sampled_from(["dataclass", "attrs", "typeddict"]).map(lambda kind: _record(kind, pairs))
+
+    pair_of_two = st.tuples(inner, inner).map(lambda ab: (tuple[ab[0][0], ab[1][0]], st.tuples(ab[0][1], ab[1][1])))
+    return inner.flatmap(one) | st.lists(inner, min_size=1, max_size=4).flatmap(record) | pair_of_two
+
+
+typed_values = st.recursive(st.sampled_from(_LEAVES), _compose, max_leaves=8).flatmap(
+    lambda pair: st.tuples(st.just(pair[0]), pair[1])
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(typed_values)
+def test_any_composition_of_the_types_round_trips_through_schema_validation_and_conversion(typed_value):
+    hint, value = typed_value
+    typed = TypedValue(hint)
+    jsonschema.Draft202012Validator.check_schema(typed.schema)
+    data = json.loads(json.dumps(dump(value, hint)))
+    assert typed.errors(data) == []
+    assert typed.validate(data) == value

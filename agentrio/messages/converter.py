@@ -98,6 +98,7 @@ def make_typed_converter() -> cattrs.Converter:
     ):
         typed.register_structure_hook(cls, _from_string(parse))
         typed.register_unstructure_hook(cls, dump)
+    typed.register_structure_hook(type(None), _none)
     typed.register_structure_hook_func(is_pydantic_model, lambda data, cls: cls.model_validate(data))
     typed.register_unstructure_hook_func(is_pydantic_model, lambda obj: obj.model_dump(mode="json"))
 
@@ -145,6 +146,11 @@ def make_typed_converter() -> cattrs.Converter:
 @functools.cache
 def _typeddict_hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+def _none(data: Any, _: Any) -> None:
+    if data is not None:
+        raise ValueError(f"expected null, got {data!r}")
 
 
 def _from_string(parse: Callable[[str], Any]) -> Callable[[Any, Any], Any]:
