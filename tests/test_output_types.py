@@ -275,3 +275,33 @@ def test_an_output_may_be_a_json_schema_of_its_own():
     assert (words.name, words.parse('{"result": ["a", "b"]}')) == ("output", ["a", "b"])
     with pytest.raises(ValueError, match="invalid output schema"):
         OutputSpec.for_schema({"type": "nonsense"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(places, max_size=4), st.data())
+def test_following_a_stream_delta_by_delta_sees_what_partial_sees(values, data):
+    spec = OutputSpec.for_type(list[Place])
+    text = json.dumps({"result": values})
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    reader = spec.partial_reader()
+    seen = []
+    for start, end in zip([0, *cuts], [*cuts, len(text)]):
+        seen.append(reader.feed(text[start:end]))
+        assert seen[-1] == spec.partial(text[:end])
+    assert seen[-1] == values
+
+
+@pytest.mark.parametrize(
+    ("prefix", "seen"),
+    [
+        ('["ab\\', ["ab"]),
+        ('["ab\\\\', ["ab\\"]),
+        ('["ab\\u00', ["ab"]),
+        ('["ab\\u00e9', ["abé"]),
+        ('["ab\\ud83d', ["ab"]),  # half a surrogate pair is no character yet
+        ('["ab\\ud83d\\', ["ab"]),
+        ('["ab\\ud83d\\ude00', ["ab😀"]),
+    ],
+)
+def test_a_string_cut_inside_an_escape_shows_only_whole_characters(prefix, seen):
+    assert parse_partial_json(prefix) == seen

@@ -32,7 +32,7 @@ import jsonschema
 from ..messages.schema import json_schema
 from ..messages.typed import InvalidValue, convert, dump, schema_errors
 from .events import Done, StreamEvent, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
-from .partial_json import parse_partial_json
+from .partial_json import PartialJSON, parse_partial_json
 from .strict import openai_strict
 
 if TYPE_CHECKING:
@@ -161,7 +161,14 @@ class OutputSpec:
     def partial(self, text: str) -> Any | None:
         """The JSON data a half-written answer holds so far (not yet a
         ``type``: fields may be missing), or ``None`` if nothing yet."""
-        data = parse_partial_json(text.strip())
+        return self.unwrap_partial(parse_partial_json(text.strip()))
+
+    def partial_reader(self) -> PartialOutput:
+        """Follows one answer as it streams (``partial`` without reading
+        the text again at every delta)."""
+        return PartialOutput(self)
+
+    def unwrap_partial(self, data: Any) -> Any | None:
         if self.wrapped:
             return data.get("result") if isinstance(data, dict) else None
         return data
@@ -169,6 +176,19 @@ class OutputSpec:
     def dump(self, value: Any) -> Any:
         """The JSON data of a value (what ``agentrio run`` prints)."""
         return dump(value, self.type)
+
+
+class PartialOutput:
+    """One typed answer as it streams: ``feed`` each text delta and get what
+    the answer holds so far (``OutputSpec.partial`` of all the text fed)."""
+
+    def __init__(self, spec: OutputSpec) -> None:
+        self._spec = spec
+        self._json = PartialJSON()
+
+    def feed(self, delta: str) -> Any | None:
+        self._json.feed(delta)
+        return self._spec.unwrap_partial(self._json.value())
 
 
 class AnswerToolMapper:
