@@ -394,3 +394,15 @@ def test_any_composition_of_the_types_round_trips_through_schema_validation_and_
     data = json.loads(json.dumps(dump(value, hint)))
     assert typed.errors(data) == []
     assert typed.validate(data) == value
+
+
+@attrs.define
+class Aliased:
+    _secret: int
+    shown: int = attrs.field(alias="visible")
+
+
+def test_attrs_fields_are_named_as_the_converter_names_them():
+    typed = TypedValue(Aliased)
+    assert list(typed.schema["properties"]) == ["_secret", "shown"]
+    assert typed.validate({"_secret": 1, "shown": 2}) == Aliased(1, 2)

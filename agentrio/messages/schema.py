@@ -95,13 +95,12 @@ def class_fields(cls: type) -> list[Field]:
         for a in attrs.fields(cls):
             if not a.init:
                 continue
-            name = a.alias or a.name
             default = a.default
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 default = attrs.NOTHING
             fields.append(
                 Field(
-                    name,
+                    a.name,  # the key cattrs reads and writes (not the ``__init__`` alias)
                     hints.get(a.name, a.type),
                     a.default is attrs.NOTHING,
                     None if default is attrs.NOTHING else default,
