@@ -18,6 +18,21 @@ How each adapter asks for it, visible in its request body:
 
 Providers want an object at the root: any other ``T`` (a list, a union, a
 scalar) is asked for as ``{"result": T}`` and unwrapped by ``parse``.
+
+A loop asking for typed output, step by step::
+
+    spec = OutputSpec.for_type(T)              # once per agent: immutable
+    request = ModelRequest(system, history, tools, output=spec)
+    reader = spec.partial_reader()             # per attempt
+    ...on each TextDelta: partial = reader.feed(delta)   # for output_update
+    ...when the message stops with "stop":
+    try:
+        value = spec.parse(message.text)       # RunResult.output
+    except OutputInvalid as invalid:
+        history.append(UserMessage(invalid.message))     # and ask again
+
+Models without a mechanism (``ScriptedModel``) answer from their script;
+``spec.instructions`` is a prompt to add for any other.
 """
 
 from __future__ import annotations
