@@ -406,3 +406,39 @@ def test_attrs_fields_are_named_as_the_converter_names_them():
     typed = TypedValue(Aliased)
     assert list(typed.schema["properties"]) == ["_secret", "shown"]
     assert typed.validate({"_secret": 1, "shown": 2}) == Aliased(1, 2)
+
+
+def _leaf_paths(data, path=()):
+    if isinstance(data, dict) and data:
+        for key, item in data.items():
+            yield from _leaf_paths(item, (*path, key))
+    elif isinstance(data, list) and data:
+        for index, item in enumerate(data):
+            yield from _leaf_paths(item, (*path, index))
+    else:
+        yield path
+
+
+def _replaced(data, path, new):
+    if not path:
+        return new
+    copy = dict(data) if isinstance(data, dict) else list(data)
+    copy[path[0]] = _replaced(data[path[0]], path[1:], new)
+    return copy
+
+
+@settings(max_examples=150, deadline=None)
+@given(typed_values, st.data())
+def test_a_wrong_value_anywhere_is_named_by_its_field(typed_value, data):
+    """The error names the field the wrong value is in, the union around it
+    (which cannot know which member was meant), or a field inside it."""
+    hint, value = typed_value
+    good = json.loads(json.dumps(dump(value, hint)))
+    path = data.draw(st.sampled_from(list(_leaf_paths(good))))
+    validator = jsonschema.Draft202012Validator(TypedValue(hint).schema)
+    wrong = [{"not": ["what", "was", "asked"]}, 0.5, "?", True, [[["?"]]]]
+    errors = next((e for w in wrong if (e := list(validator.iter_errors(_replaced(good, path, w))))), [])
+    assert errors
+    for error in errors:  # the field itself, a union around it, or a field inside it
+        where = tuple(error.absolute_path)
+        assert where == path[: len(where)] or where[: len(path)] == path, (path, where, error.message)
