@@ -7,6 +7,7 @@ import datetime
 import enum
 import json
 import uuid
+from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 import attrs
@@ -305,3 +306,32 @@ def test_following_a_stream_delta_by_delta_sees_what_partial_sees(values, data):
 )
 def test_a_string_cut_inside_an_escape_shows_only_whole_characters(prefix, seen):
     assert parse_partial_json(prefix) == seen
+
+
+class Author(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    name: str
+
+
+class Book(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+    author: Author = pydantic.Field(description="Who wrote it.")
+    file: Path
+
+
+def test_strict_mode_gets_a_described_reference_inlined_and_only_formats_it_knows():
+    spec = OutputSpec.for_type(Book)
+    assert spec.schema["properties"]["author"] == {"$ref": "#/$defs/Author", "description": "Who wrote it."}
+    assert spec.schema["properties"]["file"]["format"] == "path"
+    strict = spec.strict_schema
+    assert strict["properties"]["author"] == {
+        **strict["$defs"]["Author"],
+        "description": "Who wrote it.",
+    }
+    assert "format" not in strict["properties"]["file"]
+    assert openai_strict(_object({"at": {"type": "string", "format": "date-time"}}, ["at"]))["properties"]["at"] == {
+        "type": "string",
+        "format": "date-time",
+    }
+    book = spec.parse('{"author": {"name": "Le Guin"}, "file": "/books/earthsea.txt"}')
+    assert book.author == Author(name="Le Guin") and book.file == Path("/books/earthsea.txt")

@@ -38,6 +38,9 @@ _KEPT = {
     "maxItems",
     "$ref",
 }
+#: The formats strict mode knows. Others are dropped: our own validation does
+#: not check formats either (conversion does), so nothing is lost.
+_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 #: Annotations with no effect on what is valid: dropped.
 _DROPPED = {"default", "examples", "$schema", "$id", "$comment", "readOnly", "writeOnly", "deprecated"}
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
@@ -52,7 +55,7 @@ def openai_strict(schema: dict[str, Any]) -> dict[str, Any] | None:
     if schema.get("type") != "object":
         return None
     try:
-        return _node(schema, root=True)
+        return _node(schema, schema.get("$defs", {}), root=True)
     except _NotStrict:
         return None
 
@@ -66,21 +69,23 @@ def accepts_null(schema: dict[str, Any]) -> bool:
     return any(accepts_null(s) for s in schema.get("anyOf", ()))
 
 
-def _node(schema: Any, root: bool = False) -> dict[str, Any]:
+def _node(schema: Any, defs: dict[str, Any], root: bool = False) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise _NotStrict
+    if "$ref" in schema and len(schema) > 1:
+        schema = _inline_ref(schema, defs)
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in _DROPPED:
+        if key in _DROPPED or (key == "format" and value not in _FORMATS):
             continue
         if key == "$defs" and root:
-            out[key] = {name: _node(d) for name, d in value.items()}
+            out[key] = {name: _node(d, defs) for name, d in value.items()}
         elif key == "anyOf":
-            out[key] = [_node(s) for s in value]
+            out[key] = [_node(s, defs) for s in value]
         elif key == "items":
-            out[key] = _node(value)
+            out[key] = _node(value, defs)
         elif key == "properties":
-            out[key] = {name: _node(s) for name, s in value.items()}
+            out[key] = {name: _node(s, defs) for name, s in value.items()}
         elif key in _KEPT or (key in ("required", "additionalProperties") and schema.get("type") == "object"):
             out[key] = value
         else:
@@ -92,6 +97,17 @@ def _node(schema: Any, root: bool = False) -> dict[str, Any]:
     if out.get("type") == "object":
         _close(schema, out)
     return out
+
+
+def _inline_ref(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A ``$ref`` may have no sibling in strict mode (pydantic gives one a
+    ``description``): the definition is written in its place."""
+    prefix = "#/$defs/"
+    ref = schema["$ref"]
+    if not isinstance(ref, str) or not ref.startswith(prefix) or ref[len(prefix) :] not in defs:
+        raise _NotStrict
+    siblings = {k: v for k, v in schema.items() if k != "$ref"}
+    return {**defs[ref[len(prefix) :]], **siblings}
 
 
 def _enum_type(values: list[Any]) -> str | list[str]:
