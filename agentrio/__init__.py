@@ -32,7 +32,7 @@ from .messages import (
 )
 from .models import ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-from .supervisors import Runtime
+from .supervisors import Runtime, run_sync
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "current_initiator",
     "events",
     "project_tool_protocol",
+    "run_sync",
     "tool",
     "with_initiator",
     "without_initiator",
