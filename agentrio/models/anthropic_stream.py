@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._ids import new_id
 from ..messages import StopReason, Usage
 from .blocks import Blocks
 from .events import (
@@ -109,7 +110,7 @@ class AnthropicStreamMapper:
             return out
         if kind == "tool_use":
             index = self._indexes[anthropic_index] = self._blocks.start(ToolCallEnd)
-            return [ToolCallStart(index, block["id"], block["name"])]
+            return [ToolCallStart(index, block.get("id") or new_id("toolu"), block["name"])]
         if kind == "thinking":
             index = self._indexes[anthropic_index] = self._blocks.start(ThinkingEnd)
             out = [ThinkingStart(index)]

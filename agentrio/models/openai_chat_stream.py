@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._ids import new_id
 from ..messages import StopReason, Usage
 from .blocks import Blocks
 from .events import (
@@ -106,7 +107,9 @@ class ChatStreamMapper:
             self._close_text(out)
             self._close_thinking(out)
             index = self._calls[key] = self._blocks.start(ToolCallEnd)
-            call_id = call.get("id") or f"call_{index}"
+            # A server that omits ids gets random ones: an id must stay unique
+            # across the steps of a session, not only within one stream.
+            call_id = call.get("id") or new_id("call")
             out.append(ToolCallStart(index, call_id, function.get("name") or ""))
         # A repeated header (same index, id and name again) only adds arguments.
         if arguments := function.get("arguments"):

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from .._ids import new_id
 from ..messages import StopReason, Usage
 from .blocks import Blocks
 from .events import (
@@ -131,7 +132,7 @@ class ResponsesStreamMapper:
         elif item.kind == "function_call":
             self._has_calls = True
             item.index = self._blocks.start(ToolCallEnd)
-            out.append(ToolCallStart(item.index, data.get("call_id") or data.get("id") or "", data.get("name", "")))
+            out.append(ToolCallStart(item.index, data.get("call_id") or data.get("id") or new_id("call"), data.get("name", "")))
 
     def _item_done(self, output_index: int, data: dict[str, Any], out: list[StreamEvent]) -> None:
         item = self._items.get(output_index)
