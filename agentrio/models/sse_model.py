@@ -22,7 +22,7 @@ from .http import client_for_request
 from .provider_errors import connection_error, http_error, provider_error
 from .request import ModelRequest
 from .retry import RetryPolicy
-from .sse import ServerSentEvent, SSEDecoder
+from .sse import MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
 
 option = functools.partial(attrs.field, kw_only=True)
 
@@ -61,6 +61,8 @@ class SSEModel:
     #: Merged last into every request body, for options this adapter does not name.
     extra_body: Mapping[str, Any] = option(factory=dict)
     retry_policy: RetryPolicy = option(factory=RetryPolicy)
+    #: The largest line or event the stream may send (``invalid_response`` past it).
+    max_event_bytes: int = option(default=MAX_EVENT_BYTES, validator=attrs.validators.gt(0))
     #: Recorded on every message this adapter produces; thinking is replayed
     #: only to messages' own provider.
     provider: str = option()
@@ -96,7 +98,7 @@ class SSEModel:
             try:
                 async with client.stream("POST", self.url, json=body, headers=headers) as response:
                     await _raise_for_response(response)
-                    decoder = SSEDecoder()
+                    decoder = SSEDecoder(max_event_bytes=self.max_event_bytes)
                     try:
                         async for chunk in response.aiter_bytes():
                             for sse in decoder.feed(chunk):
