@@ -23,7 +23,7 @@ from .events import (
 )
 from .provider_errors import connection_error, provider_error
 from .sse import ServerSentEvent
-from .sse_model import parse_json
+from .sse_model import parse_json, token_count
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "stop",
@@ -37,10 +37,10 @@ _STOP_REASONS: dict[str, StopReason] = {
 def chat_usage(usage: dict[str, Any]) -> Usage:
     """``prompt_tokens`` counts cached tokens too; ``Usage.input_tokens`` does not."""
     details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0
+    cached = token_count(details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens"))
     return Usage(
-        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached),
-        output_tokens=usage.get("completion_tokens") or 0,
+        input_tokens=max(0, token_count(usage.get("prompt_tokens")) - cached),
+        output_tokens=token_count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
     )
 

@@ -27,6 +27,7 @@ from .provider_errors import connection_error, http_error, provider_error, timeo
 from .request import ModelRequest
 from .retry import RetryPolicy
 from .sse import MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from .stream_check import StreamChecker
 
 option = functools.partial(attrs.field, kw_only=True)
 
@@ -58,10 +59,18 @@ class StreamMapper(Protocol):
 def parse_json(sse: ServerSentEvent) -> Any:
     try:
         return json.loads(sse.data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise provider_error(
             {"type": "invalid_response", "message": f"not JSON: {sse.data[:200]!r}"}
         ) from None
+
+
+def token_count(value: Any) -> int:
+    """A token count as a server wrote it: an int, or a whole float from a
+    lax server; anything else (null, text, a negative number) counts 0."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and value > 0 else 0
 
 
 @attrs.define
@@ -124,12 +133,13 @@ class SSEModel:
             try:
                 with trio.move_on_at(end):
                     response = await stack.enter_async_context(
-                        client.stream("POST", self.url, json=body, headers=headers)
+                        client.stream("POST", self.url, content=_encode(body), headers=headers)
                     )
                     await _raise_for_response(response)
                 if trio.current_time() >= end:
                     raise self._too_slow()
                 decoder = SSEDecoder(max_event_bytes=self.max_event_bytes)
+                checker = StreamChecker()
                 chunks = await stack.enter_async_context(aclosing(response.aiter_bytes()))
                 try:
                     # Only reads that complete an event restart the idle
@@ -139,14 +149,15 @@ class SSEModel:
                         if events := decoder.feed(chunk):
                             idle_end = _at(self.idle_timeout)
                         for sse in events:
-                            for event in mapper.feed(sse):
+                            for event in checker.check(mapper.feed(sse)):
                                 yield event
                     for sse in decoder.close():
-                        for event in mapper.feed(sse):
+                        for event in checker.check(mapper.feed(sse)):
                             yield event
-                    for event in mapper.finish():
+                    for event in checker.check(mapper.finish()):
                         yield event
-                except (KeyError, TypeError, AttributeError) as exc:
+                    checker.finish()
+                except (LookupError, TypeError, AttributeError, ValueError) as exc:
                     # A payload without the fields its type promises.
                     raise provider_error(
                         {"type": "invalid_response", "message": f"unexpected event: {exc!r}"}
@@ -166,6 +177,17 @@ class SSEModel:
 
     def _too_slow(self) -> ProviderError:
         return timeout_error(f"the answer took longer than {self.attempt_timeout} s")
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request body as UTF-8 JSON. A lone surrogate (a file name read
+    with ``surrogateescape``, say) cannot be encoded: it is sent as ``?``
+    rather than failing every later request of the session."""
+    try:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ProviderError(type="invalid_request", message=f"the request cannot be sent as JSON: {exc}") from None
+    return text.encode("utf-8", "replace")
 
 
 async def _raise_for_response(response: httpx.Response) -> None:
