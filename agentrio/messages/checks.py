@@ -68,30 +68,39 @@ def json_problem(value: Any) -> str | None:
     """Why ``value`` is not plain JSON data that reads back equal, or None.
 
     Iterative, so that data nested thousands deep is refused, not met with
-    a ``RecursionError``.
+    a ``RecursionError``. A path is spelled out only for the error.
     """
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    stack: list[tuple[Any, Any, int]] = [(value, None, 0)]  # (item, path, depth)
     while stack:
-        item, where, depth = stack.pop()
+        item, path, depth = stack.pop()
         kind = type(item)
         if kind in _JSON_SCALARS:
             continue
         if kind is float:
             if not math.isfinite(item):
-                return f"{item!r} at {where or 'the top'} (JSON has no NaN or infinity)"
+                return f"{item!r} at {_where(path)} (JSON has no NaN or infinity)"
             continue
         if depth == MAX_JSON_DEPTH:
             return f"data nested more than {MAX_JSON_DEPTH} deep"
         if kind is dict:
             for key, inner in item.items():
                 if type(key) is not str:
-                    return f"a key of type {type(key).__name__} at {where or 'the top'}"
-                stack.append((inner, f"{where}[{key!r}]", depth + 1))
+                    return f"a key of type {type(key).__name__} at {_where(path)}"
+                if type(inner) is not str:  # the common leaf, skipped here
+                    stack.append((inner, (path, key), depth + 1))
         elif kind is list:
-            stack.extend((inner, f"{where}[{i}]", depth + 1) for i, inner in enumerate(item))
+            stack.extend((inner, (path, i), depth + 1) for i, inner in enumerate(item) if type(inner) is not str)
         else:
-            return f"a value of type {kind.__name__} at {where or 'the top'}"
+            return f"a value of type {kind.__name__} at {_where(path)}"
     return None
+
+
+def _where(path: Any) -> str:
+    keys = []
+    while path is not None:
+        path, key = path
+        keys.append(f"[{key!r}]")
+    return "".join(reversed(keys)) or "the top"
 
 
 def is_json_object(instance: Any, attribute: Any, value: Any) -> None:
