@@ -22,8 +22,8 @@ import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrio.messages import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage  # noqa: E402
-from agentrio.models import Done, TextDelta, TextStart, ToolCallDelta, ToolCallStart  # noqa: E402
+from agentrio.messages import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage
+from agentrio.models import Done, TextDelta, TextStart, ToolCallDelta, ToolCallStart
 
 ARGS = {"path": "src/agentrio/messages/checks.py", "offset": 10, "limit": 200}
 

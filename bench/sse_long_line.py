@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentrio.models.sse import SSEDecoder  # noqa: E402
+from agentrio.models.sse import SSEDecoder
 
 
 def decode(body: bytes, chunk: int) -> int:

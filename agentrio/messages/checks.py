@@ -119,12 +119,12 @@ def json_data(value: Any) -> Any:
         return value
     try:
         data = json.loads(json.dumps(value, default=repr, allow_nan=False))
-    except Exception:  # a hostile __repr__ may raise anything
+    except Exception:  # noqa: BLE001 -- a hostile __repr__ may raise anything
         data = None
     if data is not None and json_problem(data) is None:
         return data
     try:
         return repr(value)
-    except Exception:
+    except Exception:  # noqa: BLE001 -- the same
         return f"<a {type(value).__name__} that cannot be shown>"
 

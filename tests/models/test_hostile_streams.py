@@ -15,12 +15,11 @@ import json
 
 import pytest
 import trio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrio.messages import Message, converter
 from agentrio.models import Anthropic, MessageAssembler, OpenAIChat, OpenAIResponses, ProviderError
-
 from agentrio.models.sse import SSEDecoder
 
 from .loopback import Reply, start_server
@@ -29,35 +28,32 @@ from .test_transport import REQUEST
 
 LIMIT = 4096  # max_event_bytes of the adapters under test: giant lines stay cheap
 
-_FIELDS = {
-    "chat": ["choices", "delta", "content", "reasoning_content", "reasoning", "tool_calls", "index", "id",
+# Each provider's field names and type names: random JSON made of them
+# reaches past a mapper's first checks.
+_WORDS = {
+    "chat": ["stop", "tool_calls", "length", "choices", "delta", "content", "reasoning_content", "reasoning", "tool_calls", "index", "id",
              "function", "name", "arguments", "finish_reason", "usage", "prompt_tokens", "completion_tokens",
              "prompt_tokens_details", "cached_tokens", "model", "error", "message"],
     "responses": ["type", "output_index", "content_index", "summary_index", "delta", "item", "id", "call_id",
                   "name", "arguments", "content", "text", "refusal", "summary", "encrypted_content", "response",
                   "status", "usage", "input_tokens", "output_tokens", "incomplete_details", "reason", "model",
-                  "error", "message", "code"],
+                  "error", "message", "code", "response.created", "response.output_text.delta",
+                  "response.function_call_arguments.delta", "response.reasoning_summary_text.delta",
+                  "response.output_item.added", "response.output_item.done", "response.completed",
+                  "response.incomplete", "response.failed", "reasoning", "function_call", "output_text",
+                  "completed", "incomplete"],
     "anthropic": ["type", "index", "delta", "text", "partial_json", "thinking", "signature", "content_block",
                   "id", "name", "input", "data", "message", "model", "usage", "input_tokens", "output_tokens",
-                  "cache_read_input_tokens", "stop_reason", "error"],
-}
-_TYPES = {
-    "chat": [],
-    "responses": ["response.created", "response.output_text.delta", "response.refusal.delta",
-                  "response.function_call_arguments.delta", "response.reasoning_summary_text.delta",
-                  "response.reasoning_text.delta", "response.output_item.added", "response.output_item.done",
-                  "response.completed", "response.incomplete", "response.failed", "error",
-                  "message", "reasoning", "function_call", "output_text", "completed", "incomplete"],
-    "anthropic": ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
-                  "message_delta", "message_stop", "ping", "error", "text", "tool_use", "thinking",
-                  "redacted_thinking", "text_delta", "input_json_delta", "thinking_delta", "signature_delta",
-                  "end_turn", "tool_use", "max_tokens"],
+                  "cache_read_input_tokens", "stop_reason", "error", "message_start", "content_block_start",
+                  "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping",
+                  "tool_use", "redacted_thinking", "text_delta", "input_json_delta", "thinking_delta",
+                  "signature_delta", "end_turn", "max_tokens"],
 }
 _SMALL_INTS = st.integers(-1, 3)
 
 
 def _json(provider):
-    words = _FIELDS[provider] + _TYPES[provider]
+    words = _WORDS[provider]
     scalars = (
         st.none() | st.booleans() | _SMALL_INTS | st.integers() | st.floats(allow_nan=False)
         | st.sampled_from(words) | st.text(max_size=8) | st.just("[DONE]")
