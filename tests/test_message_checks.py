@@ -154,3 +154,38 @@ def test_a_message_is_refused_or_reads_back_exactly_through_json(kind, value, ot
 def test_every_part_reads_back_exactly_through_json(parts):
     for part in parts:
         assert converter.structure(json.loads(json.dumps(converter.unstructure(part))), Part) == part
+
+
+async def test_a_malformed_message_is_refused_before_it_reaches_an_agent(tmp_path):
+    from agentrio import AgentSpec, Runtime, ScriptedModel
+
+    async with Runtime() as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([AssistantMessage([Text("hi")])])))
+        with pytest.raises(TypeError, match="UserMessage.content"):
+            await agent.run(UserMessage(None))
+        assert (await agent.run("hello")).stop_reason == "completed"
+
+
+async def test_hostile_but_valid_content_is_journaled_and_restored_exactly(tmp_path):
+    from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, Tool
+
+    odd = "nul\x00 surrogate\ud800 emoji\U0001f600 bidi\u202e"
+    deep = _nested(MAX_JSON_DEPTH - 2)  # the deepest arguments allowed
+
+    async def echo(args, ctx):
+        return odd + args["text"]
+
+    tools = [Tool("echo", "Echo.", {"type": "object"}, echo)]
+    replies = [
+        AssistantMessage([Thinking(odd, signature=odd), Text(odd), ToolCall("c1", "echo", {"text": odd, "deep": deep})]),
+        AssistantMessage([Text(odd)]),
+    ]
+    db = tmp_path / "s.db"
+    async with Runtime(SQLiteStore(db)) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel(replies), tools=tools), "s1")
+        result = await agent.run(UserMessage([Text(odd)]))
+        history = list(agent.messages)
+    assert result.stop_reason == "completed" and len(history) == 4
+    async with Runtime(SQLiteStore(db)) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([]), tools=tools), "s1")
+        assert list(agent.messages) == history
