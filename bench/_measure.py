@@ -76,6 +76,17 @@ def repeat(
     return {name: Spread(tuple(result[name] for result in results)) for name in results[0]}
 
 
+async def each(step: Callable[[Any], Awaitable[Any]], state: Any, count: int) -> list[float]:
+    """Call ``state = await step(state)`` ``count`` times; return the CPU
+    time of each call."""
+    times = []
+    for _ in range(count):
+        start = cpu()
+        state = await step(state)
+        times.append(cpu() - start)
+    return times
+
+
 @contextmanager
 def allocated() -> Iterator[Callable[[], tuple[int, int]]]:
     """Trace Python allocations inside the block. The yielded function
@@ -98,17 +109,18 @@ def allocated() -> Iterator[Callable[[], tuple[int, int]]]:
 
 
 def duration(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    return _scaled(seconds, (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)))
 
 
 def size(nbytes: float) -> str:
-    for unit, scale in (("MB", 2**20), ("KB", 2**10)):
-        if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
+    return _scaled(nbytes, (("MB", 2**20), ("KB", 2**10), ("B", 1)))
+
+
+def _scaled(value: float, units: tuple[tuple[str, float], ...]) -> str:
+    """Three significant digits in the largest unit that keeps a digit before the point."""
+    unit, scale = next(((unit, scale) for unit, scale in units if abs(value) >= scale), units[-1])
+    scaled = value / scale
+    return f"{scaled:.0f} {unit}" if abs(scaled) >= 100 else f"{scaled:.3g} {unit}"
 
 
 def header(title: str, runs: int = RUNS) -> None:

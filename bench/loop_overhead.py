@@ -59,19 +59,20 @@ def main() -> None:
     ends = sorted(int(n) for n in args.turns.split(","))
 
     header(f"agentrio, one turn = a prompt, {CALLS} parallel no-op calls, a text answer", args.runs)
-    print(f"\nper turn of a {ends[-1]:,}-turn conversation, one agent.run per turn")
+    print(f"\n| per turn of a {ends[-1]:,}-turn conversation, one agent.run each | CPU | vs turn {ends[0]} |")
+    print("|---|---|---|")
     spreads = repeat(growth, ends, runs=args.runs)
     first = spreads[f"turn {ends[0]:,}"]
     for name, spread in spreads.items():
-        print(f"  {name:<28} {spread.show()}   {spread / first:.2f}x {ends[0]}")
+        print(f"| {name} | {spread.show()} | {spread / first:.2f}x |")
 
-    print(f"\nfixed and marginal costs ({args.marginal_turns} runs each)")
+    print(f"\n| fixed and marginal costs ({args.marginal_turns} runs each) | CPU |")
+    print("|---|---|")
     for name, spread in repeat(marginal, args.marginal_turns, runs=args.runs).items():
-        print(f"  {name:<28} {spread.show()}")
+        print(f"| {name} | {spread.show()} |")
 
     memory = repeat(idle_memory, args.agents, runs=args.runs)["memory"]
-    print(f"\nidle agent memory ({args.agents:,} agents, tracemalloc)\n  {'per agent':<28} {memory.show(size)}")
-
+    print(f"\n| idle agents (tracemalloc) | memory per agent |\n|---|---|\n| {args.agents:,} | {memory.show(size)} |")
 
 if __name__ == "__main__":
     main()
