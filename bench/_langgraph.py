@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 
-from _measure import cpu, each
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -55,7 +54,8 @@ async def noop(i: int) -> str:
     return "ok"
 
 
-def _turn(calls: int):
+def turn(calls: int) -> Callable[[list[BaseMessage]], Awaitable[list[BaseMessage]]]:
+    """One run of a conversation: the history before it -> the history after it."""
     model = ScriptedChatModel(calls=calls).bind_tools([noop])
 
     async def call_model(state: MessagesState) -> dict:
@@ -69,35 +69,19 @@ def _turn(calls: int):
     graph.add_edge("tools", "model")
     app = graph.compile()
 
-    async def turn(history: list[BaseMessage]) -> list[BaseMessage]:
+    async def run(history: list[BaseMessage]) -> list[BaseMessage]:
         state = await app.ainvoke({"messages": [*history, HumanMessage("go")]})
         assert state["messages"][-1].content == "done"
         return state["messages"]
 
-    return turn
+    return run
 
 
-async def conversation(turns: int, prefill: int, calls: int) -> list[float]:
-    """CPU of each of ``turns`` runs, after a history of ``prefill`` turns
-    (deep copies of one real turn with fresh message and call ids)."""
-    turn = _turn(calls)
-    template = await turn([])
-    history = [_renamed(message, k) for k in range(prefill) for message in template]
-    return await each(turn, history, turns)
-
-
-def _renamed(message: BaseMessage, k: int) -> BaseMessage:
+def copied(message: BaseMessage, k: int) -> BaseMessage:
+    """A deep copy of ``message`` as turn ``k`` would have it (its own ids)."""
     update: dict = {"id": str(uuid.uuid4())}
     if isinstance(message, AIMessage) and message.tool_calls:
         update["tool_calls"] = [{**call, "id": f"p{k}_{call['id']}"} for call in message.tool_calls]
     if isinstance(message, ToolMessage):
         update["tool_call_id"] = f"p{k}_{message.tool_call_id}"
     return message.model_copy(update=update, deep=True)
-
-
-async def crowd(count: int, calls: int) -> float:
-    """CPU of ``count`` one-turn conversations run at once with one graph."""
-    start = cpu()
-    turn = _turn(calls)
-    await asyncio.gather(*(turn([]) for _ in range(count)))
-    return cpu() - start

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
+from collections.abc import Awaitable, Callable
 
-from _measure import cpu, each
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
@@ -16,6 +15,27 @@ WORK = (
     "Agent.run(prompt, message_history=the previous run's all_messages()); a FunctionModel stream "
     "function; 4 calls of an @agent.tool_plain; an event_stream_handler reading every event"
 )
+
+
+def turn(calls: int) -> Callable[[list[ModelMessage]], Awaitable[list[ModelMessage]]]:
+    """One run of a conversation: the history before it -> the history after it."""
+    agent = _agent(calls)
+
+    async def run(history: list[ModelMessage]) -> list[ModelMessage]:
+        result = await agent.run("go", message_history=history, event_stream_handler=_drain)
+        assert result.output == "done"
+        return result.all_messages()
+
+    return run
+
+
+def copied(message: ModelMessage, k: int) -> ModelMessage:
+    """A deep copy of ``message`` as turn ``k`` would have it (its own call ids)."""
+    message = copy.deepcopy(message)
+    for part in message.parts:
+        if hasattr(part, "tool_call_id"):
+            part.tool_call_id = f"p{k}_{part.tool_call_id}"
+    return message
 
 
 def _agent(calls: int) -> Agent:
@@ -42,36 +62,3 @@ def _agent(calls: int) -> Agent:
 async def _drain(ctx, events) -> None:
     async for _ in events:
         pass
-
-
-def _turn(agent: Agent):
-    async def turn(history: list[ModelMessage]) -> list[ModelMessage]:
-        result = await agent.run("go", message_history=history, event_stream_handler=_drain)
-        assert result.output == "done"
-        return result.all_messages()
-
-    return turn
-
-
-async def conversation(turns: int, prefill: int, calls: int) -> list[float]:
-    """CPU of each of ``turns`` runs, after a history of ``prefill`` turns
-    (deep copies of one real turn with fresh call ids)."""
-    turn = _turn(_agent(calls))
-    template = await turn([])
-    history = [_renamed(copy.deepcopy(message), k) for k in range(prefill) for message in template]
-    return await each(turn, history, turns)
-
-
-def _renamed(message: ModelMessage, k: int) -> ModelMessage:
-    for part in message.parts:
-        if hasattr(part, "tool_call_id"):
-            part.tool_call_id = f"p{k}_{part.tool_call_id}"
-    return message
-
-
-async def crowd(count: int, calls: int) -> float:
-    """CPU of ``count`` one-turn conversations run at once with one Agent."""
-    start = cpu()
-    turn = _turn(_agent(calls))
-    await asyncio.gather(*(turn([]) for _ in range(count)))
-    return cpu() - start

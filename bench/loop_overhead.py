@@ -11,7 +11,8 @@ parallel calls of a no-op tool, the results, and a text answer, from a
   runs) before N: runs 6–10, 181–200, 901–1,000;
 * per parallel call: (per turn with 8 calls - per turn with 4) / 4, from
   two conversations of ``--marginal-turns`` runs, mean of all runs but the
-  first tenth;
+  first tenth; short, so that the growth with history measured above
+  (faster with 8 calls a turn) adds little;
 * per run: a run whose model answers at once (one request, no tool), the
   fixed cost of a run, measured the same way;
 * idle agent: Python memory held per idle agent (tracemalloc, ``--agents``).
@@ -48,8 +49,10 @@ async def marginal(turns: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", default="10,200,1000", help="turn numbers to report (default: %(default)s)")
-    parser.add_argument("--marginal-turns", type=int, default=200)
+    parser.add_argument(
+        "--turns", default="10,200,1000", help="turn numbers to report (default: %(default)s)"
+    )
+    parser.add_argument("--marginal-turns", type=int, default=50)
     parser.add_argument("--agents", type=int, default=1000, help="idle agents for the memory figure")
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
@@ -72,7 +75,10 @@ def main() -> None:
         print(f"| {name} | {spread.show()} |")
 
     memory = repeat(idle_memory, args.agents, runs=args.runs)["memory"]
-    print(f"\n| idle agents (tracemalloc) | memory per agent |\n|---|---|\n| {args.agents:,} | {memory.show(size)} |")
+    print(
+        f"\n| idle agents (tracemalloc) | memory per agent |\n|---|---|\n| {args.agents:,} | {memory.show(size)} |"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -26,20 +26,25 @@ The ratios are the peer's median over agentrio's.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 from collections.abc import Callable
+from functools import partial
+from types import ModuleType
 
 import attrs
-from _measure import RUNS, Runner, Spread, header, on_asyncio, repeat
-from _workload import CALLS, conversation, crowd
-
 import trio
+from _measure import RUNS, Runner, Spread, cpu, each, header, on_asyncio, repeat
+from _workload import CALLS, conversation, crowd
 
 PEERS = ("_pydantic_ai", "_openai_agents", "_langgraph")
 
 
 @attrs.frozen
 class Framework:
+    """One framework's side of the benchmark: how it holds a conversation
+    and runs many at once, and the event loop it runs on."""
+
     name: str
     work: str
     conversation: Callable  # (turns, prefill, calls) -> CPU of each run
@@ -65,6 +70,23 @@ AGENTRIO = Framework(
 )
 
 
+async def _peer_conversation(peer: ModuleType, turns: int, prefill: int, calls: int) -> list[float]:
+    """CPU of each of ``turns`` runs, after a history of ``prefill`` turns:
+    deep copies of one real turn, with their own ids."""
+    turn = peer.turn(calls)
+    template = await turn([])
+    history = [peer.copied(item, k) for k in range(prefill) for item in template]
+    return await each(turn, history, turns)
+
+
+async def _peer_crowd(peer: ModuleType, count: int, calls: int) -> float:
+    """CPU of ``count`` one-turn conversations run at once, sharing one agent."""
+    start = cpu()
+    turn = peer.turn(calls)
+    await asyncio.gather(*(turn([]) for _ in range(count)))
+    return cpu() - start
+
+
 def peers(names: list[str]) -> tuple[list[Framework], list[str]]:
     """The peers that are installed, and a note for each that is not."""
     found, missing = [], []
@@ -77,7 +99,9 @@ def peers(names: list[str]) -> tuple[list[Framework], list[str]]:
         except ImportError as error:
             missing.append(f"{name}: not installed ({error.name}); pip install -e '.[bench]'")
             continue
-        found.append(Framework(peer.NAME, peer.WORK, peer.conversation, peer.crowd))
+        found.append(
+            Framework(peer.NAME, peer.WORK, partial(_peer_conversation, peer), partial(_peer_crowd, peer))
+        )
     return found, missing
 
 
@@ -117,7 +141,9 @@ def main() -> None:
     found, missing = peers(names)
     frameworks = [AGENTRIO, *found]
 
-    header(f"agentrio and its peers, one turn = a prompt, {CALLS} parallel no-op calls, a text answer", args.runs)
+    header(
+        f"agentrio and its peers, one turn = a prompt, {CALLS} parallel no-op calls, a text answer", args.runs
+    )
     for framework in frameworks:
         print(f"  {framework.name}: {framework.work}")
     for note in missing:
@@ -125,7 +151,11 @@ def main() -> None:
 
     rows = {
         f"per turn, {args.turns:,}-turn conversation": (_per_turn, args.turns, 0),
-        f"per turn, last {args.window:,} of {args.long:,} turns": (_per_turn, args.window, args.long - args.window),
+        f"per turn, last {args.window:,} of {args.long:,} turns": (
+            _per_turn,
+            args.window,
+            args.long - args.window,
+        ),
         f"{args.agents:,} agents, one tool turn each": (_all_at_once, args.agents),
     }
     table = {framework.name: measure(framework, rows, args.runs) for framework in frameworks}

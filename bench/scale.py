@@ -28,7 +28,9 @@ async def _per_run(count: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", default="1000,3000,10000", help="idle agent counts (default: %(default)s)")
-    parser.add_argument("--running", default="100,1000,3000", help="running agent counts (default: %(default)s)")
+    parser.add_argument(
+        "--running", default="100,1000,3000", help="running agent counts (default: %(default)s)"
+    )
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
     args = parser.parse_args()
@@ -49,8 +51,10 @@ def main() -> None:
         cpu = repeat(_per_run, count, runs=args.runs)["cpu"]
         peak = repeat(crowd_memory, count, runs=args.runs)["peak"]
         print(f"| {count:,} | {cpu.show()} | {peak.show(size)} | {size(peak.median / count)} |")
-    print(f"\n(agents per second at the largest count: {1 / cpu.median:,.0f}; "
-          f"{duration(cpu.median * count)} of CPU in all)")
+    print(
+        f"\n(agents per second at the largest count: {1 / cpu.median:,.0f}; "
+        f"{duration(cpu.median * count)} of CPU in all)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ def _bench(*argv: str, prelude: str = "") -> list[str]:
     return the lines it printed."""
     script = f"{prelude}import runpy, sys; sys.argv = {list(argv)!r}; runpy.run_path(sys.argv[0], run_name='__main__')"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "bench")}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -54,14 +56,24 @@ def test_a_peer_that_is_not_installed_is_reported_not_fatal():
 def test_loop_overhead_quick_reports_each_turn_and_the_fixed_costs():
     lines = _bench("bench/loop_overhead.py", "--quick")
     assert [row[0] for row in _rows(lines)] == [
-        "per turn of a 30-turn conversation, one agent.run each", "turn 10", "turn 30",
-        "fixed and marginal costs (20 runs each)", "per parallel call (4 -> 8)", "per run (answered at once)",
-        "idle agents (tracemalloc)", "50",
+        "per turn of a 30-turn conversation, one agent.run each",
+        "turn 10",
+        "turn 30",
+        "fixed and marginal costs (20 runs each)",
+        "per parallel call (4 -> 8)",
+        "per run (answered at once)",
+        "idle agents (tracemalloc)",
+        "50",
     ]
 
 
 def test_scale_quick_reports_idle_and_running_agents():
     lines = _bench("bench/scale.py", "--quick")
     assert [row[0] for row in _rows(lines)] == [
-        "idle agents", "100", "300", "running agents, one turn of 4 calls each", "10", "30",
+        "idle agents",
+        "100",
+        "300",
+        "running agents, one turn of 4 calls each",
+        "10",
+        "30",
     ]
