@@ -4,19 +4,22 @@
 
 * idle agents (``--idle``): one Runtime creates N agents that never run;
   CPU per creation, CPU to leave the Runtime (which disposes them all), and
-  Python memory held per agent (tracemalloc, in separate runs, as tracing
-  slows everything down);
+  Python memory held per agent;
 * running agents (``--running``): one Runtime creates N agents and runs one
   turn of each at once (a prompt, 4 parallel no-op tool calls, a text
   answer, see bench/_workload.py); CPU per agent from entering the Runtime
-  to leaving it, and the peak of Python memory over the whole (tracemalloc,
-  separate runs).
+  to leaving it, and the peak of Python memory over the whole.
+
+Memory is traced by tracemalloc in one more run of its own (tracing slows
+everything down): it counts bytes, not time, and five runs agree to three
+digits, so one is enough.
 """
 
 from __future__ import annotations
 
 import argparse
 
+import trio
 from _measure import RUNS, duration, header, repeat, size
 from _workload import CALLS, crowd, crowd_memory, idle, idle_memory
 
@@ -42,15 +45,15 @@ def main() -> None:
     print("|---|---|---|---|")
     for count in (int(n) for n in args.idle.split(",")):
         cpu = repeat(idle, count, runs=args.runs)
-        memory = repeat(idle_memory, count, runs=args.runs)["memory"]
-        print(f"| {count:,} | {cpu['create'].show()} | {cpu['exit'].show()} | {memory.show(size)} |")
+        memory = trio.run(idle_memory, count)["memory"]
+        print(f"| {count:,} | {cpu['create'].show()} | {cpu['exit'].show()} | {size(memory)} |")
 
     print(f"\n| running agents, one turn of {CALLS} calls each | CPU per agent | peak memory | per agent |")
     print("|---|---|---|---|")
     for count in (int(n) for n in args.running.split(",")):
         cpu = repeat(_per_run, count, runs=args.runs)["cpu"]
-        peak = repeat(crowd_memory, count, runs=args.runs)["peak"]
-        print(f"| {count:,} | {cpu.show()} | {peak.show(size)} | {size(peak.median / count)} |")
+        peak = trio.run(crowd_memory, count)["peak"]
+        print(f"| {count:,} | {cpu.show()} | {size(peak)} | {size(peak / count)} |")
     print(
         f"\n(agents per second at the largest count: {1 / cpu.median:,.0f}; "
         f"{duration(cpu.median * count)} of CPU in all)"
