@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import sys
 from collections.abc import Callable
 from functools import partial
 from types import ModuleType
@@ -115,10 +116,11 @@ async def _all_at_once(framework: Framework, count: int) -> dict[str, float]:
 
 
 def measure(framework: Framework, rows: dict[str, tuple], runs: int) -> dict[str, Spread]:
-    return {
-        row: repeat(measured, framework, *args, runs=runs, runner=framework.runner)["cpu"]
-        for row, (measured, *args) in rows.items()
-    }
+    results = {}
+    for row, (measured, *args) in rows.items():
+        print(f"  {framework.name}: {row}...", file=sys.stderr, flush=True)
+        results[row] = repeat(measured, framework, *args, runs=runs, runner=framework.runner)["cpu"]
+    return results
 
 
 def main() -> None:
