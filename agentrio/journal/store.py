@@ -88,6 +88,15 @@ class Store(Protocol):
     the state projected from every record appended so far, so that
     ``load_state`` need not replay them; the store may ignore it, and must
     take what it keeps at once, since ``state`` goes on changing.
+
+    Damage is never a new session nor a changed history. ``SessionNotFound``
+    means only that the session was never created: a session whose own row
+    is gone while its records remain, or a store whose file lost its
+    contents, is ``StoreCorrupt``. A store that keeps records outside this
+    process stores with each one ``checksum.record_checksum`` of the exact
+    bytes it keeps (and ``snapshot_checksum`` with each snapshot), and
+    checks it on every read: a mismatch raises ``StoreCorrupt`` naming the
+    session and the record (``"session 's1': record 7 is damaged"``).
     """
 
     async def __aenter__(self) -> Self: ...

@@ -12,6 +12,7 @@ from typing import Self
 
 import trio
 
+from ..checksum import record_checksum, snapshot_checksum
 from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
@@ -40,7 +41,9 @@ class SQLiteStore:
     A committed batch survives the process being killed. With
     ``synchronous="FULL"`` it also survives an OS crash or a power cut, at
     the cost of an fsync a commit. With ``create=False`` a missing file is an
-    error rather than a new store.
+    error rather than a new store. A new file is made whole, so an empty one
+    is a damaged store (``StoreCorrupt``), never a new one; every record and
+    snapshot carries a checksum checked when it is read.
 
     ``async with store`` opens it; the block that opened it closes it, after
     committing what is buffered, and blocks entered meanwhile in the same
@@ -228,7 +231,9 @@ class SQLiteStore:
         # Encoded now, since ``state`` goes on changing; without its history
         # it is small.
         seq = self._last_seq_of(session_id)
-        self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
+        count, data = len(state.messages), encode_state(state)
+        checksum = snapshot_checksum(session_id, seq, count, data.encode())
+        self._batch.snapshots.append((session_id, seq, count, data, checksum))
         self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:
@@ -250,7 +255,9 @@ class SQLiteStore:
 
 def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
     now = time.time()
-    return [
-        (session_id, seq, record.type, now, encode_record(record))
-        for seq, record in enumerate(records, last_seq + 1)
-    ]
+    rows = []
+    for seq, record in enumerate(records, last_seq + 1):
+        data = encode_record(record)
+        checksum = record_checksum(session_id, seq, record.type, data.encode())
+        rows.append((session_id, seq, record.type, now, data, checksum))
+    return rows
