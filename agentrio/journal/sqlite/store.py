@@ -16,10 +16,15 @@ from ..checksum import record_checksum, snapshot_checksum
 from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
-from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
+from ..store import Claims, LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
 from .thread import DatabaseThread, Result
+
+#: The claims of every SQLiteStore in this process, one set per file (by
+#: device and inode, however its path is spelled), so that two store objects
+#: on one file cannot both write a session. An entry per file ever opened.
+_claims_by_file: dict[tuple[int, int], Claims] = {}
 
 
 class SQLiteStore:
@@ -49,6 +54,11 @@ class SQLiteStore:
     committing what is buffered, and blocks entered meanwhile in the same
     task nest. A store opened by one task can be used, and entered, by
     others until then.
+
+    ``claim_session`` claims a session for its writer until
+    ``release_session`` or the store's closing; a claim by any SQLiteStore
+    of this process on the same file makes it raise ``SessionHeld``. Other
+    processes' claims are not seen.
     """
 
     def __init__(
@@ -63,6 +73,7 @@ class SQLiteStore:
         self._owner: trio.lowlevel.Task | None = None
         self._depth = 0
         self._stack: AsyncExitStack | None = None
+        self._claims = Claims()
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
         self._batch = Batch()
@@ -120,6 +131,8 @@ class SQLiteStore:
             else:
                 failure = None
                 self._thread, self._nursery = thread, nursery
+                stat = os.stat(self.path)
+                self._claims = _claims_by_file.setdefault((stat.st_dev, stat.st_ino), Claims())
                 self._failure, self._failure_told = None, False
                 nursery.start_soon(self._flush_when_asked)
                 self._stack = stack.pop_all()
@@ -139,6 +152,7 @@ class SQLiteStore:
                 self._thread.stop()
                 self._db = self._thread = self._owner = None
                 self._last_seq.clear()
+                self._claims.release_all(self)
         return self._failure
 
     # -- the writer -----------------------------------------------------------
@@ -244,6 +258,13 @@ class SQLiteStore:
         while self._committed < target:
             await self._commit.wait()
             self._check_usable()
+
+    async def claim_session(self, session_id: str) -> None:
+        self._check_usable()
+        self._claims.claim(session_id, self)
+
+    async def release_session(self, session_id: str) -> None:
+        self._claims.release(session_id, self)
 
     async def list_sessions(self) -> list[SessionInfo]:
         return [summary.info for summary in await self.list_summaries()]
