@@ -173,3 +173,17 @@ async def test_a_failed_write_nobody_synced_fails_the_close(db):
             await store.create_session(SessionInfo("s1"))
             break_the_file(db)
             await store.append("s1", [TurnStarted(1)])
+
+
+async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(store, db):
+    """Lone surrogates and integers beyond 64 bits, which orjson refuses and
+    the standard json round-trips, come back as they went in."""
+    odd = [
+        MessageAppended(say("half a pair: \udc80")),
+        MessageAppended(ToolResultMessage("c", "t", details={"big": 2**70, "text": "\ud800"})),
+    ]
+    await store.create_session(SessionInfo("s1"), odd[:1])
+    await store.append("s1", odd[1:])
+    async with SQLiteStore(db) as other:
+        assert (await other.load_session("s1"))[1] == odd
+        assert (await other.load_state("s1")).state.messages == [r.message for r in odd]
