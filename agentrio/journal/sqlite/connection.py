@@ -41,7 +41,9 @@ def connect(path: Path) -> sqlite3.Connection:
             f"{path} is damaged: the file is empty (a store truncated to nothing, or an empty file "
             "made for one); remove it to start a new store there"
         )
-    conn = sqlite3.connect(path, isolation_level=None)
+    # Used by the store's thread and, while that thread is idle, by the trio
+    # thread (``Database.try_write``): never by both at once.
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     # For the migration that adds checksums to rows written before them.
     conn.create_function("agentrio_record_checksum", 4, record_checksum, deterministic=True)
@@ -64,6 +66,8 @@ def configure(conn: sqlite3.Connection, path: Path, synchronous: Synchronous) ->
     if mode != "wal":
         raise StoreError(f"{path}: SQLite cannot use write-ahead logging here (journal mode {mode!r})")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
+    # A checkpoint syncs the file: the store runs its own, in its thread.
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
 
 
 @contextmanager

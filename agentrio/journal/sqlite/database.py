@@ -13,7 +13,7 @@ import attrs
 
 from ...messages import Message
 from ..checksum import record_checksum, snapshot_checksum
-from ..codec import decode_message_record, decode_record, decode_state
+from ..codec import decode_message_record, decode_record, decode_state, many_objects
 from ..projection import SessionState
 from ..records import MessageAppended, Record
 from ..store import (
@@ -25,7 +25,7 @@ from ..store import (
     StoreCorrupt,
     StoreError,
 )
-from .connection import Synchronous, configure, connect, store_error, transaction
+from .connection import BUSY_TIMEOUT_MS, Synchronous, configure, connect, store_error, transaction
 from .schema import MIGRATIONS, check_identity, create_file, migrate
 
 T = TypeVar("T")
@@ -54,6 +54,13 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots)
+
+
+#: A checkpoint (moving the WAL's pages into the database file, with an
+#: fsync) is due after this many commits or bytes of records since the last
+#: one: about what SQLite's automatic checkpoint of 1,000 pages allows.
+CHECKPOINT_COMMITS = 250
+CHECKPOINT_BYTES = 2_000_000
 
 
 @contextmanager
@@ -88,6 +95,9 @@ class Database:
             except BaseException:
                 self._conn.close()
                 raise
+        # Commits and record bytes since the last checkpoint.
+        self._commits = 0
+        self._bytes = 0
 
     def close(self) -> None:
         with translated(self.path):
@@ -108,13 +118,54 @@ class Database:
             conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def write(self, batch: Batch) -> None:
+        """Commit ``batch``, waiting for another process's write to end, then
+        checkpoint if one is due. In the store's thread."""
+        with translated(self.path):
+            self._commit(batch)
+        if self.checkpoint_due:
+            self.checkpoint()
+
+    def try_write(self, batch: Batch) -> bool:
+        """Commit ``batch`` unless another connection holds the write lock,
+        without waiting for it: ``False`` when nothing was written. Never a
+        checkpoint (see ``checkpoint_due``). With ``synchronous=NORMAL``
+        a commit writes to the OS's cache without syncing, so this may run
+        in the trio thread while the store's thread is idle."""
         conn = self._conn
-        with translated(self.path), transaction(conn, "IMMEDIATE"):
+        with translated(self.path):
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._commit(batch)
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorname == "SQLITE_BUSY" and not conn.in_transaction:
+                    return False
+                raise
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return True
+
+    def _commit(self, batch: Batch) -> None:
+        conn = self._conn
+        with transaction(conn, "IMMEDIATE"):
             try:
                 conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", batch.records)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
-            conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
+            if batch.snapshots:
+                conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
+        self._commits += 1
+        self._bytes += sum(len(row[4]) for row in batch.records) + sum(len(row[3]) for row in batch.snapshots)
+
+    @property
+    def checkpoint_due(self) -> bool:
+        return self._commits >= CHECKPOINT_COMMITS or self._bytes >= CHECKPOINT_BYTES
+
+    def checkpoint(self) -> None:
+        """Copy what the WAL holds into the database file, as far as readers
+        allow. In the store's thread: it syncs the file."""
+        with translated(self.path):
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self._commits = self._bytes = 0
 
     # -- reading --------------------------------------------------------------
 
@@ -137,16 +188,17 @@ class Database:
                 (session_id, MESSAGE, after, message_count),
             ).fetchall()
             rows = self._records(session_id, after)
-        if state_data is None:
-            state = SessionState()
-        else:
-            if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
-                raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
-            history = self._history(session_id, history_rows, message_count)
-            state = self._decoded(session_id, "its snapshot", decode_state, state_data, history)
-        last_seq = after
-        for last_seq, record in self._decode(session_id, rows, after):
-            state.apply(record)
+        with many_objects():
+            if state_data is None:
+                state = SessionState()
+            else:
+                if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
+                    raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
+                history = self._history(session_id, history_rows, message_count)
+                state = self._decoded(session_id, "its snapshot", decode_state, state_data, history)
+            last_seq = after
+            for last_seq, record in self._decode(session_id, rows, after):
+                state.apply(record)
         return LoadedSession(info, state, len(rows)), last_seq
 
     def load_records(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
@@ -154,7 +206,8 @@ class Database:
         with translated(self.path), transaction(conn, "DEFERRED"):
             info = self._info(session_id)
             rows = self._records(session_id, 0)
-        return info, [record for _, record in self._decode(session_id, rows, 0)]
+        with many_objects():
+            return info, [record for _, record in self._decode(session_id, rows, 0)]
 
     def summaries(self) -> list[SessionSummary]:
         with translated(self.path):

@@ -34,9 +34,14 @@ class SQLiteStore:
     ``append`` encodes its records at once (a record that is not JSON fails
     there) and buffers them. Once the appending task yields, the buffer goes
     to the store's own thread, which commits it in one transaction; what is
-    appended meanwhile waits for the next one. So the trio thread never
-    waits for the disk, and batches grow with the load. ``sync`` waits for
-    the commit that covers everything appended before it.
+    appended meanwhile waits for the next one. So batches grow with the
+    load. ``sync`` waits for the commit that covers everything appended
+    before it. The trio thread never waits for the disk nor for another
+    process: with ``synchronous="NORMAL"`` a commit only writes to the OS's
+    cache, so a ``sync`` that finds the store's thread idle commits right
+    there, without a round trip to the thread, unless another process holds
+    the write lock; checkpoints, which sync the file, and every commit with
+    ``synchronous="FULL"`` run in the store's thread.
 
     A crash loses what was appended but not yet committed. That is safe
     because the agent syncs wherever it matters: before a tool's body runs,
@@ -66,6 +71,8 @@ class SQLiteStore:
     ) -> None:
         self.path = Path(path)
         self._open_database = functools.partial(Database, self.path, create=create, synchronous=synchronous)
+        #: Whether a barrier may commit in the trio thread (see above).
+        self._commit_here = synchronous == "NORMAL"
         self._db: Database | None = None
         self._thread: DatabaseThread | None = None
         self._nursery: trio.Nursery | None = None
@@ -183,14 +190,40 @@ class SQLiteStore:
         _, error = result
         if error is None:
             self._committed = upto
-        elif isinstance(error, StoreError):
-            self._failure = error
-        else:  # raising here would end the trio run
-            self._failure = StoreError(f"{self.path}: a write failed: {error!r}")
-            self._failure.__cause__ = error
+        else:
+            self._fail(error)
         self._commit.set()
         self._commit = trio.Event()
         self._write()
+
+    def _fail(self, error: BaseException) -> None:
+        if isinstance(error, StoreError):
+            self._failure = error
+        else:  # raising in a delivery would end the trio run
+            self._failure = StoreError(f"{self.path}: a write failed: {error!r}")
+            self._failure.__cause__ = error
+
+    def _write_here(self) -> None:
+        """Commit the buffer in the trio thread, if the store's thread is
+        idle and no other process holds the write lock; else leave it."""
+        if self._writing or not self._batch or self._failure is not None or not self._thread.idle:
+            return
+        db, upto = self._db, self._buffered
+        try:
+            if not db.try_write(self._batch):
+                return
+        except Exception as exc:
+            self._written(upto, (None, exc))
+            return
+        self._batch = Batch()
+        self._written(upto, (None, None))
+        if db.checkpoint_due:
+            self._thread.submit(db.checkpoint, (), self._checkpointed)
+
+    def _checkpointed(self, result: Result) -> None:
+        _, error = result
+        if error is not None:
+            self._fail(error)
 
     def _check_usable(self) -> Database:
         if self._failure is not None:
@@ -253,7 +286,14 @@ class SQLiteStore:
     async def sync(self, session_id: str | None = None) -> None:
         """Every session's appends so far are committed together."""
         self._check_usable()
+        await trio.lowlevel.checkpoint_if_cancelled()
         target = self._buffered
+        if self._commit_here:
+            self._write_here()
+            self._check_usable()
+            if self._committed >= target:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return
         self._write()  # now rather than when the scheduled call runs
         while self._committed < target:
             await self._commit.wait()
