@@ -3,6 +3,7 @@ clear error (never a fresh session), and migrating older ones."""
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 
@@ -136,6 +137,17 @@ async def test_a_new_store_file_is_never_empty(db):
     what lets an empty file mean a truncated store."""
     async with SQLiteStore(db):
         assert db.stat().st_size > 0
+    assert sorted(p.name for p in db.parent.iterdir()) == [db.name]
+
+
+async def test_a_new_store_file_is_made_whole_without_hard_links_too(db, monkeypatch):
+    def no_hard_links(*args):
+        raise PermissionError("hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    await make_store(db)
+    async with SQLiteStore(db) as store:
+        assert [info.session_id for info in await store.list_sessions()] == ["s1"]
     assert sorted(p.name for p in db.parent.iterdir()) == [db.name]
 
 

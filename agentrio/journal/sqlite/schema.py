@@ -78,6 +78,11 @@ def create_file(path: Path) -> None:
             os.link(temp, path)
         except FileExistsError:
             pass  # another process made it first
+        except OSError:
+            # No hard links on this file system: a rename, which would
+            # replace a store made by another process since the check above.
+            if not path.exists():
+                os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
 
