@@ -3,7 +3,7 @@
 from .fork import ForkRefused
 from .journal import Journal
 from .projection import JournalCorrupt, SessionState
-from .records import QueuedInput, Record
+from .records import Record
 from .sqlite import SQLiteStore
 from .store import (
     ForeignDatabase,
@@ -28,7 +28,6 @@ __all__ = [
     "JournalCorrupt",
     "LoadedSession",
     "MemoryStore",
-    "QueuedInput",
     "Record",
     "SQLiteStore",
     "SchemaTooNew",

@@ -14,6 +14,7 @@ from agentrio.journal import (
     ForeignDatabase,
     SchemaTooNew,
     SessionInfo,
+    SessionNotFound,
     SessionState,
     StoreCorrupt,
     StoreNotFound,
@@ -166,6 +167,17 @@ async def test_a_session_row_missing_beside_its_records_is_damage_not_a_new_sess
         # The other session, and one never created, are what they were.
         assert len((await rt.create(spec(), "s2")).messages) == 80
         assert (await rt.create(spec(), "s3")).messages == ()
+
+
+async def test_records_left_without_their_session_row_can_be_deleted(db):
+    await make_store(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM sessions WHERE session_id = 's1'")
+    conn.close()
+    async with SQLiteStore(db) as store:
+        await store.delete_session("s1")
+        with pytest.raises(SessionNotFound):
+            await store.load_state("s1")
 
 
 def flip(db, offset, mask):

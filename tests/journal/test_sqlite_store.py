@@ -242,3 +242,21 @@ async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):
             sizes.append(wal.stat().st_size)
     # 300 commits of a few pages each, without checkpoints: over 2 MB.
     assert max(sizes) < 300_000
+
+
+async def test_deleting_a_session_removes_its_journal_and_keeps_its_forks(stores):
+    async with stores() as store, Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([say("one")])), "gone")
+        await agent.run("hello")
+        fork = await rt.fork("gone", at_message=2)
+        await rt.dispose(agent)
+        await store.delete_session("gone")
+        with pytest.raises(SessionNotFound):
+            await store.load_session("gone")
+        with pytest.raises(SessionNotFound):
+            await store.delete_session("gone")
+        assert [s.session_id for s in await store.list_sessions()] == [fork.session_id]
+        assert [m.text for m in (await store.load_state(fork.session_id)).state.messages] == ["hello", "one"]
+    # Closed and opened again, the store still has no trace of it.
+    async with stores() as store:
+        assert [s.session_id for s in await store.list_sessions()] == [fork.session_id]

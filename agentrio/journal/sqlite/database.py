@@ -167,6 +167,16 @@ class Database:
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         self._commits = self._bytes = 0
 
+    def delete_session(self, session_id: str) -> None:
+        conn = self._conn
+        with translated(self.path), transaction(conn, "IMMEDIATE"):
+            try:
+                self._info(session_id)  # SessionNotFound
+            except StoreCorrupt:
+                pass  # records left without their session row go too
+            for table in ("records", "snapshots", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
     # -- reading --------------------------------------------------------------
 
     def load_state(self, session_id: str) -> tuple[LoadedSession, int]:
