@@ -15,7 +15,7 @@ from .actors import (
     RunResult,
     agent_tool,
 )
-from .journal import MemoryStore, SQLiteStore, Store, StoreError
+from .journal import MemoryStore, SessionHeld, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -58,6 +58,7 @@ __all__ = [
     "Runtime",
     "SQLiteStore",
     "ScriptedModel",
+    "SessionHeld",
     "Store",
     "StoreError",
     "Text",
