@@ -2,6 +2,7 @@
 
 from .fork import ForkRefused
 from .journal import Journal
+from .ownership import Lease, LeaseLost, SessionHeld
 from .projection import JournalCorrupt, SessionState
 from .records import QueuedInput, Record
 from .sqlite import SQLiteStore
@@ -25,13 +26,17 @@ __all__ = [
     "ForkRefused",
     "Journal",
     "JournalCorrupt",
+    "Lease",
+    "LeaseLost",
     "LoadedSession",
     "MemoryStore",
+    "PostgresStore",
     "QueuedInput",
     "Record",
     "SQLiteStore",
     "SchemaTooNew",
     "SessionExists",
+    "SessionHeld",
     "SessionInfo",
     "SessionNotFound",
     "SessionState",
@@ -41,3 +46,12 @@ __all__ = [
     "StoreError",
     "StoreNotFound",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use: it needs psycopg, an optional dependency.
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

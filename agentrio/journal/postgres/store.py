@@ -1,0 +1,246 @@
+"""``PostgresStore``: sessions in a PostgreSQL database that many runtimes,
+on many hosts, share; each session written by the one that holds it."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Sequence
+
+import trio
+
+from ..buffered import BufferedStore
+from ..codec import encode_record, encode_state
+from ..ownership import Lease, LeaseLost, SessionHeld
+from ..projection import SessionState
+from ..records import Record
+from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary
+from .database import Batch, Database, RecordRow
+
+#: How long a lease lasts unless renewed, in seconds.
+DEFAULT_LEASE = 15.0
+
+
+class PostgresStore(BufferedStore[Database, Batch]):
+    """Sessions in a PostgreSQL database (``dsn``: a libpq connection
+    string or URI), in the schema ``schema``, created on first use unless
+    ``create=False``. Same barriers as ``SQLiteStore``: ``append`` encodes
+    and buffers, the store's own thread commits the buffer in batches, and
+    ``sync`` returns once everything appended before it is committed (with
+    PostgreSQL's default ``synchronous_commit``, flushed to its disk).
+
+    **Ownership.** A session is written by one store at a time: the one
+    holding its lease. Creating a session, or restoring it with
+    ``load_state``, takes its lease, or raises ``SessionHeld`` naming the
+    holder and when its lease ends (``acquire(..., wait=True)`` waits for
+    it instead). ``load_session`` and ``list_summaries`` only read, and need
+    no lease. A lease lasts ``lease`` seconds (the database's clock) and
+    the store renews every lease it holds a few times within that, and with
+    each commit; ``release`` (and closing the store) gives it up. A lease
+    that ran out is taken over by the next store that asks, and the
+    takeover increments its fencing token. Every commit carries the tokens
+    of its sessions, and the lease rows stay locked until it ends: the
+    records of a session taken over are refused (none is written), and
+    from then on ``append`` and ``sync`` of that session raise
+    ``LeaseLost``; ``lease(session_id).lost`` is set as soon as the store
+    learns of it. The other sessions of the store go on.
+
+    ``holder`` names the store in the leases (and so in ``SessionHeld``
+    errors): host, process and a random part unless given.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "agentrio",
+        lease: float = DEFAULT_LEASE,
+        holder: str | None = None,
+        create: bool = True,
+    ) -> None:
+        if not lease > 0:
+            raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
+        self.dsn = dsn
+        self.schema = schema
+        self.lease_seconds = lease
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self._create = create
+        #: The sessions this store holds (or held, until it is told to
+        #: forget them: a lost lease stays, to say so).
+        self._leases: dict[str, Lease] = {}
+        #: The last sequence number of each session this store writes.
+        self._last_seq: dict[str, int] = {}
+        super().__init__(f"agentrio store {self.holder}")
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(schema={self.schema!r}, holder={self.holder!r})"
+
+    # -- the BufferedStore parts ----------------------------------------------
+
+    def _connect(self) -> Database:
+        return Database(
+            self.dsn, schema=self.schema, holder=self.holder, lease_seconds=self.lease_seconds, create=self._create
+        )
+
+    def _new_batch(self) -> Batch:
+        return Batch()
+
+    def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], set[str]]]:
+        # The tokens as they are when the batch is handed over.
+        tokens = {session_id: self._leases[session_id].token for session_id in batch.sessions()}
+        return lambda: (tokens, db.write(batch, tokens))
+
+    def _committed(self, value: tuple[dict[str, int], set[str]]) -> None:
+        tokens, lost = value
+        for session_id in lost:
+            self._lose(session_id, tokens[session_id], "its records since were refused")
+
+    async def _serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Renews the leases three times a lease."""
+        task_status.started()
+        while True:
+            await trio.sleep(self.lease_seconds / 3)
+            held = [(s, lease.token) for s, lease in self._leases.items() if lease.error is None]
+            if not held or self._failure is not None:
+                continue
+            try:
+                lost = await self._call(Database.renew, held)
+            except Exception as exc:
+                self._fail(exc)
+                continue
+            tokens = dict(held)
+            for session_id in lost:
+                self._lose(session_id, tokens[session_id], "found when renewing it")
+
+    async def _closing(self) -> None:
+        for session_id in list(self._leases):
+            await self._release(session_id)
+
+    def _lose(self, session_id: str, token: int, how: str) -> None:
+        lease = self._leases.get(session_id)
+        if lease is None or lease.token != token or lease.error is not None:
+            return  # released, or taken again, meanwhile
+        lease.error = LeaseLost(
+            f"session {session_id!r} was taken over by another store after the lease of {self.holder} "
+            f"(token {token}) ran out ({how}): nothing this store appends to it is written"
+        )
+        lease.lost.set()
+
+    # -- ownership ------------------------------------------------------------
+
+    def lease(self, session_id: str) -> Lease | None:
+        """The session's lease if this store holds it (or lost it and was
+        not told to forget it)."""
+        return self._leases.get(session_id)
+
+    async def acquire(self, session_id: str, *, wait: bool = False) -> Lease:
+        """Take the session's lease (a no-op if this store holds it). If
+        another holder's lease runs, raise ``SessionHeld``, or with
+        ``wait=True`` wait until it ends and take it then. Raises
+        ``SessionNotFound`` for a session the database does not hold."""
+        lease = self._leases.get(session_id)
+        if lease is not None and lease.error is None:
+            return lease
+        while True:
+            try:
+                token, last_seq = await self._call(Database.acquire, session_id)
+            except SessionHeld as held:
+                if not wait:
+                    raise
+                # Until the lease ends, or sooner: a release ends it early.
+                await trio.sleep(min(held.remaining, self.lease_seconds / 3) + 0.01)
+            else:
+                break
+        self._leases[session_id] = lease = Lease(session_id, self.holder, token)
+        self._last_seq[session_id] = last_seq
+        return lease
+
+    async def release(self, session_id: str) -> None:
+        """Commit what was appended to the session, then give its lease up
+        (or forget a lost one)."""
+        if session_id not in self._leases:
+            return
+        await self._sync_all()
+        await self._release(session_id)
+
+    async def _release(self, session_id: str) -> None:
+        lease = self._leases.pop(session_id)
+        self._last_seq.pop(session_id, None)
+        if lease.error is None:
+            await self._call(Database.release, session_id, lease.token)
+
+    def _held(self, session_id: str) -> Lease:
+        self._check_usable()
+        lease = self._leases.get(session_id)
+        if lease is None:
+            raise SessionNotFound(f"session {session_id!r} is not held by {self!r}: create or load it first")
+        if lease.error is not None:
+            raise lease.error
+        return lease
+
+    # -- the Store interface --------------------------------------------------
+
+    async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
+        rows = _rows(info.session_id, 0, records)
+        token = await self._call(Database.create_session, info, rows)
+        self._leases[info.session_id] = Lease(info.session_id, self.holder, token)
+        self._last_seq[info.session_id] = len(rows)
+
+    async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
+        await self._sync_all()  # read back what this store appended
+        return await self._call(Database.load_records, session_id)
+
+    async def load_state(self, session_id: str) -> LoadedSession:
+        """Restore the session, taking its lease (``SessionHeld`` if another
+        store holds it)."""
+        await self._sync_all()
+        held_before = session_id in self._leases and self._leases[session_id].error is None
+        await self.acquire(session_id)
+        try:
+            loaded, last_seq = await self._call(Database.load_state, session_id)
+        except BaseException:
+            if not held_before:
+                with trio.CancelScope(shield=True):
+                    await self._release(session_id)
+            raise
+        self._last_seq[session_id] = last_seq
+        return loaded
+
+    async def append(self, session_id: str, records: Sequence[Record]) -> None:
+        self._held(session_id)
+        last_seq = self._last_seq[session_id]
+        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        self._batch.records += rows
+        self._last_seq[session_id] = last_seq + len(rows)
+        self._buffer()
+
+    async def save_snapshot(self, session_id: str, state: SessionState) -> None:
+        self._held(session_id)
+        seq = self._last_seq[session_id]
+        self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
+        self._buffer()
+
+    async def sync(self, session_id: str | None = None) -> None:
+        """Every session's appends so far are committed together; raises
+        ``LeaseLost`` if ``session_id``'s were refused, or its lease is gone."""
+        await self._sync_all()
+        lease = self._leases.get(session_id)
+        if lease is not None and lease.error is not None:
+            raise lease.error
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        return [summary.info for summary in await self.list_summaries()]
+
+    async def list_summaries(self) -> list[SessionSummary]:
+        await self._sync_all()
+        return await self._call(Database.summaries)
+
+
+def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+    now = time.time()
+    return [
+        (session_id, seq, record.type, now, encode_record(record))
+        for seq, record in enumerate(records, last_seq + 1)
+    ]
