@@ -1,16 +1,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from agentrio import MemoryStore, SQLiteStore
-from agentrio.journal import PostgresStore
+from agentrio import MemoryStore
 
 from ..pgcluster import Cluster, ServerMissing
-
-#: Leases in the tests: short, so that takeovers happen within a test.
-LEASE = 1.0
+from .places import DURABLE, Place
 
 
 @pytest.fixture(scope="session")
@@ -27,25 +25,26 @@ def postgres():
 
 
 @pytest.fixture
-def db(tmp_path):
+def db(tmp_path) -> Path:
     return tmp_path / "sessions.db"
 
 
 @pytest.fixture
-def dsn(postgres):
+def dsn(postgres) -> str:
     """A new, empty database."""
     return postgres.new_database()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def new_store(request, tmp_path):
-    """Makes a new store object on the same database each time it is called:
-    an SQLite file, or a PostgreSQL database."""
-    if request.param == "sqlite":
-        db = tmp_path / "sessions.db"
-        return lambda: SQLiteStore(db)
-    dsn = request.getfixturevalue("dsn")
-    return lambda: PostgresStore(dsn, lease=LEASE)
+def _place(request, kind: str) -> Place:
+    if kind == "sqlite":
+        return Place("sqlite", str(request.getfixturevalue("db")))
+    return Place("postgres", request.getfixturevalue("dsn"))
+
+
+@pytest.fixture(params=DURABLE)
+def new_store(request) -> Place:
+    """Each durable store in turn (a test using it runs once for each)."""
+    return _place(request, request.param)
 
 
 @pytest.fixture
@@ -54,12 +53,11 @@ async def store(new_store):
         yield store
 
 
-@pytest.fixture(params=["memory", "durable"])
+@pytest.fixture(params=["memory", *DURABLE])
 def stores(request):
     """Makes the store for each Runtime of a test: the same MemoryStore each
-    time, or a new store object on the same database (SQLite and
-    PostgreSQL)."""
+    time, or a new store object on the same database."""
     if request.param == "memory":
         memory = MemoryStore()
         return lambda: memory
-    return request.getfixturevalue("new_store")
+    return _place(request, request.param)

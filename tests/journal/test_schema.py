@@ -54,27 +54,6 @@ async def test_a_damaged_session_is_an_error_not_a_fresh_session(db):
 
 
 @pytest.mark.parametrize(
-    "tampering, error",
-    [
-        (
-            'UPDATE records SET data = \'{"type": "from_the_future"}\' WHERE seq = 5',
-            "record 5 cannot be read",
-        ),
-        ("DELETE FROM records WHERE seq = 7", "record 7 is missing"),
-    ],
-)
-async def test_a_bad_journal_names_the_session_and_the_record(db, tampering, error):
-    await make_store(db)
-    with sqlite3.connect(db) as conn:
-        conn.execute(tampering)
-    conn.close()
-    async with SQLiteStore(db) as store:
-        for load in (store.load_state, store.load_session):
-            with pytest.raises(StoreCorrupt, match=f"{db}: session 's1': {error}"):
-                await load("s1")
-
-
-@pytest.mark.parametrize(
     "setup",
     [
         ["CREATE TABLE users (name TEXT)"],
