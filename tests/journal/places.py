@@ -45,3 +45,10 @@ class Place:
         with psycopg.connect(self.location, autocommit=True, options="-c search_path=agentrio") as conn:
             cursor = conn.execute(statement.replace("?", "%s"), params)
             return cursor.fetchall() if cursor.description else []
+
+    def stored_records(self, session_id: str) -> list:
+        """The session's records as the database holds them, in order."""
+        from agentrio.journal.codec import decode_record
+
+        rows = self.execute("SELECT data FROM records WHERE session_id = ? ORDER BY seq", (session_id,))
+        return [decode_record(data) for (data,) in rows]

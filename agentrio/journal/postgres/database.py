@@ -80,6 +80,13 @@ class Database:
             self._conn = psycopg.connect(dsn, autocommit=True)
             try:
                 self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+                # A process paused inside a commit holds its sessions' lease
+                # rows, and so would block their takeover: the server ends
+                # such a transaction (and the connection) after a lease.
+                self._conn.execute(
+                    "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+                    (f"{max(1000, round(lease_seconds * 1000))}ms",),
+                )
                 with self._conn.transaction():
                     version = check_identity(self._conn, self.where, schema, migrations)
                 if version < len(migrations):
@@ -138,8 +145,9 @@ class Database:
             )
 
     def renew(self, held: Sequence[Held]) -> set[str]:
-        """Extend the leases still ours; returns the sessions that are not."""
-        with self.translated(), self._conn.transaction():
+        """Extend the leases still ours; returns the sessions that are not.
+        One statement, so a pause of this process never holds a lease row."""
+        with self.translated():
             return self._renew(held)
 
     def _renew(self, held: Sequence[Held]) -> set[str]:
