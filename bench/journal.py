@@ -3,19 +3,24 @@
     python bench/journal.py
 
 * "append": an agent's stream of records (inbox, turn and step boundaries,
-  messages, tool starts), appended one at a time through ``Journal`` on an
-  ``SQLiteStore``, with a sync wherever the agent syncs: after each tool
-  start (before its body runs; it also covers the results before an
-  exclusive call) and at the end of every turn. Once for one agent, whose
-  every sync waits for a commit, and once for 8 agents on one store, whose
-  syncs share commits. The peer is a plain sqlite3 journal that commits
-  every append on the calling thread (blocking the event loop each time),
-  with the same JSON, the same file settings and the same projection.
+  messages, tool starts), appended one at a time through ``Journal``, with
+  a sync wherever the agent syncs: after each tool start (before its body
+  runs; it also covers the results before an exclusive call) and at the end
+  of every turn. Once for one agent, whose every sync waits for a commit,
+  and once for 8 agents on one store, whose syncs share commits. On
+  ``SQLiteStore`` (synchronous NORMAL and FULL) and on ``PostgresStore``
+  (a throwaway local server with PostgreSQL's defaults: every commit is
+  flushed to disk). The peer is a plain sqlite3 journal that commits every
+  append on the calling thread (blocking the event loop each time), with
+  the same JSON, the same file settings and the same projection.
 * "restore": ``Runtime.create`` of a stored session of 1,000 and 10,000
-  messages, written by the journal (so with its snapshots). The peer reads
-  every record of the same session and replays it.
+  messages, written by the journal (so with its snapshots), from each store.
+  The peer reads every record of the same session from SQLite and replays it.
 
-Each figure is the best of several rounds, on files in a temporary folder.
+Each figure is the median of several rounds (wall-clock time: the database
+server's work is part of it), with the spread (lowest and highest) beside
+it; files live in a temporary folder, each PostgreSQL round gets a new
+database. The PostgreSQL server needs its binaries (Debian: postgresql).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import trio
@@ -47,8 +52,10 @@ from agentrio import (  # noqa: E402
     Usage,
     UserMessage,
 )
-from agentrio.journal import Journal, SessionInfo, SessionState  # noqa: E402
+from agentrio.journal import Journal, PostgresStore, SessionInfo, SessionState, Store  # noqa: E402
 from agentrio.journal.codec import decode_record, encode_record  # noqa: E402
+from tests.pgcluster import Cluster  # noqa: E402
+
 from agentrio.journal.records import (  # noqa: E402
     InboxSpliced,
     MessageAppended,
@@ -102,12 +109,37 @@ def agent_stream(turns: int) -> Iterator[tuple[Record, bool]]:
         yield TurnEnded(turn, "completed"), True
 
 
+# --- stores ----------------------------------------------------------------------
+
+#: Makes a new store on a new database for each round.
+StoreMaker = Callable[[], Store]
+
+
+def store_makers(folder: Path, cluster: Cluster) -> dict[str, StoreMaker]:
+    files = (folder / f"bench-{i}.db" for i in itertools.count())
+    return {
+        "SQLite NORMAL": lambda: SQLiteStore(next(files), synchronous="NORMAL"),
+        "SQLite FULL": lambda: SQLiteStore(next(files), synchronous="FULL"),
+        "PostgreSQL": lambda: PostgresStore(cluster.new_database()),
+    }
+
+
+def spread(seconds: list[float], work: float = 1.0) -> tuple[float, float, float]:
+    """``work`` per second: the median, lowest and highest over the rounds."""
+    rates = sorted(work / s for s in seconds)
+    return statistics.median(rates), rates[0], rates[-1]
+
+
+def figure(median: float, low: float, high: float, fmt: str = "7,.0f") -> str:
+    return f"{median:{fmt}} [{low:{fmt.lstrip('7')}}-{high:{fmt.lstrip('7')}}]"
+
+
 # --- appending -------------------------------------------------------------------
 
 
-async def ours_append(path: Path, streams: list[list[tuple[Record, bool]]], synchronous: str) -> float:
+async def ours_append(make: StoreMaker, streams: list[list[tuple[Record, bool]]]) -> float:
     """Seconds to append every stream, each as its own agent's session."""
-    async with SQLiteStore(path, synchronous=synchronous) as store:
+    async with make() as store:
         journals = []
         for index in range(len(streams)):
             await store.create_session(SessionInfo(f"agent {index}"))
@@ -147,7 +179,7 @@ def naive_append(path: Path, stream: list[tuple[Record, bool]], synchronous: str
 # --- restoring -------------------------------------------------------------------
 
 
-async def write_session(store: SQLiteStore, session_id: str, turns: int) -> None:
+async def write_session(store: Store, session_id: str, turns: int) -> None:
     await store.create_session(SessionInfo(session_id))
     journal = Journal(store, session_id, SessionState())
     for record, barrier in agent_stream(turns):
@@ -156,7 +188,7 @@ async def write_session(store: SQLiteStore, session_id: str, turns: int) -> None
             await journal.sync()
 
 
-async def ours_restore(store: SQLiteStore, session_id: str, messages: int) -> float:
+async def ours_restore(store: Store, session_id: str, messages: int) -> float:
     async with Runtime(store) as rt:
         start = time.perf_counter()
         agent = await rt.create(AgentSpec("bench", ScriptedModel([])), session_id)
@@ -179,47 +211,65 @@ def naive_restore(path: Path, session_id: str, messages: int) -> float:
 # --- the report ------------------------------------------------------------------
 
 
-async def bench_append(folder: Path, turns: int, rounds: int) -> float:
-    """Events a second for one agent with synchronous=NORMAL."""
+async def bench_append(folder: Path, makers: dict[str, StoreMaker], turns: int, rounds: int) -> float:
+    """Events a second for one agent on SQLite with synchronous=NORMAL (the median)."""
     stream = list(agent_stream(turns))
     shared = [list(agent_stream(turns // AGENTS)) for _ in range(AGENTS)]
-    files = (folder / f"append-{i}.db" for i in itertools.count())
-    events = len(stream)
+    files = (folder / f"append-peer-{i}.db" for i in itertools.count())
+    events, shared_events = len(stream), sum(map(len, shared))
     print(f"append: {events:,} events ({turns:,} turns), a sync after each tool start and each turn end")
-    print("  events/s, and agentrio's ratio to the peer (commit per append)")
-    single_normal = 0.0
-    for synchronous in ("NORMAL", "FULL"):
-        single = min([await ours_append(next(files), [stream], synchronous) for _ in range(rounds)])
-        many = min([await ours_append(next(files), shared, synchronous) for _ in range(rounds)])
-        naive = min(naive_append(next(files), stream, synchronous) for _ in range(rounds))
-        peer = events / naive
-        one, several = events / single, sum(map(len, shared)) / many
+    print("  events/s: median [lowest-highest], and the median's ratio to the peer (commit per append)")
+    peers = {
+        synchronous: spread([naive_append(next(files), stream, synchronous) for _ in range(rounds)], events)
+        for synchronous in ("NORMAL", "FULL")
+    }
+    for synchronous, peer in peers.items():
+        print(f"  peer, synchronous={synchronous:<6}        {figure(*peer)}")
+    results = {}
+    for name, make in makers.items():
+        one = spread([await ours_append(make, [stream]) for _ in range(rounds)], events)
+        several = spread([await ours_append(make, shared) for _ in range(rounds)], shared_events)
+        results[name] = one
+        peer = peers["FULL" if name == "SQLite FULL" else "NORMAL"][0]
         print(
-            f"  synchronous={synchronous:<6}  agentrio 1 agent {one:7,.0f} ({one / peer:3.1f}x)   "
-            f"{AGENTS} agents {several:7,.0f} ({several / peer:3.1f}x)   peer {peer:7,.0f}"
+            f"  {name:<14} 1 agent {figure(*one)} ({one[0] / peer:4.1f}x)   "
+            f"{AGENTS} agents {figure(*several)} ({several[0] / peer:4.1f}x)"
         )
-        if synchronous == "NORMAL":
-            single_normal = one
-    return single_normal
+    for sqlite in ("SQLite NORMAL", "SQLite FULL"):
+        print(f"  PostgreSQL / {sqlite}, 1 agent: {results['PostgreSQL'][0] / results[sqlite][0]:.2f}x")
+    return results["SQLite NORMAL"][0]
 
 
-async def bench_restore(folder: Path, rounds: int) -> dict[int, float]:
-    path = folder / "restore.db"
+async def bench_restore(folder: Path, makers: dict[str, StoreMaker], rounds: int) -> dict[int, float]:
+    """The median 10,000-message restore on SQLite NORMAL, in ms."""
     sizes = {1_000: "s1k", 10_000: "s10k"}
-    async with SQLiteStore(path) as store:
+    print("restore: Runtime.create of a stored session (snapshot + records after it), ms")
+    print("  median [lowest-highest]; the peer reads every record from SQLite and replays it")
+    peer_path = folder / "restore-peer.db"
+    async with SQLiteStore(peer_path) as store:
         for messages, session_id in sizes.items():
             await write_session(store, session_id, messages // MESSAGES_PER_TURN)
-        print("restore: Runtime.create of a stored session (snapshot + records after it)")
-        results = {}
-        for messages, session_id in sizes.items():
-            ours = [await ours_restore(store, session_id, messages) for _ in range(rounds)]
-            naive = min(naive_restore(path, session_id, messages) for _ in range(rounds))
-            results[messages] = min(ours) * 1e3
-            print(
-                f"  {messages:>6,} messages  agentrio {min(ours) * 1e3:7.1f} ms (median {statistics.median(ours) * 1e3:.1f})"
-                f"   full replay {naive * 1e3:7.1f} ms   ratio {naive / min(ours):4.1f}x"
-            )
-    return results
+    peers = {
+        messages: statistics.median([1e3 * naive_restore(peer_path, sid, messages) for _ in range(rounds)])
+        for messages, sid in sizes.items()
+    }
+    results = {}
+    for name, make in makers.items():
+        if name == "SQLite FULL":
+            continue  # reads as NORMAL does
+        store = make()
+        async with store:
+            for messages, session_id in sizes.items():
+                await write_session(store, session_id, messages // MESSAGES_PER_TURN)
+            for messages, session_id in sizes.items():
+                times = sorted([1e3 * await ours_restore(store, session_id, messages) for _ in range(rounds)])
+                median, peer = statistics.median(times), peers[messages]
+                results[(name, messages)] = median
+                print(
+                    f"  {name:<14} {messages:>6,} messages {median:7.1f} [{times[0]:.1f}-{times[-1]:.1f}]"
+                    f"   full replay {peer:7.1f}   ratio {peer / median:4.1f}x"
+                )
+    return {messages: results[("SQLite NORMAL", messages)] for messages in sizes}
 
 
 async def main() -> None:
@@ -227,14 +277,24 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=2_000, help="turns in the append stream")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    print(f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, best of {args.rounds} rounds\n")
-    with tempfile.TemporaryDirectory() as folder:
-        events_per_second = await bench_append(Path(folder), args.turns, args.rounds)
-        print()
-        restore_ms = await bench_restore(Path(folder), args.rounds)
+    if args.rounds < 5:
+        parser.error("--rounds must be at least 5: a median of fewer says little")
+    cluster = Cluster.start()
+    try:
+        print(
+            f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, "
+            f"PostgreSQL {cluster.server_version()}, median of {args.rounds} rounds\n"
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            makers = store_makers(Path(folder), cluster)
+            events_per_second = await bench_append(Path(folder), makers, args.turns, args.rounds)
+            print()
+            restore_ms = await bench_restore(Path(folder), makers, args.rounds)
+    finally:
+        cluster.stop()
     print()
     print(
-        f"targets: >= {TARGET_EVENTS_PER_SECOND:,} events/s (one agent): {events_per_second:,.0f} "
+        f"targets (SQLite NORMAL): >= {TARGET_EVENTS_PER_SECOND:,} events/s (one agent): {events_per_second:,.0f} "
         f"({'met' if events_per_second >= TARGET_EVENTS_PER_SECOND else 'MISSED'}); "
         f"10,000-message restore < {TARGET_RESTORE_MS} ms: {restore_ms[10_000]:.1f} ms "
         f"({'met' if restore_ms[10_000] < TARGET_RESTORE_MS else 'MISSED'})"

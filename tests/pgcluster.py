@@ -106,6 +106,12 @@ class Cluster:
             conn.execute(f"CREATE DATABASE {name}")
         return self.dsn(name)
 
+    def server_version(self) -> str:
+        import psycopg
+
+        with psycopg.connect(self.dsn()) as conn:
+            return conn.execute("SHOW server_version").fetchone()[0]
+
     def stop(self) -> None:
         try:
             self._run("pg_ctl", "-D", self.folder / "data", "-m", "immediate", "stop")
