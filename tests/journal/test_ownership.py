@@ -8,10 +8,11 @@ import datetime
 import pytest
 import trio
 
-from agentrio import AgentSpec, Runtime, ScriptedModel, UserMessage
+from agentrio import AgentSpec, Runtime, ScriptedModel, Tool, UserMessage
 from agentrio.journal import LeaseLost, SessionHeld, SessionInfo, SessionNotFound
-from agentrio.journal.records import MessageAppended
+from agentrio.journal.records import MessageAppended, ToolCallStarted
 
+from ..helpers import calls, say
 from .places import Place
 
 
@@ -132,6 +133,40 @@ async def test_acquire_can_wait_for_the_holder_to_let_go(place):
             assert acquired == []
             await holder.release("s1")
         assert acquired[0].token == 2
+
+
+async def test_an_agent_whose_session_was_taken_over_ends_its_run_and_writes_nothing_more(place):
+    started, release = trio.Event(), trio.Event()
+
+    async def block(args, ctx):
+        started.set()
+        await release.wait()
+        return "released"
+
+    tools = [Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
+    model = ScriptedModel([calls(("block", {})), say("never said")])
+    async with place() as taker, Runtime(place()) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=tools), "s1")
+        results = []
+
+        async def run():
+            results.append(await agent.run("go"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await started.wait()
+            end_lease(place, "s1")
+            await taker.acquire("s1")
+            release.set()
+        (result,) = results
+        assert result.stop_reason == "error"
+        assert result.error.startswith("LeaseLost: session 's1' was taken over by another store")
+        # The runtime goes on.
+        other = await rt.create(AgentSpec("b", ScriptedModel([say("fine")])), "s2")
+        assert (await other.run("hi")).stop_reason == "completed"
+    records = place.stored_records("s1")
+    # The journal ends where the takeover found it: the tool had started.
+    assert isinstance(records[-1], ToolCallStarted)
 
 
 async def test_the_lease_must_be_positive(place):
