@@ -52,6 +52,7 @@ class BufferedStore(Generic[D, B]):
         self._owner: trio.lowlevel.Task | None = None
         self._depth = 0
         self._stack: AsyncExitStack | None = None
+        self._serving: trio.CancelScope | None = None  # the subclass's tasks
         self._batch: B = self._new_batch()
         # Appends and snapshots buffered so far, and how many are committed.
         self._buffered = 0
@@ -109,11 +110,13 @@ class BufferedStore(Generic[D, B]):
         if self._depth:
             return
         stack, nursery, self._stack, self._nursery = self._stack, self._nursery, None, None
-        with trio.CancelScope(shield=True):
-            self._serving.cancel()  # before the thread ends: it may call into it
-            failure = await self._close()
-        nursery.cancel_scope.cancel()  # the flusher; the thread has ended
-        await stack.aclose()
+        try:
+            with trio.CancelScope(shield=True):
+                self._serving.cancel()  # before the thread ends: it may call into it
+                failure = await self._close()
+        finally:
+            nursery.cancel_scope.cancel()  # the flusher; the thread has ended
+            await stack.aclose()
         # Records that never reached the database must not go unnoticed.
         if failure is not None and not self._failure_told and exc_type is None:
             raise failure

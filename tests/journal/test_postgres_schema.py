@@ -81,6 +81,16 @@ async def test_a_database_that_cannot_be_reached_is_a_store_error(dsn, error):
             pass
 
 
+async def test_a_session_id_postgresql_cannot_hold_is_a_store_error(dsn):
+    async with PostgresStore(dsn) as store:
+        with pytest.raises(StoreError, match="NUL"):
+            await store.create_session(SessionInfo("bad\x00id"))
+        with pytest.raises(StoreError, match="NUL"):
+            await store.load_state("bad\x00id")
+        await store.create_session(SessionInfo("fine"))  # the store goes on
+        assert [info.session_id for info in await store.list_sessions()] == ["fine"]
+
+
 async def test_stores_opening_a_new_database_at_once_migrate_it_once(dsn):
     async def open_one():
         async with PostgresStore(dsn) as store:

@@ -16,7 +16,7 @@ from ..codec import encode_record, encode_state
 from ..ownership import Lease, LeaseLost, SessionHeld
 from ..projection import SessionState
 from ..records import Record
-from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary
+from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
 from .database import Batch, Database, RecordRow
 
 #: How long a lease lasts unless renewed, in seconds.
@@ -88,8 +88,12 @@ class PostgresStore(BufferedStore[Database, Batch]):
         return Batch()
 
     def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], set[str]]]:
-        # The tokens as they are when the batch is handed over.
-        tokens = {session_id: self._leases[session_id].token for session_id in batch.sessions()}
+        # The tokens as they are when the batch is handed over; records
+        # appended to a session while it was being released are refused.
+        tokens = {
+            session_id: lease.token if (lease := self._leases.get(session_id)) else 0
+            for session_id in batch.sessions()
+        }
         return lambda: (tokens, db.write(batch, tokens))
 
     def _committed(self, value: tuple[dict[str, int], set[str]]) -> None:
@@ -115,8 +119,11 @@ class PostgresStore(BufferedStore[Database, Batch]):
                 self._lose(session_id, tokens[session_id], "found when renewing it")
 
     async def _closing(self) -> None:
-        for session_id in list(self._leases):
-            await self._release(session_id)
+        try:
+            for session_id in list(self._leases):
+                await self._release(session_id)
+        except StoreError:
+            pass  # everything is committed; the leases left end by themselves
 
     def _lose(self, session_id: str, token: int, how: str) -> None:
         lease = self._leases.get(session_id)
