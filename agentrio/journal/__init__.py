@@ -5,6 +5,7 @@ from .journal import Journal
 from .ownership import Lease, LeaseLost, SessionHeld
 from .projection import JournalCorrupt, SessionState
 from .records import QueuedInput, Record
+from .remote import RemoteInput
 from .sqlite import SQLiteStore
 from .store import (
     ForeignDatabase,
@@ -33,6 +34,7 @@ __all__ = [
     "PostgresStore",
     "QueuedInput",
     "Record",
+    "RemoteInput",
     "SQLiteStore",
     "SchemaTooNew",
     "SessionExists",

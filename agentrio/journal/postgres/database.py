@@ -22,6 +22,7 @@ from ..store import (
     StoreNotFound,
 )
 from ..rows import RowDecoder
+from .listener import Listener
 from .schema import MIGRATIONS, check_identity, migrate
 
 #: A row of the records table: ``(session_id, seq, kind, written_at, JSON)``.
@@ -48,12 +49,29 @@ class Batch:
 
     records: list[RecordRow] = attrs.Factory(list)
     snapshots: list[SnapshotRow] = attrs.Factory(list)
+    #: Remote inputs taken in: ``(session_id, input id)``.
+    consumed: list[tuple[str, int]] = attrs.Factory(list)
 
     def __bool__(self) -> bool:
-        return bool(self.records or self.snapshots)
+        return bool(self.records or self.snapshots or self.consumed)
 
     def sessions(self) -> set[str]:
-        return {row[0] for row in self.records} | {row[0] for row in self.snapshots}
+        return {row[0] for rows in (self.records, self.snapshots, self.consumed) for row in rows}
+
+
+@attrs.frozen
+class Channels:
+    """The notification channels of a store's schema; the payload of each
+    notification is a session id."""
+
+    #: Input was posted for the session.
+    inputs: str
+    #: Records of the session were committed.
+    records: str
+
+    @classmethod
+    def of(cls, schema: str) -> Channels:
+        return cls(f"{schema}.inputs", f"{schema}.records")
 
 
 class Database:
@@ -71,6 +89,7 @@ class Database:
     ) -> None:
         self.holder = holder
         self.lease_seconds = lease_seconds
+        self.channels = Channels.of(schema)
         try:
             self.where = _describe(dsn)
             self._rows = RowDecoder(self.where)
@@ -191,6 +210,12 @@ class Database:
                 self._copy_records([row for row in batch.records if row[0] not in lost])
             except errors.UniqueViolation as exc:
                 raise StoreError(f"{self.where}: {exc}: a session is written by two stores at once") from exc
+            consumed = [input_id for session_id, input_id in batch.consumed if session_id not in lost]
+            if consumed:
+                conn.execute("DELETE FROM inputs WHERE id = ANY(%s)", (consumed,))
+            written = sorted({row[0] for row in batch.records} - lost)
+            if written:  # delivered when the transaction commits
+                conn.execute("SELECT pg_notify(%s, s) FROM unnest(%s::text[]) AS s", (self.channels.records, written))
             snapshots = [row for row in batch.snapshots if row[0] not in lost]
             if snapshots:
                 with conn.cursor() as cursor:
@@ -206,6 +231,37 @@ class Database:
             with self._conn.cursor() as cursor, cursor.copy("COPY records FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
+
+    # -- remote input ---------------------------------------------------------
+
+    def post_input(self, session_id: str, data: str, posted_at: float) -> int:
+        """Durable when it returns; the holder is notified at the commit."""
+        conn = self._conn
+        with self.translated(), conn.transaction():
+            try:
+                (input_id,) = conn.execute(
+                    "INSERT INTO inputs (session_id, posted_at, data) VALUES (%s, %s, %s) RETURNING id",
+                    (session_id, posted_at, data),
+                ).fetchone()
+            except errors.ForeignKeyViolation:
+                raise SessionNotFound(session_id) from None
+            conn.execute("SELECT pg_notify(%s, %s)", (self.channels.inputs, session_id))
+        return input_id
+
+    def pending_inputs(self, session_id: str, after: int) -> list[tuple[int, str]]:
+        with self.translated():
+            return self._conn.execute(
+                "SELECT id, data FROM inputs WHERE session_id = %s AND id > %s ORDER BY id", (session_id, after)
+            ).fetchall()
+
+    def records_after(self, session_id: str, after: int) -> list[tuple[int, Record]]:
+        with self.translated():
+            self._info(session_id)
+            rows = self._records(session_id, after)
+        return list(self._rows.records(session_id, rows, after))
+
+    def stop_listener(self, listener: Listener) -> None:
+        listener.stop(self._conn)
 
     # -- reading --------------------------------------------------------------
 

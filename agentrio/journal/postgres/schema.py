@@ -50,6 +50,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             token bigint NOT NULL,
             expires_at timestamptz NOT NULL
         )""",
+        # Input posted for a session by any store, until its holder takes it:
+        # the deletion commits with the records that take it in.
+        """CREATE TABLE inputs (
+            id bigserial PRIMARY KEY,
+            session_id text NOT NULL REFERENCES sessions,
+            posted_at double precision NOT NULL,
+            data text NOT NULL
+        )""",
+        "CREATE INDEX inputs_by_session ON inputs (session_id, id)",
     ),
 )
 

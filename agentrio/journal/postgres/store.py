@@ -9,6 +9,7 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 
+import attrs
 import trio
 
 from ..buffered import BufferedStore
@@ -16,8 +17,10 @@ from ..codec import encode_record, encode_state
 from ..ownership import Lease, LeaseLost, SessionHeld
 from ..projection import SessionState
 from ..records import Record
-from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
+from ..remote import RemoteInput, decode_input, encode_input
+from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreCorrupt, StoreError
 from .database import Batch, Database, RecordRow
+from .listener import Listener
 
 #: How long a lease lasts unless renewed, in seconds.
 DEFAULT_LEASE = 15.0
@@ -72,6 +75,10 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._leases: dict[str, Lease] = {}
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
+        #: The id of the last remote input handed out, for each session held.
+        self._inputs_after: dict[str, int] = {}
+        self._listener: Listener | None = None
+        self._starting_listener = trio.Lock()
         super().__init__(f"agentrio store {self.holder}")
 
     def __repr__(self) -> str:
@@ -118,12 +125,20 @@ class PostgresStore(BufferedStore[Database, Batch]):
             for session_id in lost:
                 self._lose(session_id, tokens[session_id], "found when renewing it")
 
+    async def _close(self) -> StoreError | None:
+        if self._listener is not None:
+            self._listener.stopping = True  # even if the connection is gone
+        return await super()._close()
+
     async def _closing(self) -> None:
         try:
+            if self._listener is not None:
+                await self._call(Database.stop_listener, self._listener)
             for session_id in list(self._leases):
                 await self._release(session_id)
         except StoreError:
-            pass  # everything is committed; the leases left end by themselves
+            pass  # everything is committed; the listener polls, the leases end by themselves
+        self._listener = None
 
     def _lose(self, session_id: str, token: int, how: str) -> None:
         lease = self._leases.get(session_id)
@@ -162,6 +177,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
                 break
         self._leases[session_id] = lease = Lease(session_id, self.holder, token)
         self._last_seq[session_id] = last_seq
+        self._inputs_after.pop(session_id, None)  # a new holder takes every input left
         return lease
 
     async def release(self, session_id: str) -> None:
@@ -175,6 +191,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
     async def _release(self, session_id: str) -> None:
         lease = self._leases.pop(session_id)
         self._last_seq.pop(session_id, None)
+        self._inputs_after.pop(session_id, None)
         if lease.error is None:
             await self._call(Database.release, session_id, lease.token)
 
@@ -186,6 +203,76 @@ class PostgresStore(BufferedStore[Database, Batch]):
         if lease.error is not None:
             raise lease.error
         return lease
+
+    # -- input and records from anywhere ---------------------------------------
+
+    async def post_input(self, session_id: str, item: RemoteInput) -> RemoteInput:
+        """Post input for the session, wherever it is held (or if it is held
+        nowhere yet): durable when this returns, and the holder's
+        ``next_inputs`` wakes. Returns the input with its id."""
+        input_id = await self._call(Database.post_input, session_id, encode_input(item), time.time())
+        return attrs.evolve(item, id=input_id)
+
+    async def next_inputs(self, session_id: str) -> list[RemoteInput]:
+        """For the holder: the inputs posted for the session that this store
+        has not handed out yet, in order, once there is one. An input stays
+        posted until ``consume_inputs`` says it was taken in; a store that
+        takes the session over is handed every input still posted."""
+        self._held(session_id)
+        listener = await self._listening()
+        while True:
+            changed = listener.changed(self._db.channels.inputs, session_id)
+            after = self._inputs_after.get(session_id, 0)
+            rows = await self._call(Database.pending_inputs, session_id, after)
+            if rows:
+                self._held(session_id)  # still ours
+                self._inputs_after[session_id] = rows[-1][0]
+                return [self._decoded_input(session_id, input_id, data) for input_id, data in rows]
+            await self._wait(changed)
+
+    async def consume_inputs(self, session_id: str, ids: Sequence[int]) -> None:
+        """Never waits. The inputs are deleted in the commit that writes what
+        was appended to the session so far and in the same task step: call
+        it right after appending the records that take them in, and an input
+        is taken in exactly once, whoever holds the session after a crash."""
+        self._held(session_id)
+        self._batch.consumed += [(session_id, input_id) for input_id in ids]
+        self._buffer()
+
+    async def next_records(self, session_id: str, after: int) -> list[tuple[int, Record]]:
+        """The session's committed records after sequence number ``after``,
+        with their sequence numbers, once there is one: to follow a session
+        that another store (or this one) writes."""
+        listener = await self._listening()
+        while True:
+            changed = listener.changed(self._db.channels.records, session_id)
+            records = await self._call(Database.records_after, session_id, after)
+            if records:
+                return records
+            await self._wait(changed)
+
+    async def _listening(self) -> Listener:
+        self._check_usable()
+        async with self._starting_listener:
+            if self._listener is None:
+                db = self._db
+                listener = Listener(self.dsn, attrs.astuple(db.channels), db.where)
+                await self._nursery.start(listener.serve)
+                self._listener = listener
+        return self._listener
+
+    async def _wait(self, changed: trio.Event) -> None:
+        if not self._listener.alive:
+            raise StoreError(f"{self!r}: the connection listening for notifications was lost")
+        await changed.wait()
+
+    def _decoded_input(self, session_id: str, input_id: int, data: str) -> RemoteInput:
+        try:
+            return decode_input(input_id, data)
+        except Exception as exc:
+            raise StoreCorrupt(
+                f"{self._db.where}: session {session_id!r}: input {input_id} cannot be read: {exc}"
+            ) from exc
 
     # -- the Store interface --------------------------------------------------
 
