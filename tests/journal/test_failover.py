@@ -1,5 +1,6 @@
 """Two processes on one PostgreSQL database: a session is written by the one
-that holds it, and a paused holder that lost its lease writes nothing."""
+that holds it, a paused holder that lost its lease writes nothing, and input
+sent from one reaches the session the other holds."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import signal
 import pytest
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, UserMessage
-from agentrio.journal import SessionHeld
+from agentrio.journal import RemoteInput, SessionHeld
 from agentrio.journal.records import MessageAppended
 
 from .places import LEASE, Place
@@ -77,3 +78,23 @@ async def test_a_holder_paused_past_its_lease_writes_nothing_after_the_takeover(
         "taker 5",
         "taker 6",
     ]
+
+
+async def test_input_sent_from_another_process_reaches_the_holder(place, tmp_path):
+    stderr = tmp_path / "inbox.stderr"
+    child = await start("tests.journal.inbox_child", place.location, "s1", stderr=stderr)
+    try:
+        assert (await read_line(child, stderr)).startswith("HOLDER ")
+        async with place() as sender:
+            for text in ("check the logs", "then the config"):
+                await sender.post_input("s1", RemoteInput("followup", UserMessage(text)))
+                assert await read_line(child, stderr) == f"TOOK {text}"
+            await sender.post_input("s1", RemoteInput("cancel"))
+        assert await read_line(child, stderr) == "DONE"
+        assert await child.wait() == 0
+    finally:
+        child.kill()
+        await child.wait()
+    assert place.execute("SELECT count(*) FROM inputs") == [(0,)]
+    queued = [r.items[0].message.text for r in place.stored_records("s1")]
+    assert queued == ["check the logs", "then the config"]
