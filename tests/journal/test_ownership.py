@@ -169,6 +169,7 @@ async def test_an_agent_whose_session_was_taken_over_ends_its_run_and_writes_not
     assert isinstance(records[-1], ToolCallStarted)
 
 
-async def test_the_lease_must_be_positive(place):
+@pytest.mark.parametrize("lease", [0, -1, float("nan"), float("inf")])
+async def test_the_lease_must_be_a_positive_number_of_seconds(place, lease):
     with pytest.raises(ValueError, match="lease must be a positive number of seconds"):
-        place(lease=0)
+        place(lease=lease)

@@ -3,6 +3,7 @@ on many hosts, share; each session written by the one that holds it."""
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -50,6 +51,13 @@ class PostgresStore(BufferedStore[Database, Batch]):
     ``LeaseLost``; ``lease(session_id).lost`` is set as soon as the store
     learns of it. The other sessions of the store go on.
 
+    **Input from anywhere.** ``post_input`` makes input for a session
+    durable in the database wherever the session is held, and wakes its
+    holder, which takes it with ``next_inputs`` and ``consume_inputs``
+    (exactly once, across takeovers too). ``next_records`` follows a
+    session that another store writes. Notifications come through a second
+    connection, opened on first use.
+
     ``holder`` names the store in the leases (and so in ``SessionHeld``
     errors): host, process and a random part unless given.
     """
@@ -63,7 +71,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         holder: str | None = None,
         create: bool = True,
     ) -> None:
-        if not lease > 0:
+        if not (lease > 0 and math.isfinite(lease)):
             raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
         self.dsn = dsn
         self.schema = schema
