@@ -99,12 +99,22 @@ class Cluster:
 
     def new_database(self) -> str:
         """The DSN of a new, empty database."""
+        name = f"test_{next(self._databases)}"
+        self._admin(f"CREATE DATABASE {name}")
+        return self.dsn(name)
+
+    def drop_database(self, dsn: str) -> None:
+        """Drop a database ``new_database`` made, closing its connections."""
         import psycopg
 
-        name = f"test_{next(self._databases)}"
+        name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+        self._admin(f"DROP DATABASE {name} WITH (FORCE)")
+
+    def _admin(self, statement: str) -> None:
+        import psycopg
+
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return self.dsn(name)
+            conn.execute(statement)
 
     def server_version(self) -> str:
         import psycopg

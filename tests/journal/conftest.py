@@ -31,8 +31,10 @@ def db(tmp_path) -> Path:
 
 @pytest.fixture
 def dsn(postgres) -> str:
-    """A new, empty database."""
-    return postgres.new_database()
+    """A new, empty database, dropped after the test."""
+    dsn = postgres.new_database()
+    yield dsn
+    postgres.drop_database(dsn)
 
 
 def _place(request, kind: str) -> Place:

@@ -31,7 +31,7 @@ def tables(dsn, schema="agentrio") -> list[str]:
 async def test_a_new_database_becomes_a_store_in_its_own_schema(dsn):
     async with PostgresStore(dsn) as store:
         await store.create_session(SessionInfo("s1"), tool_turns(1))
-    assert tables(dsn) == ["leases", "records", "sessions", "snapshots", "store"]
+    assert tables(dsn) == ["inputs", "leases", "records", "sessions", "snapshots", "store"]
     assert tables(dsn, "public") == []
     async with PostgresStore(dsn, schema="other") as store:
         assert await store.list_sessions() == []

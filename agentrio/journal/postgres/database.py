@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import attrs
 import psycopg
@@ -41,6 +42,44 @@ _RENEW = """
     WHERE leases.session_id = held.session_id AND leases.token = held.token AND leases.holder = %s
     RETURNING leases.session_id
 """
+
+
+# Lease check, records, snapshots, inputs taken in and notifications, for
+# the sessions whose lease (holder and token) is still the store's.
+_WRITE = """
+WITH held AS (
+    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %(lease)s)
+    FROM unnest(%(sessions)s::text[], %(tokens)s::bigint[]) AS h(session_id, token)
+    WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %(holder)s
+    RETURNING leases.session_id
+), written AS (
+    INSERT INTO records
+    SELECT * FROM unnest(%(r0)s::text[], %(r1)s::bigint[], %(r2)s::text[], %(r3)s::float8[], %(r4)s::text[])
+        AS r(session_id, seq, kind, written_at, data)
+    WHERE r.session_id IN (SELECT session_id FROM held)
+    RETURNING session_id
+), snapshotted AS (
+    INSERT INTO snapshots
+    SELECT * FROM unnest(%(s0)s::text[], %(s1)s::bigint[], %(s2)s::integer[], %(s3)s::text[])
+        AS s(session_id, seq, message_count, state)
+    WHERE s.session_id IN (SELECT session_id FROM held)
+    ON CONFLICT (session_id) DO UPDATE
+    SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state
+), consumed AS (
+    DELETE FROM inputs USING unnest(%(c0)s::text[], %(c1)s::bigint[]) AS c(session_id, id)
+    WHERE inputs.id = c.id AND inputs.session_id = c.session_id
+      AND c.session_id IN (SELECT session_id FROM held)
+), notified AS (
+    SELECT pg_notify(%(channel)s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
+)
+SELECT array(SELECT session_id FROM held) FROM (SELECT count(*) FROM notified) AS n
+"""
+
+
+def _columns(prefix: str, width: int, rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """Rows as one list a column, named ``prefix0``, ``prefix1``..."""
+    columns = list(zip(*rows)) if rows else [()] * width
+    return {f"{prefix}{i}": list(column) for i, column in enumerate(columns)}
 
 
 @attrs.define
@@ -199,32 +238,31 @@ class Database:
         return token
 
     def write(self, batch: Batch, tokens: dict[str, int]) -> set[str]:
-        """Commit the batch's rows of the sessions still held (renewing their
-        leases, whose rows stay locked until the commit, so no takeover falls
-        in between); returns the sessions whose lease is lost, none of whose
-        rows were written."""
-        conn = self._conn
-        with self.translated(), conn.transaction():
-            lost = self._renew([(s, tokens[s]) for s in batch.sessions()])
-            try:
-                self._copy_records([row for row in batch.records if row[0] not in lost])
-            except errors.UniqueViolation as exc:
-                raise StoreError(f"{self.where}: {exc}: a session is written by two stores at once") from exc
-            consumed = [input_id for session_id, input_id in batch.consumed if session_id not in lost]
-            if consumed:
-                conn.execute("DELETE FROM inputs WHERE id = ANY(%s)", (consumed,))
-            written = sorted({row[0] for row in batch.records} - lost)
-            if written:  # delivered when the transaction commits
-                conn.execute("SELECT pg_notify(%s, s) FROM unnest(%s::text[]) AS s", (self.channels.records, written))
-            snapshots = [row for row in batch.snapshots if row[0] not in lost]
-            if snapshots:
-                with conn.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO snapshots VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE "
-                        "SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state",
-                        snapshots,
-                    )
-        return lost
+        """Commit the batch's rows of the sessions still held, renewing their
+        leases, in one statement: one round trip, and the lease rows stay
+        locked until the commit, so no takeover falls in between. Returns
+        the sessions whose lease is lost, none of whose rows were written."""
+        sessions = sorted(batch.sessions())
+        # The latest snapshot of each session: a statement changes a row once.
+        snapshots = list({row[0]: row for row in batch.snapshots}.values())
+        params = {
+            "lease": self.lease_seconds,
+            "holder": self.holder,
+            "channel": self.channels.records,
+            "sessions": sessions,
+            "tokens": [tokens[s] for s in sessions],
+            **_columns("r", 5, batch.records),
+            **_columns("s", 4, snapshots),
+            **_columns("c", 2, batch.consumed),
+        }
+        try:
+            with self.translated():
+                (held,) = self._conn.execute(_WRITE, params).fetchone()
+        except StoreError as exc:
+            if isinstance(exc.__cause__, errors.UniqueViolation):
+                raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
+            raise
+        return set(sessions) - set(held)
 
     def _copy_records(self, rows: Sequence[RecordRow]) -> None:
         if rows:
