@@ -11,7 +11,7 @@ from agentrio.journal import PostgresStore, Store
 
 #: Leases in the tests, in seconds: short, so that takeovers happen within
 #: a test.
-LEASE = 1.0
+LEASE = 2.0
 
 DURABLE = ["sqlite", "postgres"]
 

@@ -73,9 +73,9 @@ async def test_release_and_close_hand_the_session_over(place):
 
 
 async def test_a_held_lease_is_renewed_past_its_length(place):
-    async with place(lease=0.3) as holder, place() as other:
+    async with place(lease=0.6) as holder, place() as other:
         await holder.create_session(SessionInfo("s1"))
-        await trio.sleep(1.2)  # four leases
+        await trio.sleep(2.0)  # over three leases
         with pytest.raises(SessionHeld):
             await other.acquire("s1")
         assert not holder.lease("s1").lost.is_set()
