@@ -8,7 +8,7 @@ import pytest
 import trio
 
 from agentrio import UserMessage
-from agentrio.journal import LeaseLost, RemoteInput, SessionInfo, SessionNotFound
+from agentrio.journal import LeaseLost, RemoteInput, SessionInfo, SessionNotFound, StoreError
 from agentrio.journal.records import InboxSpliced, MessageAppended, QueuedInput
 
 from .places import Place
@@ -122,3 +122,21 @@ async def test_a_follower_sees_every_committed_record_once_and_in_order(place):
                 await writer.sync("s1")
                 await trio.sleep(0.01)
     assert seen == list(enumerate(written, 1))
+
+
+async def test_closing_the_store_ends_a_wait_for_input_with_an_error(place):
+    errors = []
+
+    async def wait_for_input(store):
+        try:
+            await store.next_inputs("s1")
+        except StoreError as exc:
+            errors.append(exc)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            async with place() as holder:
+                await holder.create_session(SessionInfo("s1"))
+                nursery.start_soon(wait_for_input, holder)
+                await trio.sleep(0.2)
+    assert len(errors) == 1

@@ -228,15 +228,17 @@ class PostgresStore(BufferedStore[Database, Batch]):
         takes the session over is handed every input still posted."""
         self._held(session_id)
         listener = await self._listening()
+        channel = self._db.channels.inputs
         while True:
-            changed = listener.changed(self._db.channels.inputs, session_id)
+            self._check_listening(listener)
+            changed = listener.changed(channel, session_id)
             after = self._inputs_after.get(session_id, 0)
             rows = await self._call(Database.pending_inputs, session_id, after)
             if rows:
                 self._held(session_id)  # still ours
                 self._inputs_after[session_id] = rows[-1][0]
                 return [self._decoded_input(session_id, input_id, data) for input_id, data in rows]
-            await self._wait(changed)
+            await changed.wait()
 
     async def consume_inputs(self, session_id: str, ids: Sequence[int]) -> None:
         """Never waits. The inputs are deleted in the commit that writes what
@@ -252,12 +254,14 @@ class PostgresStore(BufferedStore[Database, Batch]):
         with their sequence numbers, once there is one: to follow a session
         that another store (or this one) writes."""
         listener = await self._listening()
+        channel = self._db.channels.records
         while True:
-            changed = listener.changed(self._db.channels.records, session_id)
+            self._check_listening(listener)
+            changed = listener.changed(channel, session_id)
             records = await self._call(Database.records_after, session_id, after)
             if records:
                 return records
-            await self._wait(changed)
+            await changed.wait()
 
     async def _listening(self) -> Listener:
         self._check_usable()
@@ -269,10 +273,10 @@ class PostgresStore(BufferedStore[Database, Batch]):
                 self._listener = listener
         return self._listener
 
-    async def _wait(self, changed: trio.Event) -> None:
-        if not self._listener.alive:
-            raise StoreError(f"{self!r}: the connection listening for notifications was lost")
-        await changed.wait()
+    def _check_listening(self, listener: Listener) -> None:
+        self._check_usable()
+        if not listener.alive:
+            raise StoreError(f"{self!r}: the connection listening for notifications is closed")
 
     def _decoded_input(self, session_id: str, input_id: int, data: str) -> RemoteInput:
         try:
