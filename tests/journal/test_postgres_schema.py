@@ -91,6 +91,18 @@ async def test_a_session_id_postgresql_cannot_hold_is_a_store_error(dsn):
         assert [info.session_id for info in await store.list_sessions()] == ["fine"]
 
 
+async def test_any_schema_name_postgresql_holds_is_a_store_of_its_own(dsn):
+    odd = 'odd "name"; -- ' + "x" * 32
+    async with PostgresStore(dsn, schema=odd) as store:
+        await store.create_session(SessionInfo("s1"), tool_turns(1))
+        follower_sees = await store.next_records("s1", 0)
+    assert len(follower_sees) == len(tool_turns(1))
+    assert len(tables(dsn, odd)) == 6
+    for schema in ("", "x" * 56):
+        with pytest.raises(ValueError, match="schema must be a name of 1 to 55 bytes"):
+            PostgresStore(dsn, schema=schema)
+
+
 async def test_stores_opening_a_new_database_at_once_migrate_it_once(dsn):
     async def open_one():
         async with PostgresStore(dsn) as store:

@@ -26,6 +26,9 @@ from .listener import Listener
 #: How long a lease lasts unless renewed, in seconds.
 DEFAULT_LEASE = 15.0
 
+#: The longest name PostgreSQL keeps, in bytes.
+MAX_NAME = 63
+
 
 class PostgresStore(BufferedStore[Database, Batch]):
     """Sessions in a PostgreSQL database (``dsn``: a libpq connection
@@ -73,6 +76,10 @@ class PostgresStore(BufferedStore[Database, Batch]):
     ) -> None:
         if not (lease > 0 and math.isfinite(lease)):
             raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
+        # Notification channels are named after the schema, and PostgreSQL
+        # names hold 63 bytes.
+        if not schema or len(f"{schema}.records".encode()) > MAX_NAME:
+            raise ValueError(f"schema must be a name of 1 to {MAX_NAME - 8} bytes, got {schema!r}")
         self.dsn = dsn
         self.schema = schema
         self.lease_seconds = lease
