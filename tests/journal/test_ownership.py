@@ -96,13 +96,15 @@ async def test_a_takeover_refuses_every_later_write_of_the_former_holder(place):
             await former.sync("s1")
         await former.sync("s2")
         assert former.lease("s1").lost.is_set()
+        # Known lost: appends and snapshots are refused, and every sync says so.
+        await former.append("s1", [said("again")])
+        await former.save_snapshot("s1", (await taker.load_state("s1")).state)
         with pytest.raises(LeaseLost):
-            await former.append("s1", [said("again")])
-        with pytest.raises(LeaseLost):
-            await former.save_snapshot("s1", (await taker.load_state("s1")).state)
+            await former.sync("s1")
         await taker.append("s1", [said("taker")])
         await taker.sync("s1")
     assert texts(place.stored_records("s1")) == ["before", "taker"]
+    assert place.execute("SELECT count(*) FROM snapshots") == [(0,)]
     assert texts(place.stored_records("s2")) == ["still mine"]
 
 

@@ -49,8 +49,8 @@ class PostgresStore(BufferedStore[Database, Batch]):
     that ran out is taken over by the next store that asks, and the
     takeover increments its fencing token. Every commit carries the tokens
     of its sessions, and the lease rows stay locked until it ends: the
-    records of a session taken over are refused (none is written), and
-    from then on ``append`` and ``sync`` of that session raise
+    records of a session taken over are refused (none is written, nor any
+    appended later), and from then on ``sync`` of that session raises
     ``LeaseLost``; ``lease(session_id).lost`` is set as soon as the store
     learns of it. The other sessions of the store go on.
 
@@ -210,12 +210,13 @@ class PostgresStore(BufferedStore[Database, Batch]):
         if lease.error is None:
             await self._call(Database.release, session_id, lease.token)
 
-    def _held(self, session_id: str) -> Lease:
+    def _held(self, session_id: str, *, or_lost: bool = False) -> Lease:
+        """The session's lease; a lost one raises unless ``or_lost``."""
         self._check_usable()
         lease = self._leases.get(session_id)
         if lease is None:
             raise SessionNotFound(f"session {session_id!r} is not held by {self!r}: create or load it first")
-        if lease.error is not None:
+        if lease.error is not None and not or_lost:
             raise lease.error
         return lease
 
@@ -252,9 +253,9 @@ class PostgresStore(BufferedStore[Database, Batch]):
         was appended to the session so far and in the same task step: call
         it right after appending the records that take them in, and an input
         is taken in exactly once, whoever holds the session after a crash."""
-        self._held(session_id)
-        self._batch.consumed += [(session_id, input_id) for input_id in ids]
-        self._buffer()
+        if self._held(session_id, or_lost=True).error is None:
+            self._batch.consumed += [(session_id, input_id) for input_id in ids]
+            self._buffer()
 
     async def next_records(self, session_id: str, after: int) -> list[tuple[int, Record]]:
         """The session's committed records after sequence number ``after``,
@@ -322,18 +323,23 @@ class PostgresStore(BufferedStore[Database, Batch]):
         return loaded
 
     async def append(self, session_id: str, records: Sequence[Record]) -> None:
-        self._held(session_id)
+        """Records of a session whose lease is lost are refused like those
+        the commit refuses, wherever the loss was found: the next ``sync``
+        raises ``LeaseLost``, a barrier the writer handles anyway."""
+        lease = self._held(session_id, or_lost=True)
         last_seq = self._last_seq[session_id]
         rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
-        self._batch.records += rows
         self._last_seq[session_id] = last_seq + len(rows)
-        self._buffer()
+        if lease.error is None:
+            self._batch.records += rows
+            self._buffer()
 
     async def save_snapshot(self, session_id: str, state: SessionState) -> None:
-        self._held(session_id)
-        seq = self._last_seq[session_id]
-        self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
-        self._buffer()
+        lease = self._held(session_id, or_lost=True)
+        if lease.error is None:
+            seq = self._last_seq[session_id]
+            self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
+            self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:
         """Every session's appends so far are committed together; raises
