@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .journal.records import QueuedInput, Target
+from .mailbox.items import QueuedInput, Target
 from .messages import Message, ToolCall, ToolResultMessage, Usage, register_tagged_union
 from .models.events import StreamEvent
 from .models.errors import ProviderError
@@ -166,6 +166,30 @@ class ToolExecutionEnd(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class ToolAbandoned(_Event):
+    """A cancelled tool did not stop in time (a thread blocked in C, say): the
+    run no longer waits for it, but the agent still supervises its worker
+    until it ends. Its result says it was abandoned while still running."""
+
+    tool_call_id: str
+    tool_name: str
+
+    type: ClassVar[str] = "tool_abandoned"
+
+
+@attrs.frozen(kw_only=True)
+class AgentFailed(_Event):
+    """The agent itself failed (not its model or a tool): ``restarted`` when it
+    was restored from its journal, ``escalated`` when it stopped for good."""
+
+    error: str
+    restarted: bool = False
+    escalated: bool = False
+
+    type: ClassVar[str] = "agent_failed"
+
+
+@attrs.frozen(kw_only=True)
 class ApprovalRequest(_Event):
     request_id: str
     call: ToolCall
@@ -227,6 +251,8 @@ Event = (
     | ToolExecutionStart
     | ToolExecutionUpdate
     | ToolExecutionEnd
+    | ToolAbandoned
+    | AgentFailed
     | ApprovalRequest
     | Inbox
     | ChildEvent

@@ -6,7 +6,12 @@ import pytest
 import trio
 
 from agentrio import Runtime
+from agentrio.actors import ownership
 from agentrio.events import Event
+
+# The suite runs with the actors' ownership checks on: any agent state
+# changed outside the agent's own tasks fails the test that did it.
+ownership.CHECKS = True
 
 
 class Recorder:

@@ -7,8 +7,7 @@ from hypothesis import strategies as st
 
 from agentrio.journal import Journal, MemoryStore, SessionInfo, SessionState
 from agentrio.journal.projection import JournalCorrupt
-from agentrio.journal.records import InboxSpliced, QueuedInput
-from agentrio.mailbox import Inbox, normalize_range
+from agentrio.mailbox import Inbox, InboxSpliced, QueuedInput, normalize_range
 from agentrio.messages import UserMessage
 
 
@@ -16,7 +15,8 @@ async def _inbox():
     store = MemoryStore()
     await store.create_session(SessionInfo("s"))
     changes = []
-    inbox = Inbox(Journal(store, "s", SessionState()), lambda record, removed: changes.append((record, removed)))
+    journal = Journal(store, "s", SessionState())
+    inbox = Inbox(journal.state.queue, journal.append, lambda record, removed: changes.append((record, removed)))
     return inbox, store, changes
 
 

@@ -81,6 +81,6 @@ def test_any_interleaving_keeps_inbox_journal_and_history_consistent(operations,
             called = [c.id for m in agent.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
             answered = [m.tool_call_id for m in agent.messages if isinstance(m, ToolResultMessage)]
             assert sorted(called) == sorted(answered)
-            assert agent._workers.child_tasks == set()
+            assert agent.running_tools == ()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -161,7 +161,9 @@ async def test_waking_input_during_an_abort_waits_for_the_next_turn(rt):
     release = trio.Event()
 
     async def slow_reply(request):
-        await release.wait()
+        # The abort takes a while: the request winds down only once released.
+        with trio.CancelScope(shield=True):
+            await release.wait()
         return say("never used")
 
     model = ScriptedModel([slow_reply, say("handled after the abort")])
@@ -171,6 +173,7 @@ async def test_waking_input_during_an_abort_waits_for_the_next_turn(rt):
         await trio.sleep(0.01)
         await agent.cancel()
         queued = await agent.steer("a steer sent during the abort")
+        release.set()
         await agent.wait_idle()  # also waits for the activity the latched wake started
     inbox_events = [e for e in rec.of("inbox") if e.reason == "send"]
     assert inbox_events[-1].target == "next_turn" and inbox_events[-1].inserted == [queued]

@@ -61,10 +61,10 @@ from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model
 from ..models.events import StreamEvent, StreamStart
 from .model_stream import stream_model
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
-from .tool_pool import ToolBatch
+from .tool_pool import BatchPorts, ToolBatch
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .ports import ActivityPorts
 
 log = logging.getLogger("agentrio")
 
@@ -100,11 +100,26 @@ class LiveMessage:
 
 
 class Activity:
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.journal = agent._journal
-        self._state = agent._journal.state
-        self._hooks = agent.spec.hooks
+    """One run of an agent: turns, until both queues are empty or a turn
+    stops it.
+
+    Runs in a task its agent owns and changes the agent's journal and inbox
+    only through ``ports``. The run works on a copy of history (``new_messages``
+    is what it added); everything it commits is journaled first.
+
+    Guarantees: ``execute`` never raises for a run that ended: a cancel
+    (``cancel``, or the agent's ``timeout``) or a failure in a hook ends it
+    with a stop reason, and it always leaves a provider-valid history behind:
+    an interrupted stream's visible text is kept, every tool call is
+    answered, the open step and turn are closed.
+    """
+
+    def __init__(self, ports: ActivityPorts) -> None:
+        self.ports = ports
+        self.spec = ports.spec
+        self.journal = ports.journal
+        self._state = ports.journal.state
+        self._hooks = ports.spec.hooks
         self.scope = trio.CancelScope()
         self.cancel_cause: str | None = None
         # The run's working copy of history (committed history is the
@@ -119,14 +134,26 @@ class Activity:
         self.error: str | None = None
         self._live: LiveMessage | None = None
         self._batch: ToolBatch | None = None
+        self._batch_ports = BatchPorts(
+            agent=ports,
+            state=self.state,
+            tool_started=self.tool_started,
+            commit_result=self.commit_tool_result,
+            add_usage=self.add_usage,
+            calls_so_far=lambda: self.tool_calls,
+            count_calls=self._count_calls,
+        )
+
+    def _count_calls(self, count: int) -> None:
+        self.tool_calls += count
 
     # -- plumbing -------------------------------------------------------------
 
     def emit(self, event_type: type[Event], **fields: Any) -> None:
-        self.agent._bus.emit(event_type, **fields)
+        self.ports.emit(event_type, **fields)
 
     def state(self, name: str) -> None:
-        self.agent._bus.emit(State, name=name)
+        self.ports.emit(State, name=name)
 
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent on the run's behalf (a sub-agent's, say)."""
@@ -174,16 +201,16 @@ class Activity:
     # -- the run --------------------------------------------------------------
 
     async def execute(self) -> RunResult:
-        self.emit(AgentStart, name=self.agent.spec.name)
+        self.emit(AgentStart, name=self.spec.name)
         stop = "aborted"  # unless the run gets further than an outer cancel lets it
-        timeout = self.agent.spec.limits.timeout
+        timeout = self.spec.limits.timeout
         if timeout is not None:
             self.scope.deadline = trio.current_time() + timeout
         try:
-            with self.scope, with_initiator(Initiator(self.agent.id)):
+            with self.scope, with_initiator(Initiator(self.ports.agent_id)):
                 stop = await self._turns()
         except Exception as exc:
-            log.exception("agent %s: run failed", self.agent.id)
+            log.exception("agent %s: run failed", self.ports.agent_id)
             stop, self.error = "error", f"{type(exc).__name__}: {exc}"
         finally:
             if self.scope.cancelled_caught:
@@ -203,7 +230,7 @@ class Activity:
         return RunResult(stop, list(self.new_messages), self.usage, self.turns, self.error)
 
     async def _turns(self) -> str:
-        inbox = self.agent.inbox
+        inbox = self.ports.inbox
         while inbox:
             stop = await self._turn()
             if stop != "completed":
@@ -233,7 +260,7 @@ class Activity:
 
     async def _steps(self) -> str:
         """The steps of one turn; returns the turn's stop reason."""
-        inbox = self.agent.inbox
+        inbox = self.ports.inbox
         target = "next_turn"
         outcome: str | None = None  # None: the model is owed a request
         max_tokens_seen = False
@@ -247,7 +274,7 @@ class Activity:
                 return "blocked"
             if not admitted and outcome is not None:
                 if self._hooks and self._hooks.turn_stopping:
-                    await _callbacks.call(self._hooks.turn_stopping, self.agent)
+                    await _callbacks.call(self._hooks.turn_stopping, self.ports.handle)
                 if inbox.next_step:
                     continue
                 return "max_tokens" if max_tokens_seen else outcome
@@ -266,7 +293,7 @@ class Activity:
         if not hook:
             return messages
         decision = await _callbacks.call(
-            hook, PreStep(self.agent, self._state.turn, self._state.step + 1, claimed)
+            hook, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
         )
         if decision is None:
             return messages
@@ -286,7 +313,7 @@ class Activity:
 
     async def _step_body(self) -> str | None:
         self.state("build_context")
-        max_turns = self.agent.spec.limits.max_turns
+        max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests >= max_turns:
             return "max_turns"
         request = await self._build_request()
@@ -308,18 +335,18 @@ class Activity:
             return TRUNCATION_STOPS[message.stop_reason]
         if not message.tool_calls:
             return "completed"
-        self._batch = ToolBatch(self, message.tool_calls)
+        self._batch = ToolBatch(self._batch_ports, message.tool_calls)
         outcome = await self._batch.run()
         self._batch = None
         return outcome
 
     async def _build_request(self) -> ModelRequest:
-        agent = self.agent
-        tools = [tool.spec for tool in agent.tools.values()]
+        system_prompt = self.spec.system_prompt
+        tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         if not hook:
-            return ModelRequest(agent.spec.system_prompt, self._context.messages(), tools)
-        context = RequestContext(agent.spec.system_prompt, list(self._context.history), tools)
+            return ModelRequest(system_prompt, self._context.messages(), tools)
+        context = RequestContext(system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
             context.system_prompt, project_tool_protocol(context.messages), list(context.tools)
@@ -336,7 +363,7 @@ class Activity:
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
-            error = await stream_model(self.agent.spec.model, request, self._on_stream_event, observe)
+            error = await stream_model(self.spec.model, request, self._on_stream_event, observe)
             if error is None and live.assembler.done is None:
                 error = ProviderError(
                     type=CONNECTION_ERROR, message="the stream ended without a stop reason"
@@ -379,12 +406,12 @@ class Activity:
         self._live = None
 
     async def _retry_delay(self, error: ProviderError, attempt: int) -> float | None:
-        policy = getattr(self.agent.spec.model, "retry_policy", None)
+        policy = getattr(self.spec.model, "retry_policy", None)
         default = policy.delay(error, attempt) if policy is not None else None
         hook = self._hooks and self._hooks.on_request_error
         if not hook:
             return default
-        return await _callbacks.call(hook, RequestError(self.agent, error, attempt, default))
+        return await _callbacks.call(hook, RequestError(self.ports.handle, error, attempt, default))
 
     # -- settling after a cancel, a time-out or a failure ---------------------
 

@@ -1,38 +1,46 @@
-"""The agent actor and its handle.
-
-An agent is a task in its Runtime's nursery that waits for wake-ups and runs
-activities one at a time. Everything reaches it as a message: input through
-its inbox (journaled), wake-ups and maintenance through its control mailbox,
-approvals through ``answer``. Its phases are ``idle``, ``maintenance``
-(reported as idle, but no activity may start) and ``running``.
-"""
+"""The agent actor and its handle."""
 
 from __future__ import annotations
 
-import math
+import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 import trio
 
-from ..events import Event, Inbox as InboxEvent, Status
+from .._ids import new_id
+from ..events import AgentFailed, ApprovalRequest, ChildEvent, Event, Inbox as InboxEvent, Status
 from ..initiator import Initiator, current_initiator, without_initiator
 from ..journal import Journal
-from ..journal.records import InboxSpliced, QueuedInput, Target
-from ..mailbox import Inbox
-from ..mailbox.inbox import Input, as_queued
-from ..messages import Message, Usage
+from ..journal.records import ActorFailed
+from ..journal.repair import repair
+from ..mailbox import (
+    TARGETS,
+    ActorStopped,
+    Inbox,
+    InboxSpliced,
+    Input,
+    Mailbox,
+    MailboxClosed,
+    QueuedInput,
+    Target,
+    as_queued,
+)
+from ..messages import Message, ToolCall, Usage
+from ..supervision import RestartIntensity
 from ..tools import Tool
+from ..tools.permissions import summarize_call
 from .activity import Activity
 from .bus import EventBus
+from .ownership import OwnedTasks
+from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
 from .spec import AgentSpec, RunResult
-from .tool_pool import APPROVAL_DECISIONS, Approval
 
-if TYPE_CHECKING:
-    from ..supervisors.runtime import Runtime
+log = logging.getLogger("agentrio")
 
 Setup = Callable[["Agent", AgentScope], Awaitable[None]]
 
@@ -40,21 +48,57 @@ T = TypeVar("T")
 
 CancelCause = Literal["user", "parent", "hook", "disposed"]
 CANCEL_CAUSES = ("user", "parent", "hook", "disposed")
+APPROVAL_DECISIONS = ("approve", "deny", "deny_and_stop")
+
+#: Messages that may wait in an agent's mailbox before senders wait.
+MAILBOX_CAPACITY = 64
 
 
 class AgentDisposed(RuntimeError):
-    """The agent was disposed and accepts no more work."""
+    """The agent was disposed (or failed for good) and accepts no more work."""
 
 
-@attrs.define(eq=False)
-class _Maintenance:
+# -- the messages an agent actor reads -----------------------------------------
+
+
+@attrs.frozen
+class _Send:
+    queued: QueuedInput
+    target: Target
+    wakeup: bool
+    #: Reply with a waiter for the result of the activity that handles it.
+    wait: bool = False
+
+
+@attrs.frozen
+class _Withdraw:
+    """A ``run()`` caller gave up: forget its waiter, drop its input if it
+    is still queued."""
+
+    input_id: str
+
+
+@attrs.frozen
+class _Cancel:
+    cause: str
+    keep_inbox: bool
+
+
+@attrs.frozen
+class _Answer:
+    request_id: str
+    decision: str
+    reason: str | None
+
+
+@attrs.frozen
+class _Maintain:
     fn: Callable[[], Awaitable[Any]]
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: Any = None
-    error: BaseException | None = None
 
 
-_WAKE = object()
+@attrs.frozen
+class _Close:
+    """Stop accepting work (the first step of ``dispose``)."""
 
 
 @attrs.define(eq=False)
@@ -68,13 +112,42 @@ class _RunWaiter:
             self.done.set()
 
 
-def _unhandled(stop_reason: str) -> RunResult:
-    return RunResult(stop_reason, [], Usage(), 0)
+@attrs.define(eq=False)
+class _PendingApproval:
+    answered: trio.Event = attrs.field(factory=trio.Event)
+    answer: Approval | None = None
+
+
+def _unhandled(stop_reason: str, error: str | None = None) -> RunResult:
+    return RunResult(stop_reason, [], Usage(), 0, error)
 
 
 class Agent:
+    """A live agent: the handle callers hold, and the actor behind it.
+
+    The actor is a task in its supervisor's nursery (the Runtime's, or its
+    parent agent's). It alone changes the agent's inbox, journal and state:
+    every public method posts a message to its bounded mailbox and waits for
+    the reply, so a method called from any task changes nothing in that task.
+    Activities (runs) and tool workers are tasks of the agent's own nursery;
+    child agents live in it too, so the nursery tree is the agent tree.
+
+    Guarantees:
+
+    - Input accepted by ``send``/``steer``/``followup``/``inject``/``run`` is
+      durable when the call returns.
+    - ``cancel`` aborts the running activity; ``wait_idle`` then returns only
+      when the activity has settled and every tool it started has ended
+      (process groups included), or was reported abandoned.
+    - A failure inside the agent (a hook that raises, an internal error)
+      ends its run with stop reason ``error``; it never reaches the Runtime
+      or another agent. With ``AgentSpec(restart="on_crash")`` the agent is
+      restored from its journal and carries on with its pending input, at
+      most ``restart_intensity`` times; past that it stops for good.
+    """
+
     def __init__(
-        self, runtime: Runtime, spec: AgentSpec, journal: Journal, *, parent_id: str | None = None
+        self, runtime: AgentHost, spec: AgentSpec, journal: Journal, *, parent_id: str | None = None
     ) -> None:
         self.spec = spec
         self.id = journal.session_id
@@ -85,31 +158,42 @@ class Agent:
         #: The live tool registry: changes apply to calls not yet dispatched.
         self.tools: dict[str, Tool] = {t.name: t for t in spec.tools}
         self._runtime = runtime
-        self._journal = journal
-        self._state = journal.state
         self._bus = EventBus(self.id, self.session_id)
-        self.inbox = Inbox(journal, self._inbox_changed)
-        self._control_send, self._control_receive = trio.open_memory_channel[Any](math.inf)
+        self._mailbox: Mailbox[Any] = Mailbox(MAILBOX_CAPACITY, f"agent {self.id}")
+        self._owned = OwnedTasks(f"agent {self.id}")
+        self._attach(journal)
         self._phase: Literal["idle", "maintenance", "running"] = "idle"
         self._status = "idle"
         self._settled = trio.Event()  # replaced each time the agent becomes busy
         self._settled.set()
         self._wake_pending = False
         self._activity: Activity | None = None
-        self._closing = False
+        self._closing = False  # the actor accepts no more input
+        self._disposing = False  # dispose() has begun
+        self._failed: str | None = None
         self._stopped = trio.Event()
         self._waiters: dict[str, _RunWaiter] = {}
-        self._approvals: dict[str, Approval] = {}
+        self._approvals: dict[str, _PendingApproval] = {}
         self._teardown_errors: list[Exception] = []
-        self._workers: trio.Nursery
+        self._intensity = RestartIntensity(*spec.restart_intensity)
+        self._workers: set[str] = set()
+        self._maintenance: deque[Any] = deque()
+        self._nursery: trio.Nursery | None = None
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.spec.name!r} {self.status}>"
 
-    # -- public state ---------------------------------------------------------
+    def _attach(self, journal: Journal) -> None:
+        self._journal = journal
+        self._state = journal.state
+        journal.guard = self._owned.check
+        self.inbox = Inbox(self._state.queue, journal.append, self._inbox_changed)
+
+    # -- public state (read from any task) ------------------------------------
 
     @property
-    def runtime(self) -> Runtime:
+    def runtime(self) -> AgentHost:
+        """The Runtime this agent runs in."""
         return self._runtime
 
     @property
@@ -130,21 +214,34 @@ class Agent:
     def pending_approvals(self) -> tuple[str, ...]:
         return tuple(self._approvals)
 
-    # -- input ----------------------------------------------------------------
+    @property
+    def running_tools(self) -> tuple[str, ...]:
+        """Ids of the tool calls whose workers are still running (an
+        abandoned worker included)."""
+        return tuple(self._workers)
+
+    @property
+    def failed(self) -> str | None:
+        """Why the agent stopped for good, when it failed past its restarts."""
+        return self._failed
+
+    def children(self) -> tuple[Agent, ...]:
+        """Live agents this agent created, oldest first."""
+        return self._runtime.registry.children(self.id)
+
+    # -- the client side: post a message, await the reply ---------------------
+
+    async def _call(self, message: Any) -> Any:
+        self._check_open()
+        try:
+            return await self._mailbox.call(message)
+        except (MailboxClosed, ActorStopped):
+            raise AgentDisposed(f"agent {self.id} is disposed") from None
 
     async def send(self, message: Input, target: Target, wakeup: bool) -> QueuedInput:
         """Queue ``message`` on ``target`` and, with ``wakeup``, make sure an
-        activity will handle it."""
-        self._check_open()
-        # Waking input cannot join an activity that is being aborted: decide
-        # before inserting, so a cancel running inside the insert cannot
-        # change the classification.
-        if wakeup and self._activity is not None and self._activity.cancel_cause is not None:
-            target = "next_turn"
-        queued = await self.inbox.put(message, target)
-        await self._journal.sync()  # accepted input survives a crash
-        if wakeup:
-            self._wake()
+        activity will handle it. Durable when it returns."""
+        queued, _ = await self._call(_Send(as_queued(message), _check_target(target), wakeup))
         return queued
 
     async def followup(self, message: Input) -> QueuedInput:
@@ -168,64 +265,50 @@ class Agent:
         Cancelling the caller withdraws the prompt if it is still queued; an
         activity already handling it goes on (``cancel`` stops it).
         """
-        queued = as_queued(prompt)
-        waiter = self._waiters[queued.id] = _RunWaiter()
+        queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, wait=True))
         try:
-            await self.followup(queued)
             await waiter.done.wait()
         finally:
-            del self._waiters[queued.id]
             if not waiter.done.is_set():
                 with trio.CancelScope(shield=True):
-                    await self.inbox.remove(queued.id)
+                    try:
+                        await self._mailbox.call(_Withdraw(queued.id))
+                    except (MailboxClosed, ActorStopped):
+                        pass
         return waiter.result
 
     async def answer(self, request_id: str, decision: str, reason: str | None = None) -> None:
         """Answer an ``approval_request``: ``approve``, ``deny`` or ``deny_and_stop``."""
         if decision not in APPROVAL_DECISIONS:
             raise ValueError(f"decision must be one of {APPROVAL_DECISIONS}, got {decision!r}")
-        try:
-            approval = self._approvals[request_id]
-        except KeyError:
-            raise LookupError(f"no pending approval request {request_id!r}") from None
-        if approval.answered.is_set():
-            raise ValueError(f"approval request {request_id!r} was already answered")
-        approval.decision, approval.reason = decision, reason
-        approval.answered.set()
-
-    # -- control --------------------------------------------------------------
+        await self._call(_Answer(request_id, decision, reason))
 
     async def cancel(self, cause: CancelCause = "user", keep_inbox: bool = False) -> None:
-        """Abort the running activity (if any). Unless ``keep_inbox``, pending
-        input is discarded too. Returns at once; ``wait_idle`` waits for the
-        abort to settle."""
+        """Abort the running activity (if any) and cancel this agent's
+        children (cause ``parent``). Unless ``keep_inbox``, pending input is
+        discarded too. Returns once the abort has begun; ``wait_idle`` waits
+        for it to settle."""
         if cause not in CANCEL_CAUSES:
             raise ValueError(f"cause must be one of {CANCEL_CAUSES}, got {cause!r}")
-        if not keep_inbox:
-            await self.inbox.clear()
-        self._wake_pending = False
-        self._update_settled()
-        activity = self._activity
-        if activity is not None and activity.cancel_cause is None:
-            activity.cancel(cause)
-        for child in self._runtime.registry.children(self.id):
+        if self._stopped.is_set():
+            return
+        try:
+            await self._mailbox.call(_Cancel(cause, keep_inbox))
+        except (MailboxClosed, ActorStopped):
+            pass  # nothing left to cancel
+        for child in self.children():
             await child.cancel("parent")
 
     async def wait_idle(self) -> None:
         """Wait until no activity runs or is about to start (a wake-up latched
         during an abort or a maintenance counts)."""
-        while self._busy:
+        while self._busy and not self._stopped.is_set():
             await self._settled.wait()
 
     async def run_maintenance(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run ``fn`` while no activity runs; wake-ups meanwhile are latched."""
-        self._check_open()
-        job = _Maintenance(fn)
-        self._control_send.send_nowait(job)
-        await job.done.wait()
-        if job.error is not None:
-            raise job.error
-        return job.result
+        """Run ``fn`` in the agent while no activity runs; wake-ups meanwhile
+        are latched."""
+        return await self._call(_Maintain(fn))
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
@@ -236,25 +319,29 @@ class Agent:
 
     async def dispose(self) -> None:
         """Tear the agent down, in order: stop accepting work, dispose its
-        children, cancel (cause ``disposed``; the inbox is kept in the
-        journal), wait for the activity to settle, close the agent's scope,
-        close its handle (subscriptions end, waiting runs return), detach it
-        from the registry. Every error on the way is collected and raised
-        together at the end."""
-        if self._closing:
+        children (newest first), cancel (cause ``disposed``; the inbox is
+        kept in the journal), wait for the activity and its tools to end,
+        close the agent's scope, close its handle (subscriptions end, waiting
+        runs return), detach it from the registry. Every error on the way is
+        collected and raised together at the end."""
+        if self._disposing:
             await self._stopped.wait()
             return
-        self._closing = True
+        self._disposing = True
         errors: list[Exception] = []
         try:
-            for child in reversed(self._runtime.registry.children(self.id)):
+            try:
+                await self._mailbox.call(_Close())
+            except (MailboxClosed, ActorStopped):
+                pass
+            for child in reversed(self.children()):
                 try:
                     await child.dispose()
                 except Exception as exc:
                     errors.append(exc)
             await self.cancel("disposed", keep_inbox=True)
             await self.wait_idle()
-            self._control_send.close()  # the actor closes the scope, then the handle
+            self._mailbox.close()  # the actor's loop ends: it closes the scope, then the handle
             await self._stopped.wait()
         finally:
             self._runtime.registry.remove(self)
@@ -264,28 +351,47 @@ class Agent:
 
     # -- the actor ------------------------------------------------------------
 
-    async def _main(
+    async def main(
         self, setup: Setup | None = None, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        """The actor's body, started by its supervisor with ``nursery.start``.
+        A failure before it has started (in ``setup``, say) is raised to the
+        starter; after that no failure leaves this task."""
+        started = False
+
+        def mark_started() -> None:
+            nonlocal started
+            started = True
+            task_status.started()
+
+        self._owned.add(trio.lowlevel.current_task())
         # The agent's own work is attributed to the agent, never to whatever
         # created it (a tool call of another agent, say).
         with without_initiator():
             try:
-                failed = None
-                async with trio.open_nursery() as background:
-                    try:
-                        await self._live_in_scope(setup, background, task_status)
-                    except Exception as exc:
-                        failed = exc  # raised as is, not inside the nursery's group
-                    background.cancel_scope.cancel()
-                if failed is not None:
-                    raise failed
+                await self._live(setup, mark_started)
+            except Exception as exc:
+                if not started:
+                    raise
+                self._fail_for_good(exc)
             finally:
                 self._close_handle()
 
-    async def _live_in_scope(
-        self, setup: Setup | None, background: trio.Nursery, task_status: trio.TaskStatus[None]
-    ) -> None:
+    async def _live(self, setup: Setup | None, started: Callable[[], None]) -> None:
+        # Crash repair happens here, in the actor, so two openers of one
+        # session can never both repair it.
+        await repair(self._journal)
+        failed = None
+        async with trio.open_nursery() as background:
+            try:
+                await self._live_in_scope(setup, background, started)
+            except Exception as exc:
+                failed = exc  # raised as is, not inside the nursery's group
+            background.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+
+    async def _live_in_scope(self, setup: Setup | None, background: trio.Nursery, started: Callable[[], None]) -> None:
         # The scope's context managers are entered after the background
         # nursery opened and exited before it closes, so nurseries they own
         # nest inside it.
@@ -300,22 +406,298 @@ class Agent:
                     raise
             # Last in, so first out: background tasks stop before the scope closes.
             stack.callback(background.cancel_scope.cancel)
-            await self._serve(task_status)
+            await self._serve(started)
 
-    async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
-        # Tool workers live here, not in the activity, so that a worker
-        # ignoring a cancel is abandoned by the activity yet still
-        # supervised until it ends.
-        async with trio.open_nursery() as workers:
-            self._workers = workers
-            task_status.started()
-            async with self._control_receive:
-                async for command in self._control_receive:
-                    if command is _WAKE:
-                        await self._on_wake()
-                    else:
-                        await self._maintain(command)
-            workers.cancel_scope.cancel()
+    async def _serve(self, started: Callable[[], None]) -> None:
+        while True:
+            try:
+                # Activities, tool workers, maintenance and child agents all
+                # live here: a worker ignoring a cancel is abandoned by its
+                # activity yet still supervised until it ends.
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    if started is not None:
+                        started()
+                        started = None
+                    self._start_if_woken()
+                    async for envelope in self._mailbox:
+                        if isinstance(envelope.message, _Maintain):
+                            # Answered when it has run, while no activity does.
+                            self._maintenance.append(envelope)
+                            self._start_if_woken()
+                            continue
+                        try:
+                            envelope.reply(await self._handle(envelope.message))
+                        except Exception as exc:
+                            envelope.fail(exc)
+                        except BaseException:
+                            envelope.fail(ActorStopped(f"agent {self.id} stopped while handling a message"))
+                            raise
+                        self._start_if_woken()
+                    nursery.cancel_scope.cancel()
+                return
+            except Exception as exc:
+                if started is not None or not await self._crashed(f"{type(exc).__name__}: {exc}"):
+                    raise AgentStoppedForGood(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _handle(self, message: Any) -> Any:
+        match message:
+            case _Send():
+                return await self._accept(message)
+            case _Withdraw(input_id=input_id):
+                self._waiters.pop(input_id, None)
+                await self.inbox.remove(input_id)
+            case _Cancel(cause=cause, keep_inbox=keep_inbox):
+                await self._cancel(cause, keep_inbox)
+            case _Answer():
+                self._answer(message)
+            case _Close():
+                self._closing = True
+            case _:
+                raise TypeError(f"agent {self.id} cannot handle {message!r}")
+        return None
+
+    async def _accept(self, message: _Send) -> tuple[QueuedInput, _RunWaiter | None]:
+        if self._closing:
+            raise AgentDisposed(f"agent {self.id} is disposed")
+        target = message.target
+        # Waking input cannot join an activity that is being aborted.
+        if message.wakeup and self._activity is not None and self._activity.cancel_cause is not None:
+            target = "next_turn"
+        queued = await self.inbox.put(message.queued, target)
+        await self._journal.sync()  # accepted input survives a crash
+        waiter = None
+        if message.wait:
+            waiter = self._waiters[queued.id] = _RunWaiter()
+        if message.wakeup:
+            self._wake()
+        return queued, waiter
+
+    async def _cancel(self, cause: str, keep_inbox: bool) -> None:
+        if not keep_inbox:
+            await self.inbox.clear()
+        # A latched wake-up is dropped, unless a run() still waits for input
+        # that stays queued: it would wait forever.
+        self._wake_pending = keep_inbox and any(
+            q.id in self._waiters for q in (*self._state.next_step, *self._state.next_turn)
+        )
+        self._update_settled()
+        activity = self._activity
+        if activity is not None and activity.cancel_cause is None:
+            activity.cancel(cause)
+
+    def _answer(self, message: _Answer) -> None:
+        pending = self._approvals.get(message.request_id)
+        if pending is None:
+            raise LookupError(f"no pending approval request {message.request_id!r}")
+        if pending.answered.is_set():
+            raise ValueError(f"approval request {message.request_id!r} was already answered")
+        pending.answer = Approval(message.decision, message.reason)
+        pending.answered.set()
+
+    async def _ask(self, call: ToolCall, tool: Tool, why: str | None) -> Approval:
+        request_id = new_id("approval")
+        pending = self._approvals[request_id] = _PendingApproval()
+        try:
+            self._bus.emit(
+                ApprovalRequest,
+                request_id=request_id,
+                call=call,
+                tool_name=call.name,
+                summary=await summarize_call(call, tool),
+                reason=why,
+            )
+            await pending.answered.wait()
+        finally:
+            del self._approvals[request_id]
+        return pending.answer
+
+    async def _maintain(self, envelope: Any) -> None:
+        task = trio.lowlevel.current_task()
+        self._owned.add(task)
+        try:
+            envelope.reply(await envelope.message.fn())
+        except Exception as exc:
+            envelope.fail(exc)
+        except BaseException:
+            envelope.fail(ActorStopped(f"agent {self.id} stopped during maintenance"))
+            raise
+        finally:
+            self._owned.discard(task)
+            self._set_phase("idle")
+        self._start_if_woken()
+
+    def _wake(self) -> None:
+        if self._closing or self._wake_pending:
+            return
+        self._wake_pending = True
+        self._update_settled()
+
+    def _start_if_woken(self) -> None:
+        """Start what waits, when the agent is idle: maintenance first (a
+        wake-up meanwhile stays latched), then an activity if woken."""
+        if self._phase != "idle":
+            return
+        while self._maintenance:
+            envelope = self._maintenance.popleft()
+            if not envelope.withdrawn:
+                self._set_phase("maintenance")
+                self._nursery.start_soon(self._maintain, envelope)
+                return
+        if not self._wake_pending or self._closing:
+            return
+        self._wake_pending = False
+        if not self.inbox:
+            self._update_settled()
+            return
+        self._set_phase("running")
+        self._nursery.start_soon(self._run_activity)
+
+    async def _run_activity(self) -> None:
+        task = trio.lowlevel.current_task()
+        self._owned.add(task)
+        try:
+            await self._activity_body()
+        finally:
+            self._owned.discard(task)
+
+    async def _activity_body(self) -> None:
+        activity = None
+        try:
+            activity = self._activity = Activity(self._ports())
+            result = await activity.execute()
+        except Exception as exc:
+            # A bug outside the activity's own guard: the run ends as an
+            # error and the journal is repaired, as after a crash.
+            log.exception("agent %s: activity failed", self.id)
+            result = _unhandled("error", f"{type(exc).__name__}: {exc}")
+            with trio.CancelScope(shield=True):
+                await repair(self._journal)
+        finally:
+            self._activity = None
+        for queued in activity.claimed if activity is not None else ():
+            if waiter := self._waiters.pop(queued.id, None):
+                waiter.resolve(result)
+        self._set_phase("idle")
+        if result.stop_reason == "error" and self.spec.restart == "on_crash":
+            if not await self._crashed(result.error or "the run failed"):
+                self._failed = result.error
+                self._closing = True
+                self._mailbox.close()  # the actor's loop ends, and with it the agent
+                return
+        # Follow-ups left behind by a stopped run still deserve their turn;
+        # after an abort they wait for the next wake-up.
+        if result.stop_reason != "aborted" and self._state.next_turn:
+            self._wake()
+        self._start_if_woken()
+
+    def _ports(self) -> ActivityPorts:
+        return ActivityPorts(
+            agent_id=self.id,
+            session_id=self.session_id,
+            spec=self.spec,
+            tools=self.tools,
+            journal=self._journal,
+            inbox=self.inbox,
+            emit=self._bus.emit,
+            ask=self._ask,
+            start_worker=self._start_worker,
+            spawn_child=self._spawn_child,
+            handle=self,
+        )
+
+    def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
+        async def supervised() -> None:
+            self._workers.add(call_id)
+            try:
+                await worker()
+            finally:
+                self._workers.discard(call_id)
+
+        self._nursery.start_soon(supervised)
+
+    @asynccontextmanager
+    async def _spawn_child(self, spec: AgentSpec, setup: Setup | None = None) -> AsyncIterator[Agent]:
+        """A child agent for the length of the block, its events forwarded on
+        this agent's stream as ``child_event``; disposed when the block ends."""
+        child = await self._runtime.create(spec, parent=self, setup=setup)
+        try:
+            async with trio.open_nursery() as forwarding:
+                await forwarding.start(self._forward, child)
+                try:
+                    yield child
+                except BaseException:
+                    with trio.CancelScope(shield=True):
+                        await child.cancel("parent")
+                    raise
+                finally:
+                    with trio.CancelScope(shield=True):
+                        # The subscription ends; the forwarder drains it and returns.
+                        await child.dispose()
+        finally:
+            with trio.CancelScope(shield=True):
+                await child.dispose()  # at once if it already is
+
+    async def _forward(self, child: Agent, *, task_status: trio.TaskStatus[None]) -> None:
+        # Shielded: a cancelled caller still forwards what its child says
+        # while it winds down; the child's disposal ends the subscription.
+        with trio.CancelScope(shield=True):
+            async with child.subscribe() as events:
+                task_status.started()
+                async for event in events:
+                    path, names = [child.id], [child.spec.name]
+                    if isinstance(event, ChildEvent):
+                        path, names, event = path + event.path, names + event.names, event.event
+                    self._bus.emit(ChildEvent, child_id=child.id, path=path, names=names, event=event)
+
+    @property
+    def children_nursery(self) -> trio.Nursery:
+        """Where this agent's children run (for the Runtime)."""
+        if self._nursery is None or self._closing:
+            raise AgentDisposed(f"agent {self.id} is not running")
+        return self._nursery
+
+    # -- failure and restart ---------------------------------------------------
+
+    async def _crashed(self, error: str) -> bool:
+        """The agent failed (``error`` says how): journal it, tell
+        subscribers, then restore it from the journal (``on_crash``, within
+        the restart intensity). Returns whether the agent carries on."""
+        log.error("agent %s failed: %s", self.id, error)
+        restart = (
+            self.spec.restart == "on_crash"
+            and not self._closing
+            and self._intensity.admit(trio.current_time())
+        )
+        with trio.CancelScope(shield=True):
+            try:
+                await self._journal.append(ActorFailed(error, restarted=restart))
+            except Exception:
+                log.exception("agent %s: the failure could not be journaled", self.id)
+        self._bus.emit(AgentFailed, error=error, restarted=restart, escalated=not restart)
+        if restart:
+            await self._restore()
+        return restart
+
+    async def _restore(self) -> None:
+        """Rebuild the agent's state from its journal, with crash repair."""
+        loaded = await self._journal.store.load_state(self.session_id)
+        journal = Journal(
+            self._journal.store, self.session_id, loaded.state, unsnapshotted=loaded.unsnapshotted
+        )
+        self._attach(journal)
+        await repair(journal)
+        if self._state.next_turn or self._state.next_step:
+            self._wake()
+
+    def _fail_for_good(self, exc: Exception) -> None:
+        if isinstance(exc, AgentStoppedForGood):
+            self._failed = str(exc)  # already journaled and reported
+        else:
+            self._failed = f"{type(exc).__name__}: {exc}"
+            log.error("agent %s failed for good", self.id, exc_info=exc)
+            self._bus.emit(AgentFailed, error=self._failed, restarted=False, escalated=True)
+        self._closing = True
 
     def _collect_teardown_error(self, exc_type, exc, tb) -> bool:
         """An error closing the agent's scope is reported by ``dispose``,
@@ -326,50 +708,18 @@ class Agent:
         return False
 
     def _close_handle(self) -> None:
+        self._closing = True
+        self._mailbox.close()
+        stop = "error" if self._failed else "aborted"
         for waiter in self._waiters.values():
-            waiter.resolve(_unhandled("aborted"))
+            waiter.resolve(_unhandled(stop, self._failed))
+        self._waiters.clear()
+        self._phase, self._wake_pending = "idle", False
+        self._settled.set()
         self._bus.close()
         self._stopped.set()
 
-    def _wake(self) -> None:
-        if self._closing or self._wake_pending:
-            return
-        self._wake_pending = True
-        self._update_settled()
-        self._control_send.send_nowait(_WAKE)
-
-    async def _on_wake(self) -> None:
-        if not self._wake_pending:
-            return  # cleared by a cancel
-        if not self.inbox:
-            self._wake_pending = False
-            self._update_settled()
-            return
-        self._wake_pending = False
-        self._set_phase("running")
-        activity = self._activity = Activity(self)
-        try:
-            result = await activity.execute()
-        finally:
-            self._activity = None
-            self._set_phase("idle")
-        for queued in activity.claimed:
-            if waiter := self._waiters.get(queued.id):
-                waiter.resolve(result)
-        # Follow-ups left behind by a stopped run still deserve their turn;
-        # after an abort they wait for the next wake-up.
-        if result.stop_reason != "aborted" and self._state.next_turn:
-            self._wake()
-
-    async def _maintain(self, job: _Maintenance) -> None:
-        self._set_phase("maintenance")
-        try:
-            job.result = await job.fn()
-        except Exception as exc:
-            job.error = exc
-        finally:
-            self._set_phase("idle")
-            job.done.set()
+    # -- phases ---------------------------------------------------------------
 
     @property
     def _busy(self) -> bool:
@@ -403,9 +753,19 @@ class Agent:
         )
         if record.discards:
             for queued in removed:
-                if waiter := self._waiters.get(queued.id):
+                if waiter := self._waiters.pop(queued.id, None):
                     waiter.resolve(_unhandled("aborted"))
 
     def _check_open(self) -> None:
-        if self._closing:
+        if self._closing or self._disposing:
             raise AgentDisposed(f"agent {self.id} is disposed")
+
+
+class AgentStoppedForGood(Exception):
+    """Raised inside the actor when a failure is past restarting."""
+
+
+def _check_target(target: str) -> Target:
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    return target

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,11 +24,10 @@ class EventBus:
         self._session_id = session_id
         self._seq = 0
         self._subscribers: list[trio.MemorySendChannel[Event]] = []
-        self._listeners: list[Callable[[Event], None]] = []
 
     def emit(self, event_type: type[Event], **fields: Any) -> None:
         self._seq += 1
-        if not (self._subscribers or self._listeners):
+        if not self._subscribers:
             return  # nobody listens: build nothing, but keep counting
         event = event_type(
             agent_id=self._agent_id,
@@ -42,13 +41,6 @@ class EventBus:
                 channel.send_nowait(event)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._subscribers.remove(channel)
-        for listener in self._listeners:
-            listener(event)
-
-    def listen(self, listener: Callable[[Event], None]) -> None:
-        """Call ``listener`` with each event as it is emitted, in the emitting
-        task (it must not block), until the bus closes."""
-        self._listeners.append(listener)
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
@@ -63,8 +55,7 @@ class EventBus:
             send.close()
 
     def close(self) -> None:
-        """End every subscriber's iteration and drop every listener."""
+        """End every subscriber's iteration."""
         for channel in self._subscribers:
             channel.close()
         self._subscribers.clear()
-        self._listeners.clear()

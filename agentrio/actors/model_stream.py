@@ -1,10 +1,10 @@
 """The model-stream actor: one model request, streamed in a task of its own.
 
-The actor runs the adapter's stream and folds each event into the live
-message as it arrives (publishing it to the agent's subscribers); the agent
-waits for the actor to finish and gets back the error the stream ended with,
-if any. Folding in the streaming task costs no task switch per event, and a
-cancel closes the stream (and its HTTP connection) in the task that opened it.
+The actor runs the adapter's stream and posts each event into a bounded
+mailbox that the activity reads, then a final ``StreamEnded`` with the error
+the stream ended with, if any. A slow reader makes the actor wait (the HTTP
+stream is read no faster than the agent folds it), and a cancel closes the
+stream, and its connection, in the task that opened it.
 """
 
 from __future__ import annotations
@@ -13,34 +13,41 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
+import attrs
 import trio
 
+from ..mailbox import Mailbox
 from ..models import Model, ModelRequest, ProviderError
 from ..models.events import StreamError, StreamEvent
 
 log = logging.getLogger("agentrio")
 
+#: Stream events that may wait for the activity before the actor waits.
+STREAM_MAILBOX_CAPACITY = 64
 
-async def _stream(
-    model: Model,
-    request: ModelRequest,
-    on_event: Callable[[StreamEvent], None],
-    observe: Callable[[StreamEvent], Awaitable[None]] | None,
-) -> ProviderError | None:
+
+@attrs.frozen
+class StreamEnded:
+    """The last message of a stream: None when it ended normally."""
+
+    error: ProviderError | None
+
+
+async def _stream(model: Model, request: ModelRequest, outbox: Mailbox[StreamEvent | StreamEnded]) -> None:
+    error = None
     try:
         async with aclosing(model.stream(request)) as events:
             async for event in events:
                 if isinstance(event, StreamError):
-                    return event.error
-                on_event(event)
-                if observe is not None:
-                    await observe(event)
-    except ProviderError as error:
-        return error
+                    error = event.error
+                    break
+                await outbox.send(event)
+    except ProviderError as exc:
+        error = exc
     except Exception as exc:
         log.exception("model adapter %r failed", model)
-        return ProviderError(type="adapter_error", message=f"{type(exc).__name__}: {exc}")
-    return None
+        error = ProviderError(type="adapter_error", message=f"{type(exc).__name__}: {exc}")
+    await outbox.send(StreamEnded(error))
 
 
 async def stream_model(
@@ -49,14 +56,16 @@ async def stream_model(
     on_event: Callable[[StreamEvent], None],
     observe: Callable[[StreamEvent], Awaitable[None]] | None = None,
 ) -> ProviderError | None:
-    """Stream one request, passing each event to ``on_event`` and, when
-    given, to the async ``observe``; returns the error the stream ended
-    with, or None when it ended normally."""
-    outcome: list[ProviderError | None] = []
-
-    async def actor() -> None:
-        outcome.append(await _stream(model, request, on_event, observe))
-
+    """Stream one request through a model-stream actor, passing each event to
+    ``on_event`` and, when given, to the async ``observe``; returns the error
+    the stream ended with, or None when it ended normally."""
+    inbox: Mailbox[StreamEvent | StreamEnded] = Mailbox(STREAM_MAILBOX_CAPACITY, "model stream")
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(actor)
-    return outcome[0]
+        nursery.start_soon(_stream, model, request, inbox)
+        while True:
+            item = (await inbox.receive()).message
+            if isinstance(item, StreamEnded):
+                return item.error
+            on_event(item)
+            if observe is not None:
+                await observe(item)

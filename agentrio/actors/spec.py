@@ -34,20 +34,58 @@ Decision = Literal["allow", "deny", "ask"]
 Permission = Callable[[ToolCall, Tool], "Decision | Awaitable[Decision]"]
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{attribute.name} must be positive or None, got {value!r}")
+def _describe(value: Any) -> str:
+    if callable(value) and hasattr(value, "__name__"):
+        return f"{type(value).__name__} {value.__name__!r}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _field(instance: Any, attribute: attrs.Attribute) -> str:
+    return f"{type(instance).__name__}.{attribute.name}"
+
+
+def _positive_int(optional: bool) -> Callable[[Any, attrs.Attribute, Any], None]:
+    expected = "a positive int or None" if optional else "a positive int"
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value is None and optional:
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{_field(instance, attribute)}: expected {expected}, got {_describe(value)}")
+        if value <= 0:
+            raise ValueError(f"{_field(instance, attribute)}: expected {expected}, got {value!r}")
+
+    return check
+
+
+def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {_describe(value)}")
+    if not value > 0:
+        raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
+
+
+def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
 
 
 @attrs.frozen
 class Limits:
     """Per run: ``max_turns`` model requests (retries excluded),
-    ``max_tool_calls`` executed tool calls, ``timeout`` seconds."""
+    ``max_tool_calls`` executed tool calls, ``timeout`` seconds.
 
-    max_turns: int | None = attrs.field(default=None, validator=_positive)
-    max_tool_calls: int | None = attrs.field(default=None, validator=_positive)
-    timeout: float | None = attrs.field(default=None, validator=_positive)
-    max_parallel_tool_calls: int = attrs.field(default=8, validator=_positive)
+    Every field is checked when the limits are made: a wrong type or a value
+    that is not positive raises ``TypeError``/``ValueError`` naming it.
+    """
+
+    max_turns: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+    max_tool_calls: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+    timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
+    max_parallel_tool_calls: int = attrs.field(default=8, validator=_positive_int(optional=False))
 
 
 @attrs.define
@@ -108,14 +146,18 @@ class Hooks:
       model stream.
     """
 
-    prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = None
-    pre_step: Callable[[PreStep], MaybeAwaitable] | None = None
-    on_request_error: Callable[[RequestError], MaybeAwaitable] | None = None
-    turn_stopping: Callable[[Agent], MaybeAwaitable] | None = None
-    on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = None
+    prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    pre_step: Callable[[PreStep], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    on_request_error: Callable[[RequestError], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
 
 
-def _unique_tool_names(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
+def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
+    for index, item in enumerate(tools):
+        if not isinstance(item, Tool):
+            hint = " — decorate the function with @tool" if callable(item) else ""
+            raise TypeError(f"AgentSpec.tools[{index}]: expected a Tool{hint} — got {_describe(item)}")
     names = [t.name for t in tools]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -123,26 +165,98 @@ def _unique_tool_names(instance: Any, attribute: attrs.Attribute, tools: Sequenc
 
 
 def _as_model(model: Model | str) -> Model:
-    return from_string(model) if isinstance(model, str) else model
+    if isinstance(model, str):
+        return from_string(model)
+    if not callable(getattr(model, "stream", None)):
+        raise TypeError(
+            "AgentSpec.model: expected a model (an object with an async stream(request) method, "
+            f"such as OpenAIChat or ScriptedModel) or a string such as 'openai:gpt-4.1', got {_describe(model)}"
+        )
+    return model
+
+
+def _middleware(instance: Any, attribute: attrs.Attribute, layers: Sequence[Any]) -> None:
+    for index, layer in enumerate(layers):
+        if not callable(layer):
+            raise TypeError(
+                f"AgentSpec.middleware[{index}]: expected an async function (ctx, call_next), got {_describe(layer)}"
+            )
+
+
+def _instance_of(cls: type, fix: str, optional: bool = False) -> Callable[[Any, attrs.Attribute, Any], None]:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if (value is None and optional) or isinstance(value, cls):
+            return
+        raise TypeError(f"{_field(instance, attribute)}: expected {fix}, got {_describe(value)}")
+
+    return check
+
+
+def _sequence(field: str) -> Callable[[Any], tuple]:
+    def convert(value: Any) -> tuple:
+        if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
+            raise TypeError(f"{field}: expected a list or tuple, got {_describe(value)}")
+        return tuple(value)
+
+    return convert
+
+
+def _restart_intensity(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    ok = (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and isinstance(value[0], int)
+        and not isinstance(value[0], bool)
+        and value[0] >= 0
+        and isinstance(value[1], int | float)
+        and value[1] > 0
+    )
+    if not ok:
+        raise ValueError(
+            f"AgentSpec.restart_intensity: expected (max_restarts, within_seconds) such as (3, 60.0), got {value!r}"
+        )
+
+
+RESTARTS = ("never", "on_crash")
 
 
 @attrs.frozen
 class AgentSpec:
     """What an agent is made of. ``model`` is a model object or a string
-    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``)."""
+    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``).
 
-    name: str
+    Every field is checked when the spec is made: a mistake raises
+    ``TypeError``/``ValueError`` naming the field, what it expects and how
+    to fix it, never an ``AttributeError`` later inside a run.
+    """
+
+    name: str = attrs.field(validator=_instance_of(str, "a str, the agent's name"))
     model: Model = attrs.field(converter=_as_model)
-    system_prompt: str = attrs.field(default="", kw_only=True)
-    tools: tuple[Tool, ...] = attrs.field(
-        default=(), converter=tuple, validator=_unique_tool_names, kw_only=True
-    )
+    system_prompt: str = attrs.field(default="", kw_only=True, validator=_instance_of(str, "a str"))
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True)
     middleware: tuple[Callable[..., Any], ...] = attrs.field(
-        default=(), converter=tuple, kw_only=True
+        default=(), converter=_sequence("AgentSpec.middleware"), validator=_middleware, kw_only=True
     )
-    permission: Permission | None = attrs.field(default=None, kw_only=True)
-    limits: Limits = attrs.field(factory=Limits, kw_only=True)
-    hooks: Hooks | None = attrs.field(default=None, kw_only=True)
+    permission: Permission | None = attrs.field(default=None, kw_only=True, validator=_optional_callable)
+    limits: Limits = attrs.field(
+        factory=Limits, kw_only=True, validator=_instance_of(Limits, "a Limits — write Limits(max_turns=...)")
+    )
+    hooks: Hooks | None = attrs.field(
+        default=None, kw_only=True, validator=_instance_of(Hooks, "a Hooks or None — write Hooks(...)", optional=True)
+    )
+    #: ``"never"``: a failed agent stays failed. ``"on_crash"``: an agent whose
+    #: run fails (stop reason ``error``) is restored from its journal and
+    #: carries on with its pending input, at most ``restart_intensity``
+    #: ``(max_restarts, within_seconds)`` times; past that it stops for good.
+    restart: Literal["never", "on_crash"] = attrs.field(default="never", kw_only=True)
+    restart_intensity: tuple[int, float] = attrs.field(
+        default=(3, 60.0), kw_only=True, converter=tuple, validator=_restart_intensity
+    )
+
+    @restart.validator
+    def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in RESTARTS:
+            raise ValueError(f"AgentSpec.restart: expected one of {RESTARTS}, got {value!r}")
 
 
 @attrs.frozen

@@ -1,37 +1,33 @@
-"""Running one assistant message's tool calls.
-
-Calls are validated and checked for permission in model order, then run in
-a rolling pool of at most ``max_parallel_tool_calls`` workers; an exclusive
-call is a barrier that waits for everything before it and runs alone. However
-calls finish, results are committed strictly in model order.
-"""
+"""Running one assistant message's tool calls."""
 
 from __future__ import annotations
 
 import functools
-import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
 
-from .._ids import new_id
-from ..events import ApprovalRequest, ToolExecutionUpdate
+from ..events import ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
-from ..journal.records import ToolCallStarted
-from ..messages import TOOL_NOT_STARTED, Text, ToolCall, ToolResultMessage, error_result
+from ..journal.records import ToolCallFinished, ToolCallStarted
+from ..messages import TOOL_ABORTED, TOOL_NOT_STARTED, Text, ToolCall, ToolResultMessage, Usage, error_result
 from ..tools import Tool, ToolContext
 from ..tools.middleware import run_tool_call
-from ..tools.permissions import decide, summarize_call
+from ..tools.permissions import decide
+from ..tools.process import DEFAULT_GRACE
+from .ports import ActivityPorts
 
-if TYPE_CHECKING:
-    from .activity import Activity
+#: How long a cancelled batch waits for its workers to end. Longer than a
+#: supervised process's TERM-to-KILL grace, so that a process that ignores
+#: TERM is dead before the run reports it aborted; only a worker that cannot
+#: be cancelled at all (a thread blocked in C) outlives it, and is reported
+#: abandoned.
+ABANDON_AFTER = DEFAULT_GRACE + 3.0
 
-#: How long a cancelled batch waits for its workers before abandoning them
-#: to the agent's supervisor.
-ABANDON_AFTER = 1.0
-
-APPROVAL_DECISIONS = ("approve", "deny", "deny_and_stop")
+#: The result text of a call abandoned while still running.
+TOOL_ABANDONED = "TOOL_ABANDONED"
 
 
 def _error(call: ToolCall, text: str) -> ToolResultMessage:
@@ -50,7 +46,16 @@ class Slot:
     started_at: float | None = None
     finished_at: float | None = None
     scope: trio.CancelScope | None = None
+    #: Usage the call spent on the run's behalf (a sub-agent's, say).
+    usage: Usage = attrs.field(factory=Usage)
+    #: The worker has reported back (with a result or after a cancel).
+    ended: bool = False
+    #: Journaled as finished ahead of its turn to be committed.
+    recorded: bool = False
     committed: bool = False
+
+    def add_usage(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
 
     @property
     def duration(self) -> float:
@@ -59,23 +64,45 @@ class Slot:
         return self.finished_at - self.started_at
 
 
-@attrs.define(eq=False)
-class Approval:
-    """A pending ``ask``: the answer arrives through ``Agent.answer``."""
+@attrs.frozen
+class BatchPorts:
+    """What a tool batch may touch: its agent's ports, and the few things it
+    does through its activity."""
 
-    answered: trio.Event = attrs.field(factory=trio.Event)
-    decision: str = ""
-    reason: str | None = None
+    agent: ActivityPorts
+    state: Callable[[str], None]
+    tool_started: Callable[[ToolCall, "str | None"], None]
+    commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
+    add_usage: Callable[[Usage], None]
+    #: Tool calls the run has started so far, and a way to count more.
+    calls_so_far: Callable[[], int]
+    count_calls: Callable[[int], None]
 
 
 class ToolBatch:
-    def __init__(self, activity: Activity, calls: list[ToolCall]) -> None:
-        self._activity = activity
-        self._agent = activity.agent
+    """One assistant message's tool calls, from validation to commit.
+
+    Calls are validated and checked for permission in model order, then run
+    in a rolling pool of at most ``max_parallel_tool_calls`` workers; an
+    exclusive call is a barrier that waits for everything before it and runs
+    alone.
+
+    Guarantees: a call is journaled as started, durably, before its body
+    runs. A result is durable the moment it finishes (committed if every
+    earlier call is in, else recorded as finished), and results reach
+    history and events strictly in model order. After a cancel, ``settle``
+    waits for the workers to end (``ABANDON_AFTER``), so a result says
+    ``TOOL_ABORTED`` only for a call that has stopped.
+    """
+
+    def __init__(self, ports: BatchPorts, calls: list[ToolCall]) -> None:
+        self._ports = ports
+        self._agent = ports.agent
         self.slots = [Slot(call) for call in calls]
         self._next_commit = 0
         self._running = 0
-        self._send, self._finished = trio.open_memory_channel[tuple[Slot, Any]](math.inf)
+        # Each worker reports exactly once, so this never fills up.
+        self._send, self._finished = trio.open_memory_channel[tuple[Slot, Any]](max(len(calls), 1))
         self.stop: str | None = None
 
     # -- validation and permission, in model order ---------------------------
@@ -113,20 +140,7 @@ class ToolBatch:
 
     async def _ask(self, slot: Slot, why: str | None) -> None:
         call = slot.call
-        request_id = new_id("approval")
-        approval = self._agent._approvals[request_id] = Approval()
-        try:
-            self._activity.emit(
-                ApprovalRequest,
-                request_id=request_id,
-                call=call,
-                tool_name=call.name,
-                summary=await summarize_call(call, slot.tool),
-                reason=why,
-            )
-            await approval.answered.wait()
-        finally:
-            del self._agent._approvals[request_id]
+        approval = await self._agent.ask(call, slot.tool, why)
         reason = f": {approval.reason}" if approval.reason else ""
         if approval.decision == "deny":
             slot.result = _error(call, f"permission denied by the user{reason}")
@@ -139,16 +153,16 @@ class ToolBatch:
     async def run(self) -> str | None:
         """Run the batch; returns the turn's outcome: None when the model is
         owed another request, else a stop reason."""
-        activity = self._activity
-        activity.state("validate_tools")
+        state = self._ports.state
+        state("validate_tools")
         for slot in self.slots:
             self._validate(slot)
-        activity.state("check_permission")
+        state("check_permission")
         for slot in self.slots:
             await self._check_permission(slot)
             if self.stop:
                 break
-        activity.state("execute_tools")
+        state("execute_tools")
         try:
             await self._execute()
         finally:
@@ -157,9 +171,9 @@ class ToolBatch:
             for slot in self.slots:
                 if slot.scope is not None and slot.result is None:
                     slot.scope.cancel()
-        activity.state("append_results")
+        state("append_results")
         if any(slot.result.is_error for slot in self.slots):
-            activity.state("recover")
+            state("recover")
         if self.stop:
             return self.stop
         return "completed" if any(slot.concludes_turn for slot in self.slots) else None
@@ -170,7 +184,7 @@ class ToolBatch:
         for slot in self.slots:
             if self._stopped_before(slot) or slot.result is not None:
                 continue
-            if limits.max_tool_calls is not None and self._activity.tool_calls + len(wave) >= limits.max_tool_calls:
+            if limits.max_tool_calls is not None and self._ports.calls_so_far() + len(wave) >= limits.max_tool_calls:
                 self.stop = "max_tool_calls"
                 slot.result = error_result(
                     slot.call,
@@ -191,7 +205,7 @@ class ToolBatch:
                 wave = []
                 await self._drain()
                 # Every earlier result must be durable before a side effect.
-                await self._activity.journal.sync()
+                await self._agent.journal.sync()
                 if not self._stopped_before(slot):  # what finished meanwhile may have stopped the run
                     await self._start([(slot, tool)], "exclusive")
                     await self._drain()
@@ -226,40 +240,44 @@ class ToolBatch:
         a crash we know which calls may have had effects."""
         if not calls:
             return
-        activity = self._activity
-        activity.tool_calls += len(calls)
-        await activity.journal.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
-        await activity.journal.sync()
+        journal = self._agent.journal
+        self._ports.count_calls(len(calls))
+        await journal.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
+        await journal.sync()
         now = trio.current_time()
         for slot, tool in calls:
             slot.started_at = now
             slot.scope = trio.CancelScope()
-            activity.tool_started(slot.call, mode)
+            self._ports.tool_started(slot.call, mode)
             self._running += 1
-            self._agent._workers.start_soon(self._worker, slot, tool)
+            self._agent.start_worker(slot.call.id, functools.partial(self._worker, slot, tool))
 
     async def _worker(self, slot: Slot, tool: Tool) -> None:
         agent = self._agent
         ctx = ToolContext(
-            agent.id,
+            agent.agent_id,
             agent.session_id,
             slot.call.id,
             tool.name,
             report=functools.partial(self._report, slot),
-            agent=agent,
-            add_usage=self._activity.add_usage,
+            spawn_child=agent.spawn_child,
+            add_usage=slot.add_usage,
         )
         outcome = None
-        with slot.scope, with_initiator(Initiator(agent.id, slot.call.id)):
-            outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
         try:
-            self._send.send_nowait((slot, outcome))
-        except trio.ClosedResourceError:
-            pass  # the batch was settled without this worker
+            with slot.scope, with_initiator(Initiator(agent.agent_id, slot.call.id)):
+                outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
+        finally:
+            # Reported even when cancelled from outside, so nobody waits for
+            # a worker that has ended.
+            try:
+                self._send.send_nowait((slot, outcome))
+            except trio.ClosedResourceError:
+                pass  # the batch was settled without this worker
 
     def _report(self, slot: Slot, progress: Any) -> None:
         if not slot.committed:
-            self._activity.emit(
+            self._agent.emit(
                 ToolExecutionUpdate,
                 tool_call_id=slot.call.id,
                 tool_name=slot.call.name,
@@ -267,9 +285,28 @@ class ToolBatch:
             )
 
     async def _receive_one(self) -> None:
-        slot, outcome = await self._finished.receive()
+        """Wait for a worker to end, take every other that ended meanwhile,
+        and make their results durable in one barrier: committed when every
+        earlier call is in, recorded as finished otherwise."""
+        self._take(*await self._finished.receive())
+        while True:
+            try:
+                self._take(*self._finished.receive_nowait())
+            except trio.WouldBlock:
+                break
+        await self._commit_ready()
+        early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
+        for slot in early:
+            slot.recorded = True
+        if early:
+            await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
+        await self._agent.journal.sync()
+
+    def _take(self, slot: Slot, outcome: Any) -> None:
         self._running -= 1
+        slot.ended = True
         slot.finished_at = trio.current_time()
+        self._ports.add_usage(slot.usage)
         if outcome is not None:  # None: the worker was cancelled
             slot.result = outcome.to_message(slot.call.id, slot.call.name)
             slot.concludes_turn = outcome.concludes_turn
@@ -281,18 +318,33 @@ class ToolBatch:
             slot = self.slots[self._next_commit]
             self._next_commit += 1
             slot.committed = True
-            await self._activity.commit_tool_result(slot.call, slot.result, slot.duration)
+            await self._ports.commit_result(slot.call, slot.result, slot.duration)
 
     async def settle(self) -> dict[str, ToolResultMessage]:
-        """After a cancel or a failure: give cancelled workers a moment to
-        finish, then return the results known so far (uncommitted ones).
-        Workers still running are abandoned to the agent's supervisor."""
+        """After a cancel or a failure: wait for the cancelled workers to end,
+        then return a result for every call not yet committed that was
+        dispatched: its own when it finished, ``TOOL_ABORTED`` when it
+        stopped without one, ``TOOL_ABANDONED`` (and a ``tool_abandoned``
+        event) for a worker still running after ``ABANDON_AFTER``, which the
+        agent's nursery goes on supervising."""
         with trio.move_on_after(ABANDON_AFTER):
             while self._running:
                 await self._receive_one()
         self._send.close()
-        return {
-            slot.call.id: slot.result
-            for slot in self.slots
-            if slot.result is not None and not slot.committed
-        }
+        known = {}
+        for slot in self.slots:
+            if slot.committed:
+                continue
+            if slot.result is not None:
+                known[slot.call.id] = slot.result
+            elif slot.scope is not None and not slot.ended:
+                self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)
+                known[slot.call.id] = error_result(
+                    slot.call,
+                    TOOL_ABANDONED,
+                    "the call was cancelled but did not stop; it was abandoned while still "
+                    "running, so its effects may still be happening.",
+                )
+            elif slot.scope is not None:
+                known[slot.call.id] = error_result(slot.call, TOOL_ABORTED)
+        return known

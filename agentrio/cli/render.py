@@ -50,16 +50,16 @@ class Style:
         return cls(stream.isatty() and "NO_COLOR" not in os.environ)
 
 
-def _one_line(text: str, limit: int = 90) -> str:
+def one_line(text: str, limit: int = 90) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _describe_call(name: str, arguments: dict) -> str:
+def describe_call(name: str, arguments: dict) -> str:
     for key in ("command", "path", "pattern"):
         if isinstance(arguments.get(key), str):
             return f"{name} {arguments[key]}"
-    return f"{name} {json.dumps(arguments, ensure_ascii=False)}"
+    return f"{name} {json.dumps(arguments, ensure_ascii=False)}" if arguments else name
 
 
 @attrs.define
@@ -132,14 +132,14 @@ class EventPrinter:
             case "inbox" if event.reason == "send":
                 kind = "steering (next step)" if event.target == "next_step" else "follow-up (next turn)"
                 for item in event.inserted:
-                    self._line(event, s.magenta(f"✉ queued {kind}: {_one_line(item.message.text, 70)}"))
+                    self._line(event, s.magenta(f"✉ queued {kind}: {one_line(item.message.text, 70)}"))
             case "tool_execution_start":
                 self._tool_start(event)
             case "tool_execution_update":
                 progress = event.progress
                 if isinstance(progress, dict) and "text" in progress:
                     for line in str(progress["text"]).splitlines():
-                        self._line(event, s.dim(f"  ┆ {_one_line(line)}"))
+                        self._line(event, s.dim(f"  ┆ {one_line(line)}"))
             case "tool_execution_end":
                 self._tool_end(event)
             case "approval_request":
@@ -152,16 +152,16 @@ class EventPrinter:
     def _message(self, event: Event) -> None:
         s, message = self.style, event.message
         if isinstance(message, UserMessage):
-            self._line(event, f"{s.cyan('you')} › {_one_line(message.text)}")
+            self._line(event, f"{s.cyan('you')} › {one_line(message.text)}")
         elif isinstance(message, AssistantMessage):
             self.requests += self._depth == 0
             if message.text:
-                self._line(event, f"{s.green('assistant')} › {_one_line(message.text)}")
+                self._line(event, f"{s.green('assistant')} › {one_line(message.text)}")
             if message.stop_reason not in ("stop", "tool_use"):
                 self._line(event, s.red(f"assistant stopped: {message.stop_reason} {message.error or ''}"))
 
     def _tool_start(self, event: Event) -> None:
-        label = _one_line(_describe_call(event.tool_name, event.arguments), 48)
+        label = one_line(describe_call(event.tool_name, event.arguments), 48)
         if event.mode is not None:
             self._spans.setdefault(event.agent_id, {})[event.tool_call_id] = _Span(label, event.mode, event.time)
         mode = event.mode or "not run"
@@ -176,7 +176,7 @@ class EventPrinter:
         result = event.result.text if isinstance(event.result, ToolResultMessage) else ""
         mark = s.red("✗") if event.is_error else s.green("✓")
         millis = s.dim(f"{event.duration * 1000:.0f} ms")
-        first = _one_line(result.splitlines()[0] if result.strip() else "(no output)", 60)
+        first = one_line(result.splitlines()[0] if result.strip() else "(no output)", 60)
         self._line(event, f"{mark} {event.tool_name} {millis}  {s.dim(first)}")
 
     def _timeline(self, event: Event) -> None:

@@ -1,9 +1,8 @@
-"""agentrio sessions: list, show, export and fork the sessions of a store."""
+"""agentrio sessions: list, show, export, fork and delete the sessions of a store."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -13,22 +12,20 @@ from ..journal import ForkRefused, SessionNotFound, SQLiteStore, StoreError, Sto
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from .errors import CommandError
+from .options import add_db_option, db_path
 from .transcript import timestamp, transcript
 
 DB_VARIABLE = "AGENTRIO_DB"
-DEFAULT_DB = "agentrio.db"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    db_help = f"the store's file (default: ${DB_VARIABLE}, else {DEFAULT_DB})"
     parser = subparsers.add_parser(
-        "sessions", help="list, show, export and fork stored sessions", description=__doc__
+        "sessions", help="list, show, export, fork and delete stored sessions", description=__doc__
     )
-    parser.add_argument("--db", default=os.environ.get(DB_VARIABLE, DEFAULT_DB), help=db_help)
-    # --db may also follow the action; there it has no default of its own,
-    # so it does not hide one given before the action.
+    # --db may come before the command, before the action or after it.
+    add_db_option(parser)
     store = argparse.ArgumentParser(add_help=False)
-    store.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+    add_db_option(store)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     listing = actions.add_parser("list", parents=[store], help="one line a session")
@@ -53,6 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fork.add_argument("--as", dest="fork_id", metavar="NEW_ID", help="the new session's id")
     fork.set_defaults(handler=_handler(fork_from))
 
+    delete = actions.add_parser("delete", parents=[store], help="remove a session and its journal")
+    delete.add_argument("session_id", metavar="ID")
+    delete.set_defaults(handler=_handler(delete_session))
+
 
 def _handler(
     command: Callable[[SQLiteStore, argparse.Namespace], Awaitable[None]],
@@ -65,6 +66,7 @@ def _handler(
             await command(store, args)
 
     def handler(args: argparse.Namespace) -> int:
+        args.db = db_path(args)
         try:
             trio.run(open_and_run, args)
         except StoreNotFound:
@@ -83,26 +85,42 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
     if not summaries:
         print(f"no sessions in {args.db}", file=sys.stderr)
         return
-    rows = [("ID", "CREATED", "MESSAGES", "LAST ACTIVITY", "PARENT")]
+    ids = {summary.info.session_id for summary in summaries}
+    forks: dict[str | None, list] = {}
     for summary in summaries:
+        parent = summary.info.parent_session_id
+        forks.setdefault(parent if parent in ids else None, []).append(summary)
+    rows = [("ID", "CREATED", "MESSAGES", "LAST ACTIVITY", "FORKS", "PARENT")]
+
+    def add(summary, depth: int) -> None:
         info = summary.info
-        parent = (
-            "-"
-            if info.parent_session_id is None
-            else f"{info.parent_session_id} ({info.seed_length} messages)"
-        )
+        parent = "-" if info.parent_session_id is None else f"{info.parent_session_id} ({info.seed_length} messages)"
+        children = forks.get(info.session_id, [])
+        tree = "   " * (depth - 1) + "└─ " if depth else ""
         rows.append(
             (
-                info.session_id,
+                tree + info.session_id,
                 timestamp(info.created_at),
                 str(summary.messages),
                 timestamp(summary.updated_at),
+                str(len(children)),
                 parent,
             )
         )
+        for child in children:
+            add(child, depth + 1)
+
+    # Forks under the session they were cut from, as a tree.
+    for summary in forks.get(None, []):
+        add(summary, 0)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+async def delete_session(store: SQLiteStore, args: argparse.Namespace) -> None:
+    await store.delete_session(args.session_id)
+    print(f"deleted session {args.session_id} from {args.db}", file=sys.stderr)
 
 
 async def show_session(store: SQLiteStore, args: argparse.Namespace) -> None:

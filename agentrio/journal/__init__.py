@@ -4,7 +4,7 @@ from .fork import ForkRefused
 from .journal import Journal
 from .ownership import Lease, LeaseLost, SessionHeld
 from .projection import JournalCorrupt, SessionState
-from .records import QueuedInput, Record
+from .records import Record
 from .remote import RemoteInput
 from .sqlite import SQLiteStore
 from .store import (
@@ -32,7 +32,6 @@ __all__ = [
     "LoadedSession",
     "MemoryStore",
     "PostgresStore",
-    "QueuedInput",
     "Record",
     "RemoteInput",
     "SQLiteStore",

@@ -208,9 +208,13 @@ class BufferedStore(Generic[D, B]):
     def _check_usable(self) -> D:
         if self._failure is not None:
             self._failure_told = True
-            raise StoreError(f"the store failed, nothing more can be written: {self._failure}") from self._failure
+            raise StoreError(
+                f"the store failed, nothing more can be written: {self._failure}"
+            ) from self._failure
         if self._db is None:
-            raise StoreError(f"{self!r} is not open: use `async with` (a Runtime opens the store it is given)")
+            raise StoreError(
+                f"{self!r} is not open: use `async with` (a Runtime opens the store it is given)"
+            )
         return self._db
 
     async def _sync_all(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .projection import SessionState
 from .records import Record
 from .store import Store
@@ -12,14 +14,27 @@ SNAPSHOT_EVERY = 1000
 
 
 class Journal:
+    """One session's journal and the state projected from it.
+
+    Records go to the store first, then to ``state``: memory never runs
+    ahead of what the store has taken. ``append`` never waits between the
+    two, so a cancel cannot split them; ``sync`` is the durability barrier.
+    One writer at a time: the owning actor's tasks (``guard``, when set, is
+    called before each append to check it).
+    """
+
     def __init__(self, store: Store, session_id: str, state: SessionState, *, unsnapshotted: int = 0) -> None:
         self.store = store
         self.session_id = session_id
         self.state = state
+        #: Called before every append; raises when the caller may not write.
+        self.guard: Callable[[], None] | None = None
         #: Records appended since the store's latest snapshot of this session.
         self.unsnapshotted = unsnapshotted
 
     async def append(self, *records: Record) -> None:
+        if self.guard is not None:
+            self.guard()
         # ``Store.append`` never waits, so no cancel can fall between the store
         # taking the records and memory applying them: the two always agree.
         await self.store.append(self.session_id, records)

@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 import attrs
 
-from ..messages import AssistantMessage, Message, ToolCall, Usage, unanswered_calls
+from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, unanswered_calls
 from .records import (
+    ActorFailed,
     InboxSpliced,
     MessageAppended,
     QueuedInput,
@@ -15,6 +16,7 @@ from .records import (
     StepEnded,
     StepStarted,
     Target,
+    ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -47,7 +49,13 @@ class SessionState:
     step_open: bool = False
     #: Calls of the open step whose body has started.
     started_calls: set[str] = attrs.field(factory=set)
+    #: Results of the open step that finished but wait for their turn in
+    #: model order, by call id.
+    finished_results: dict[str, ToolResultMessage] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
+    #: Ids pending in either queue, derived from them (rebuilt when None, as
+    #: after decoding a snapshot), so a splice checks uniqueness in O(items).
+    _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
 
     @classmethod
     def replay(cls, records: Iterable[Record]) -> SessionState:
@@ -73,12 +81,17 @@ class SessionState:
                 self._splice(record)
             case ToolCallStarted(tool_call_id=call_id):
                 self.started_calls.add(call_id)
+            case ToolCallFinished(result=result):
+                self.finished_results[result.tool_call_id] = result
+            case ActorFailed():
+                pass
             case StepStarted(step=step):
                 self.step, self.step_open = step, True
             case StepEnded():
                 self.messages.extend(self.step_messages)
                 self.step_messages.clear()
                 self.started_calls.clear()
+                self.finished_results.clear()
                 self.step_open = False
             case TurnStarted(turn=turn):
                 self.turn, self.turn_open = turn, True
@@ -94,10 +107,15 @@ class SessionState:
             raise JournalCorrupt(
                 f"inbox splice [{start}:{start + count}] outside {record.target} of length {len(queue)}"
             )
+        if self._pending_ids is None:
+            self._pending_ids = {q.id for q in (*self.next_step, *self.next_turn)}
+        pending = self._pending_ids
         removed = {q.id for q in queue[start : start + count]}
-        pending = {q.id for q in (*self.next_step, *self.next_turn)} - removed
+        inserted: set[str] = set()
         for item in record.items:
-            if item.id in pending:
+            if (item.id in pending and item.id not in removed) or item.id in inserted:
                 raise JournalCorrupt(f"inbox message id {item.id!r} is already pending")
-            pending.add(item.id)
+            inserted.add(item.id)
+        pending -= removed
+        pending |= inserted
         queue[start : start + count] = record.items

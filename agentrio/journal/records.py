@@ -7,46 +7,12 @@ usage) is a projection of the records.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import attrs
 
-from ..messages import Message, UserMessage, register_tagged_union
-
-Target = Literal["next_step", "next_turn"]
-TARGETS: tuple[Target, ...] = ("next_step", "next_turn")
-
-#: Why the inbox changed. ``remove`` and ``clear`` discard input; a ``claim``
-#: hands it to a turn.
-SpliceReason = Literal["send", "claim", "remove", "clear", "restore"]
-DISCARDING_REASONS = frozenset({"remove", "clear"})
-
-
-@attrs.frozen
-class QueuedInput:
-    """A message waiting in the inbox; ``id`` is unique across both queues."""
-
-    id: str
-    message: UserMessage
-
-
-@attrs.frozen
-class InboxSpliced:
-    """``queue[start:start + delete_count] = items`` on one queue, with the
-    range already normalized."""
-
-    target: Target
-    start: int
-    delete_count: int
-    items: list[QueuedInput]
-    reason: SpliceReason
-
-    type: ClassVar[str] = "inbox_spliced"
-
-    @property
-    def discards(self) -> bool:
-        return self.reason in DISCARDING_REASONS
-
+from ..mailbox.items import DISCARDING_REASONS, TARGETS, InboxSpliced, QueuedInput, SpliceReason, Target
+from ..messages import Message, ToolResultMessage, register_tagged_union
 
 @attrs.frozen
 class TurnStarted:
@@ -79,6 +45,27 @@ class ToolCallStarted:
 
 
 @attrs.frozen
+class ToolCallFinished:
+    """A call's result, recorded (and made durable) the moment it finished,
+    before it can be committed in model order: after a crash it is
+    recovered as it was."""
+
+    result: ToolResultMessage
+
+    type: ClassVar[str] = "tool_call_finished"
+
+
+@attrs.frozen
+class ActorFailed:
+    """The agent itself failed; ``restarted`` when it was restored and went on."""
+
+    error: str
+    restarted: bool = False
+
+    type: ClassVar[str] = "actor_failed"
+
+
+@attrs.frozen
 class StepEnded:
     step: int
 
@@ -99,6 +86,8 @@ Record = (
     | StepStarted
     | MessageAppended
     | ToolCallStarted
+    | ToolCallFinished
+    | ActorFailed
     | StepEnded
     | TurnEnded
 )

@@ -8,8 +8,9 @@ from .records import MessageAppended, StepEnded, TurnEnded
 
 
 async def repair(journal: Journal) -> bool:
-    """Answer every call of an open step conservatively, then end the step
-    and the turn. A call recorded as started may have had effects
+    """Answer every call of an open step, then end the step and the turn. A
+    call whose result was recorded when it finished gets that result;
+    the others are answered conservatively. A call recorded as started may have had effects
     (``TOOL_OUTCOME_UNKNOWN``); one never started had none
     (``TOOL_NOT_STARTED``). Returns whether anything was repaired."""
     state = journal.state
@@ -17,8 +18,11 @@ async def repair(journal: Journal) -> bool:
         return False
     if state.step_open:
         for call in state.open_calls():
-            code = TOOL_OUTCOME_UNKNOWN if call.id in state.started_calls else TOOL_NOT_STARTED
-            await journal.append(MessageAppended(error_result(call, code)))
+            result = state.finished_results.get(call.id)
+            if result is None:
+                code = TOOL_OUTCOME_UNKNOWN if call.id in state.started_calls else TOOL_NOT_STARTED
+                result = error_result(call, code)
+            await journal.append(MessageAppended(result))
         await journal.append(StepEnded(state.step))
     if state.turn_open:
         await journal.append(TurnEnded(state.turn, "aborted"))

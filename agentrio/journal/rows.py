@@ -45,9 +45,12 @@ class RowDecoder:
         else:
             after, message_count, state_text = snapshot
             if len(history_rows) != message_count:
-                raise StoreCorrupt(f"{self.where}: session {session_id!r}: its snapshot's history is incomplete")
+                raise StoreCorrupt(
+                    f"{self.where}: session {session_id!r}: its snapshot's history is incomplete"
+                )
             history: list[Message] = [
-                self._decoded(session_id, f"record {seq}", decode_message_record, data) for seq, data in history_rows
+                self._decoded(session_id, f"record {seq}", decode_message_record, data)
+                for seq, data in history_rows
             ]
             state = self._decoded(session_id, "its snapshot", decode_state, state_text, history)
         last_seq = after

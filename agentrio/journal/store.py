@@ -117,6 +117,11 @@ class Store(Protocol):
 
     async def list_summaries(self) -> list[SessionSummary]: ...
 
+    async def delete_session(self, session_id: str) -> None:
+        """Remove the session and its journal (``SessionNotFound`` if there
+        is none). Forks of it keep their own copies and are not touched."""
+        ...
+
 
 class MemoryStore:
     """Keeps journals in memory: for tests and for agents that need no
@@ -172,3 +177,8 @@ class MemoryStore:
             )
             for info, records in self._sessions.values()
         ]
+
+    async def delete_session(self, session_id: str) -> None:
+        if self._sessions.pop(session_id, None) is None:
+            raise SessionNotFound(session_id)
+        del self._updated_at[session_id]

@@ -1,6 +1,22 @@
-"""The agent's inbox and its splice / claim semantics."""
+"""How work reaches an actor: the bounded ``Mailbox``, and the agent's
+``Inbox`` with its next-step and next-turn queues."""
 
-from ..journal.records import QueuedInput, Target
-from .inbox import Inbox, normalize_range
+from .inbox import Inbox, Input, as_queued, normalize_range
+from .items import TARGETS, InboxSpliced, QueuedInput, SpliceReason, Target
+from .mailbox import ActorStopped, Envelope, Mailbox, MailboxClosed
 
-__all__ = ["Inbox", "QueuedInput", "Target", "normalize_range"]
+__all__ = [
+    "TARGETS",
+    "ActorStopped",
+    "Envelope",
+    "Inbox",
+    "InboxSpliced",
+    "Input",
+    "Mailbox",
+    "MailboxClosed",
+    "QueuedInput",
+    "SpliceReason",
+    "Target",
+    "as_queued",
+    "normalize_range",
+]

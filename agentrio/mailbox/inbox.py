@@ -8,12 +8,11 @@ written before memory changes, so the queues survive a crash.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from .._ids import new_id
-from ..journal.journal import Journal
-from ..journal.records import TARGETS, InboxSpliced, QueuedInput, SpliceReason, Target
 from ..messages import UserMessage
+from .items import TARGETS, InboxSpliced, QueuedInput, SpliceReason, Target
 
 Input = str | UserMessage | QueuedInput
 
@@ -40,21 +39,39 @@ def normalize_range(length: int, start: int, delete_count: int | None) -> tuple[
 
 
 class Inbox:
-    def __init__(self, journal: Journal, on_change: Callable[[InboxSpliced, list[QueuedInput]], None]):
-        self._journal = journal
-        self._state = journal.state
+    """An agent's two input queues, next-step and next-turn.
+
+    The queues themselves are state the journal projects (``queues(target)``
+    returns the live list); the inbox changes them only by recording an
+    ``InboxSpliced`` through ``record``, which appends it durably and then
+    applies it, so memory never runs ahead of the journal. ``on_change`` is
+    told of every change after it is recorded.
+
+    Owned by the agent actor: only the agent's own tasks call it. A cancel
+    cannot split a change: ``record`` never waits between storing and
+    applying.
+    """
+
+    def __init__(
+        self,
+        queues: Callable[[Target], list[QueuedInput]],
+        record: Callable[[InboxSpliced], Awaitable[None]],
+        on_change: Callable[[InboxSpliced, list[QueuedInput]], None],
+    ) -> None:
+        self._queues = queues
+        self._record = record
         self._on_change = on_change
 
     @property
     def next_step(self) -> tuple[QueuedInput, ...]:
-        return tuple(self._state.next_step)
+        return tuple(self._queues("next_step"))
 
     @property
     def next_turn(self) -> tuple[QueuedInput, ...]:
-        return tuple(self._state.next_turn)
+        return tuple(self._queues("next_turn"))
 
     def __bool__(self) -> bool:
-        return bool(self._state.next_step or self._state.next_turn)
+        return bool(self._queues("next_step") or self._queues("next_turn"))
 
     async def splice(
         self,
@@ -69,7 +86,7 @@ class Inbox:
         ``items``; returns what was removed. A no-op writes nothing."""
         if target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-        queue = self._state.queue(target)
+        queue = self._queues(target)
         start, count = normalize_range(len(queue), start, delete_count)
         queued = [as_queued(i) for i in items]
         if not count and not queued:
@@ -78,14 +95,14 @@ class Inbox:
             reason = "send" if queued else "remove"
         record = InboxSpliced(target, start, count, queued, reason)
         removed = queue[start : start + count]
-        await self._journal.append(record)
+        await self._record(record)
         self._on_change(record, removed)
         return removed
 
     async def put(self, item: Input, target: Target) -> QueuedInput:
         """Append one input to ``target``."""
         queued = as_queued(item)
-        await self.splice(target, len(self._state.queue(target)), 0, [queued])
+        await self.splice(target, len(self._queues(target)), 0, [queued])
         return queued
 
     async def claim(self, target: Target) -> list[QueuedInput]:
@@ -101,7 +118,7 @@ class Inbox:
     async def remove(self, input_id: str) -> bool:
         """Discard one pending input; False when it is no longer pending."""
         for target in TARGETS:
-            for index, item in enumerate(self._state.queue(target)):
+            for index, item in enumerate(self._queues(target)):
                 if item.id == input_id:
                     await self.splice(target, index, 1, reason="remove")
                     return True

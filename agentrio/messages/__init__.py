@@ -20,7 +20,7 @@ from .protocol import (
     project_tool_protocol,
     unanswered_calls,
 )
-from .usage import Usage, total_usage
+from .usage import Usage
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
@@ -43,6 +43,5 @@ __all__ = [
     "error_result",
     "project_tool_protocol",
     "register_tagged_union",
-    "total_usage",
     "unanswered_calls",
 ]

@@ -31,7 +31,3 @@ class Usage:
             + self.cache_write_tokens
         )
 
-
-def total_usage(usages) -> Usage:
-    """Sum an iterable of ``Usage`` values."""
-    return sum(usages, Usage())

@@ -88,11 +88,6 @@ class MessageAssembler:
             case Done():
                 self.done = event
 
-    @property
-    def started(self) -> bool:
-        """Whether any content has arrived."""
-        return bool(self._blocks)
-
     def message(self) -> AssistantMessage:
         """The complete message; the stream must have ended with ``Done``."""
         assert self.done is not None, "the stream has not finished"

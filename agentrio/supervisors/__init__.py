@@ -4,7 +4,7 @@ supervisors that restart long-lived children by strategy."""
 from ..initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .registry import AgentRegistry
 from .runtime import Runtime
-from .strategies import (
+from ..supervision import (
     ChildExit,
     ChildRestart,
     ChildSpec,

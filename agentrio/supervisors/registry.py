@@ -9,8 +9,16 @@ if TYPE_CHECKING:
 
 
 class AgentRegistry:
+    """The live agents of one Runtime, and who created whom.
+
+    Every lookup is O(1) or O(answer): children are indexed by parent, so
+    tearing down many agents stays linear.
+    """
+
     def __init__(self) -> None:
         self._agents: dict[str, Agent] = {}
+        #: Children by parent id, in creation order (dicts keep it).
+        self._children: dict[str, dict[str, Agent]] = {}
 
     def __contains__(self, agent_id: str) -> bool:
         return agent_id in self._agents
@@ -26,9 +34,13 @@ class AgentRegistry:
         """Live agents, oldest first."""
         return tuple(self._agents.values())
 
+    def newest(self) -> Agent | None:
+        """The most recently added live agent."""
+        return next(reversed(self._agents.values()), None)
+
     def children(self, agent_id: str) -> tuple[Agent, ...]:
         """Live agents whose parent is ``agent_id``, oldest first."""
-        return tuple(a for a in self._agents.values() if a.parent_id == agent_id)
+        return tuple(self._children.get(agent_id, {}).values())
 
     def path(self, agent_id: str) -> list[str]:
         """Agent ids from the root of ``agent_id``'s tree down to it."""
@@ -41,6 +53,14 @@ class AgentRegistry:
         if agent.id in self._agents:
             raise ValueError(f"agent {agent.id!r} is already live in this runtime")
         self._agents[agent.id] = agent
+        if agent.parent_id is not None:
+            self._children.setdefault(agent.parent_id, {})[agent.id] = agent
 
     def remove(self, agent: Agent) -> None:
-        self._agents.pop(agent.id, None)
+        if self._agents.pop(agent.id, None) is None:
+            return
+        if agent.parent_id is not None:
+            siblings = self._children.get(agent.parent_id, {})
+            siblings.pop(agent.id, None)
+            if not siblings:
+                self._children.pop(agent.parent_id, None)

@@ -12,7 +12,6 @@ from ..actors.agent import Agent, Setup
 from ..actors.spec import AgentSpec
 from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
 from ..journal.fork import fork_session
-from ..journal.repair import repair
 from ..models.http import open_http_client
 from .registry import AgentRegistry
 
@@ -51,9 +50,9 @@ class Runtime:
             # An orderly teardown even when the host is being cancelled: it
             # is bounded, and skipping it would leave journals open.
             with trio.CancelScope(shield=True):
-                while self.registry.agents:
+                while (agent := self.registry.newest()) is not None:
                     try:
-                        await self.dispose(self.registry.agents[-1])
+                        await self.dispose(agent)
                     except Exception as error:
                         errors.append(error)
         finally:
@@ -131,12 +130,14 @@ class Runtime:
         journal = Journal(
             self.store, loaded.info.session_id, loaded.state, unsnapshotted=loaded.unsnapshotted
         )
-        await repair(journal)
         agent = Agent(self, spec, journal, parent_id=parent.id if parent else None)
+        # A child lives in its parent's nursery: the nursery tree is the
+        # agent tree, and the parent's scope reaches it.
+        host = parent.children_nursery if parent is not None else nursery
         # Registered while setup runs, so that setup sees the tree it joins.
         self.registry.add(agent)
         try:
-            await nursery.start(agent._main, setup)
+            await host.start(agent.main, setup)
         except BaseException:
             self.registry.remove(agent)
             raise

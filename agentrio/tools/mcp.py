@@ -56,7 +56,7 @@ except ModuleNotFoundError as missing:
         "agentrio.tools.mcp needs the MCP SDK: pip install 'agentrio[mcp]'", name=missing.name
     ) from missing
 
-from ..supervisors.strategies import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
+from ..supervision import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
 from .mcp_results import tool_result
 from .tool import ExecutionMode, Tool, ToolContext, ToolResult
 

@@ -1,21 +1,23 @@
 """Supervised subprocesses: a time limit, capped output, and no survivors.
 
-Each command runs as the leader of a new session, hence of a new process
-group. Whatever it starts stays in that group, so the group is what we stop:
-on cancel or time-out, SIGTERM to the group, SIGKILL to what is left after a
-grace period; after a normal exit, the same for anything left running in the
-background. The leader is always reaped. A process that leaves the group on
-purpose (``setsid``, a daemon) is out of reach; its hold on our pipes is cut
-by closing them.
+Each command runs under a small supervising shim (``_reaper.py``, a child
+subreaper on Linux) that stays the ancestor of everything the command
+starts, even of processes that change their group or session (``setsid``,
+``set -m``, ``timeout``) or lose their parent. What we stop is that whole
+tree: on cancel or time-out, SIGTERM to every descendant, SIGKILL to what is
+left after a grace period; after a normal exit, the same for anything left
+running in the background. Every process of the tree is reaped.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import math
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -27,12 +29,15 @@ from .output import CappedText
 DEFAULT_OUTPUT_CAP = 100_000
 DEFAULT_GRACE = 2.0
 
-#: How long to go on reading the pipes once the group is gone. Only a process
-#: that escaped the group can hold them open longer; we do not wait for it.
+#: How long to go on reading the pipes once the tree is gone. Only a process
+#: that escaped the shim (if it was killed) can hold them open longer; we do
+#: not wait for it.
 _DRAIN_TIMEOUT = 0.5
-_POLL_INTERVAL = 0.02
+#: How long past the grace period the shim may take to stop the tree before
+#: it is killed itself.
+_SHIM_MARGIN = 5.0
 _CHUNK = 65536
-_PROC = Path("/proc")
+_REAPER = str(Path(__file__).with_name("_reaper.py"))
 
 OnOutput = Callable[[str, str], None]
 
@@ -90,20 +95,27 @@ async def run_process(
     way before the cancellation goes on. ``env`` replaces the environment;
     without ``stdin`` the command reads from ``/dev/null``.
     """
-    shell = isinstance(command, str)
-    args: str | tuple[str, ...] = command if shell else tuple(command)
+    args: str | tuple[str, ...] = command if isinstance(command, str) else tuple(command)
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
     started = trio.current_time()
-    process = await trio.lowlevel.open_process(
-        args if shell else list(args),
-        shell=shell,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    group = _ProcessGroup(process)
+    status_read, status_write = os.pipe()
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-I", "-S", _REAPER, str(status_write), str(grace), "--", *argv],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=(status_write,),
+        )
+    except BaseException:
+        os.close(status_read)
+        raise
+    finally:
+        os.close(status_write)
+    shim = _Shim(process, trio.lowlevel.FdStream(status_read))
     captures = {"stdout": CappedText(output_cap), "stderr": CappedText(output_cap)}
     pipes = {"stdout": process.stdout, "stderr": process.stderr}
     drained = {name: trio.Event() for name in pipes}
@@ -114,24 +126,23 @@ async def run_process(
             if stdin is not None:
                 nursery.start_soon(_feed, process.stdin, stdin)
             with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
-                await process.wait()
+                await shim.ended()
             # Stop what is left while the pipes are still read, so that what
             # the command writes as it stops is kept.
             with trio.CancelScope(shield=True):
-                await group.stop(grace)
+                await shim.stop(grace)
             with trio.move_on_after(_DRAIN_TIMEOUT):
                 for event in drained.values():
                     await event.wait()
             nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
-            await group.stop(grace)
-            for stream in (process.stdin, process.stdout, process.stderr):
+            await shim.stop(grace)
+            for stream in (process.stdin, process.stdout, process.stderr, shim.status):
                 if stream is not None:
                     await stream.aclose()
 
-    returncode = process.returncode
-    assert returncode is not None
+    returncode = shim.returncode(argv[0])
     return ProcessResult(
         command=args,
         exit_code=returncode if returncode >= 0 else None,
@@ -173,65 +184,55 @@ async def _feed(pipe: trio.abc.SendStream, data: str | bytes) -> None:
         pass  # the command exited or closed its stdin without reading it all
 
 
-class _ProcessGroup:
-    """The process group led by one supervised command."""
+class _Shim:
+    """The supervising shim of one command (see ``_reaper.py``): it tells
+    when the command ended and how, and stops the command's whole tree."""
 
-    def __init__(self, leader: trio.Process) -> None:
-        self._leader = leader
-        self._pgid = leader.pid
+    def __init__(self, process: trio.Process, status: trio.lowlevel.FdStream) -> None:
+        self._process = process
+        self.status = status
+        self._line = b""
         self._stopped = False
 
+    async def ended(self) -> None:
+        """Wait until the command has ended (or the shim has died)."""
+        while not self._line.endswith(b"\n"):
+            chunk = await self.status.receive_some(64)
+            if not chunk:
+                return
+            self._line += chunk
+
     async def stop(self, grace: float) -> None:
-        """SIGTERM the group, SIGKILL whatever still runs after ``grace``
-        seconds, and reap the leader. Idempotent."""
+        """Have the shim stop the tree (SIGTERM, then SIGKILL after
+        ``grace`` seconds) and wait until it has. Idempotent."""
         if self._stopped:
             return
-        if self._running():
-            self._signal(signal.SIGTERM)
-            with trio.move_on_after(grace):
-                while self._running():
-                    await trio.sleep(_POLL_INTERVAL)
-            if self._running():
-                self._signal(signal.SIGKILL)
-        await self._leader.wait()
+        self._process.send_signal(signal.SIGTERM)  # nothing if it has exited
+        with trio.move_on_after(grace + _SHIM_MARGIN):
+            await self._process.wait()
+        if self._process.returncode is None:  # the shim is stuck or stopped
+            self._process.kill()
+            await self._process.wait()
+        await self.ended()  # at end of file by now
+        if self._process.returncode != 0:
+            # The shim did not finish (stuck, or killed from outside): the
+            # last resort is the process group it led, which still holds
+            # what did not leave it (and keeps its id from being reused).
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
         self._stopped = True
 
-    def _signal(self, sig: signal.Signals) -> None:
-        try:
-            os.killpg(self._pgid, sig)
-        except ProcessLookupError:
-            pass
-
-    def _running(self) -> bool:
-        """Whether any process of the group still runs (zombies do not)."""
-        # Reap the leader as soon as it exits: an unreaped leader would count
-        # as a member where /proc cannot tell zombies apart. Once it is reaped
-        # and the group is empty its id could in principle be reused by a new
-        # group within the next poll; pid allocation is sequential, so that
-        # would take a full wrap-around of the pid space in milliseconds.
-        self._leader.poll()
-        try:
-            os.killpg(self._pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not _PROC.is_dir() or _has_running_member(self._pgid)
-
-
-def _has_running_member(pgid: int) -> bool:
-    """Whether /proc lists a process of group ``pgid`` that is not a zombie.
-    Orphaned children are reaped by init, which may take its time."""
-    for entry in os.scandir(_PROC):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(os.path.join(entry.path, "stat"), encoding="ascii", errors="replace") as f:
-                stat = f.read()
-        except OSError:
-            continue  # exited while we looked
-        # Fields after the command name (which may hold spaces and parentheses).
-        state, _ppid, pgrp, *_ = stat.rpartition(")")[2].split()
-        if int(pgrp) == pgid and state not in ("Z", "X"):
-            return True
-    return False
+    def returncode(self, program: str) -> int:
+        """How the command ended, as ``Popen.returncode`` says it (minus a
+        signal number when a signal ended it). Raises ``OSError`` if the
+        command could not be started."""
+        match self._line.decode("ascii", errors="replace").split():
+            case ["exit", code]:
+                return int(code)
+            case ["signal", number]:
+                return -int(number)
+            case ["error", errno]:
+                raise OSError(int(errno), os.strerror(int(errno)), program)
+        # The shim died without saying (killed from outside): its own end.
+        assert self._process.returncode is not None
+        return self._process.returncode

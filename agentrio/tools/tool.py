@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal
 
 import attrs
-import jsonschema
 
 from ..messages import Part, Text, ToolResultMessage, Usage
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
-
-if TYPE_CHECKING:
-    from ..actors.agent import Agent
+from .schema import ArgumentValidator, argument_errors, schema_problems
 
 ExecutionMode = Literal["parallel", "exclusive"]
 EXECUTION_MODES = ("parallel", "exclusive")
@@ -67,8 +67,9 @@ class ToolContext:
     tool_call_id: str
     tool_name: str
     _report: Callable[[Any], None] = attrs.field(alias="report", repr=False)
-    #: The agent running the call (None outside an agent, as in a unit test).
-    agent: Agent | None = attrs.field(default=None, kw_only=True, repr=False)
+    _spawn_child: Callable[..., AbstractAsyncContextManager[Any]] | None = attrs.field(
+        default=None, alias="spawn_child", kw_only=True, repr=False
+    )
     _add_usage: Callable[[Usage], None] | None = attrs.field(
         default=None, alias="add_usage", kw_only=True, repr=False
     )
@@ -77,6 +78,17 @@ class ToolContext:
         """Publish progress (any JSON-serializable value) as a
         ``tool_execution_update`` event."""
         self._report(progress)
+
+    def spawn_child(self, spec: Any, *, setup: Any = None) -> AbstractAsyncContextManager[Any]:
+        """``async with ctx.spawn_child(spec) as child``: a child ``Agent`` (of
+        the ``AgentSpec`` ``spec``) of the
+        calling agent for the length of the block. It lives in the caller's
+        supervision tree, its events are forwarded on the caller's stream as
+        ``child_event``, and it is disposed when the block ends (cancelling
+        the caller cancels it, cause ``parent``)."""
+        if self._spawn_child is None:
+            raise RuntimeError(f"{self.tool_name} starts sub-agents and must be called by an agent")
+        return self._spawn_child(spec, setup)
 
     def add_usage(self, usage: Usage) -> None:
         """Count model usage the tool spent (a sub-agent, a summarizer) in
@@ -104,6 +116,76 @@ def _check_mode(mode: object) -> None:
         raise ValueError(f"execution_mode must be one of {EXECUTION_MODES} or a callable, got {mode!r}")
 
 
+#: What model providers accept as a tool name.
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _type_error(attribute: attrs.Attribute, expected: str, value: Any) -> TypeError:
+    return TypeError(f"Tool.{attribute.name}: expected {expected}, got {type(value).__name__!r}")
+
+
+def _valid_name(tool: Tool, attribute: attrs.Attribute, name: Any) -> None:
+    if not isinstance(name, str):
+        raise _type_error(attribute, "a str", name)
+    if not _NAME.fullmatch(name):
+        raise ValueError(
+            f"Tool.name: expected 1 to 64 letters, digits, '_' or '-' (what model providers accept), "
+            f"got {name!r}; rename the tool"
+        )
+
+
+def _valid_description(tool: Tool, attribute: attrs.Attribute, description: Any) -> None:
+    if not isinstance(description, str):
+        raise _type_error(attribute, "a str (what the model reads about the tool; '' for none)", description)
+
+
+def _valid_parameters(tool: Tool, attribute: attrs.Attribute, parameters: Any) -> None:
+    if not isinstance(parameters, dict):
+        raise _type_error(attribute, "a JSON Schema of type 'object', as a dict", parameters)
+    if problems := schema_problems(parameters):
+        raise ValueError("; ".join(f"Tool.parameters{where} of {tool.name!r}: {why}" for where, why in problems))
+
+
+def _valid_execute(tool: Tool, attribute: attrs.Attribute, execute: Any) -> None:
+    expected = "an async function (args, ctx)"
+    if not callable(execute):
+        raise _type_error(attribute, expected, execute)
+    if not _is_async(execute):
+        raise TypeError(
+            f"Tool.execute: expected {expected}, got a function that is not async: {execute!r}; "
+            "define it with async def"
+        )
+    try:
+        inspect.signature(execute).bind(None, None)
+    except ValueError:
+        pass  # no signature to check (a builtin)
+    except TypeError:
+        raise TypeError(
+            f"Tool.execute: expected {expected}, got {execute!r}, which cannot take those two arguments"
+        ) from None
+
+
+def _is_async(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine: an async function, a partial
+    of one, or an object with an async ``__call__``."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _valid_mode(tool: Tool, attribute: attrs.Attribute, mode: Any) -> None:
+    expected = f"one of {EXECUTION_MODES} or a function (args) -> mode"
+    if callable(mode):
+        return
+    if not isinstance(mode, str):
+        raise _type_error(attribute, expected, mode)
+    if mode not in EXECUTION_MODES:
+        raise ValueError(f"Tool.execution_mode: expected {expected}, got {mode!r}")
+
+
+def _valid_preview(tool: Tool, attribute: attrs.Attribute, preview: Any) -> None:
+    if preview is not None and not callable(preview):
+        raise _type_error(attribute, "a function (args) -> str, sync or async, or None", preview)
+
+
 @attrs.define(eq=False)
 class Tool:
     """A tool: a name, a description, a JSON Schema for its arguments, and an
@@ -117,26 +199,24 @@ class Tool:
     ``preview(args)`` (sync or async) describes what a call would do, for a
     person asked to approve it: the command it runs, the diff it makes. It
     must not have side effects. See ``permissions.summarize_call``.
+
+    Every field is checked when the tool is made and when it is changed: a
+    wrong type raises ``TypeError``, a wrong value ``ValueError``, each
+    naming the field, what it expects and what it got. The name must be what
+    model providers accept (``^[a-zA-Z0-9_-]{1,64}$``); ``parameters`` must
+    be a valid JSON Schema (Draft 2020-12) of type object whose patterns
+    the linear-time engine can run (see ``schema``).
     """
 
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    execute: Execute
+    name: str = attrs.field(validator=_valid_name)
+    description: str = attrs.field(validator=_valid_description)
+    parameters: dict[str, Any] = attrs.field(validator=_valid_parameters)
+    execute: Execute = attrs.field(validator=_valid_execute)
     execution_mode: ExecutionMode | Callable[[dict[str, Any]], ExecutionMode] = attrs.field(
-        default="parallel", kw_only=True
+        default="parallel", kw_only=True, validator=_valid_mode
     )
-    preview: Preview | None = attrs.field(default=None, kw_only=True)
+    preview: Preview | None = attrs.field(default=None, kw_only=True, validator=_valid_preview)
     _validator: Any = attrs.field(init=False, default=None, repr=False)
-
-    def __attrs_post_init__(self) -> None:
-        _check_mode(self.execution_mode)
-        if self.parameters.get("type", "object") != "object":
-            raise ValueError(f"tool {self.name!r}: parameters must be a JSON Schema of type 'object'")
-        try:
-            jsonschema.Draft202012Validator.check_schema(self.parameters)
-        except jsonschema.SchemaError as e:
-            raise ValueError(f"tool {self.name!r}: invalid parameters schema: {e.message}") from None
 
     @property
     def spec(self) -> ToolSpec:
@@ -148,18 +228,11 @@ class Tool:
         return mode
 
     def argument_errors(self, args: dict[str, Any]) -> list[str]:
-        """Why ``args`` do not fit ``parameters``, one line per failing field."""
+        """Why ``args`` do not fit ``parameters``, one line per failing
+        field. Never raises: arguments nested too deeply to validate, and a
+        schema that fails while validating them (a ``$ref`` that resolves
+        nowhere), are reported in the list, as errors of this call."""
         validator = self._validator
         if validator is None or validator.schema is not self.parameters:
-            validator = self._validator = jsonschema.Draft202012Validator(self.parameters)
-        if validator.is_valid(args):
-            return []
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
-        return [_describe(e) for e in errors]
-
-
-def _describe(error: jsonschema.ValidationError) -> str:
-    if error.validator == "required" or not error.absolute_path:
-        return error.message
-    field = ".".join(str(p) for p in error.absolute_path)
-    return f"{field}: {error.message}"
+            validator = self._validator = ArgumentValidator(self.parameters)
+        return argument_errors(validator, args)

@@ -68,12 +68,23 @@ async def during_model_stream(rt: Runtime, store: Store) -> None:
 
 async def during_parallel_tool(rt: Runtime, store: Store) -> None:
     # ``blocker`` and ``quick`` both start; ``quick`` finishes, but its result
-    # waits behind ``blocker`` (results commit in model order); ``later``,
-    # exclusive, waits for both and never starts.
+    # waits behind ``blocker`` (results commit in model order) and is only
+    # recorded as finished; ``later``, exclusive, waits for both and never
+    # starts. The process stops once the finished result is durable, as
+    # another connection sees it.
     quick_done = trio.Event()
+    quick_durable = trio.Event()
+
+    async def watch_durability() -> None:
+        await quick_done.wait()
+        while not (await store.load_state(SESSION)).state.finished_results:
+            await trio.sleep(0.01)
+        quick_durable.set()
+
     model = ScriptedModel([calls(("blocker", {}), ("quick", {}), ("later", {}))])
+    rt.nursery.start_soon(watch_durability)
     tools = [
-        stopping_tool("blocker", "parallel", after=quick_done),
+        stopping_tool("blocker", "parallel", after=quick_durable),
         signalling_tool("quick", quick_done),
         stopping_tool("later", "exclusive"),
     ]

@@ -61,12 +61,26 @@ def test_list_shows_one_line_a_session(db, capsys):
     status, out, _ = run(capsys, "sessions", "list", "--db", str(db))
     assert status == 0
     header, *lines = out.splitlines()
-    assert header.split() == ["ID", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "PARENT"]
-    rows = {line.split()[0]: line for line in lines}
+    assert header.split() == ["ID", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "FORKS", "PARENT"]
+    # Forks sit under their parent, as a tree.
+    assert lines[0].startswith("main ") and lines[1].startswith("└─ ")
+    rows = {line.removeprefix("└─ ").split()[0]: line for line in lines}
     (fork_id,) = set(rows) - {"main", "crashed"}
     assert rows[fork_id].endswith("main (5 messages)")
-    assert rows["main"].split()[3] == "7" and rows["main"].endswith("-")
-    assert rows["crashed"].split()[3] == "2"
+    assert rows["main"].split()[3] == "7" and rows["main"].split()[6] == "1" and rows["main"].endswith("-")
+    assert rows["crashed"].split()[3] == "2" and rows["crashed"].split()[6] == "0"
+
+
+def test_delete_removes_a_session_and_leaves_its_forks(db, capsys):
+    status, _, err = run(capsys, "sessions", "delete", "main", "--db", str(db))
+    assert status == 0 and "deleted session main" in err
+    status, _, err = run(capsys, "sessions", "show", "main", "--db", str(db))
+    assert status == 1 and "no session 'main'" in err
+    _, out, _ = run(capsys, "--db", str(db), "sessions", "list")
+    ids = [line.split()[0] for line in out.splitlines()[1:]]
+    assert "main" not in ids and "crashed" in ids and len(ids) == 2
+    status, _, err = run(capsys, "sessions", "delete", "main", "--db", str(db))
+    assert status == 1 and "no session 'main'" in err
 
 
 TRANSCRIPT = """
@@ -138,7 +152,7 @@ def test_fork_prints_the_new_session(db, capsys):
     assert (status, out) == (0, "branch\n")
     assert "with 4 messages" in err
     _, out, _ = run(capsys, "sessions", "list", "--db", str(db))
-    assert any(line.startswith("branch ") and line.endswith("main (4 messages)") for line in out.splitlines())
+    assert any(line.startswith("└─ branch ") and line.endswith("main (4 messages)") for line in out.splitlines())
 
 
 @pytest.mark.parametrize(

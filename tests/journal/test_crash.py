@@ -80,11 +80,11 @@ async def test_killed_during_a_parallel_tool(new_store, tmp_path):
     restored, inbox, records = await restore_and_continue(new_store)
     _, assistant, *results = restored
     assert [c.name for c in assistant.tool_calls] == ["blocker", "quick", "later"]
-    # Both parallel calls had started; ``quick`` finished, but its result was
-    # never committed, so its outcome is as unknown as the blocker's.
+    # Both parallel calls had started; ``quick`` finished and its result was
+    # durable at once, though not yet committed: it is recovered as it was.
     assert [(r.tool_name, r.is_error, r.text.split(":")[0]) for r in results] == [
         ("blocker", True, TOOL_OUTCOME_UNKNOWN),
-        ("quick", True, TOOL_OUTCOME_UNKNOWN),
+        ("quick", False, "finished"),
         ("later", True, TOOL_NOT_STARTED),
     ]
     assert "Side effects may have happened" in results[0].text

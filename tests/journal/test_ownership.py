@@ -42,7 +42,9 @@ async def test_a_session_held_elsewhere_is_refused_naming_the_holder_and_the_lea
     async with place(holder="host-a:1") as first, place() as second:
         await first.create_session(SessionInfo("s1"), [said("hello")])
         before = datetime.datetime.now(datetime.UTC)
-        with pytest.raises(SessionHeld, match=r"session 's1' is held by host-a:1, whose lease ends at ") as held:
+        with pytest.raises(
+            SessionHeld, match=r"session 's1' is held by host-a:1, whose lease ends at "
+        ) as held:
             await second.load_state("s1")
         assert held.value.holder == "host-a:1"
         assert before < held.value.expires_at < before + datetime.timedelta(seconds=5)
@@ -70,6 +72,16 @@ async def test_release_and_close_hand_the_session_over(place):
         await first.append("s1", [said("first again")])
         assert texts((await first.load_session("s1"))[1]) == ["first", "second", "first again"]
     assert token(place, "s1") == 3
+
+
+async def test_a_session_held_elsewhere_cannot_be_deleted(place):
+    async with place(holder="host-a:1") as holder, place() as other:
+        await holder.create_session(SessionInfo("s1"), [said("keep me")])
+        with pytest.raises(SessionHeld, match="held by host-a:1"):
+            await other.delete_session("s1")
+        await holder.release("s1")
+        await other.delete_session("s1")
+        assert await other.list_sessions() == []
 
 
 async def test_a_held_lease_is_renewed_past_its_length(place):

@@ -29,7 +29,9 @@ def taken_in(item: RemoteInput) -> InboxSpliced:
 
 
 def posted(place) -> list[str]:
-    return [text for (text,) in place.execute("SELECT data::json->'message'->>'content' FROM inputs ORDER BY id")]
+    return [
+        text for (text,) in place.execute("SELECT data::json->'message'->>'content' FROM inputs ORDER BY id")
+    ]
 
 
 async def test_input_posted_elsewhere_is_durable_at_once_and_wakes_the_holder(place):
@@ -134,9 +136,8 @@ async def test_closing_the_store_ends_a_wait_for_input_with_an_error(place):
             errors.append(exc)
 
     with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            async with place() as holder:
-                await holder.create_session(SessionInfo("s1"))
-                nursery.start_soon(wait_for_input, holder)
-                await trio.sleep(0.2)
+        async with trio.open_nursery() as nursery, place() as holder:
+            await holder.create_session(SessionInfo("s1"))
+            nursery.start_soon(wait_for_input, holder)
+            await trio.sleep(0.2)
     assert len(errors) == 1

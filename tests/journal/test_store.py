@@ -190,3 +190,21 @@ async def test_a_bad_journal_names_the_session_and_the_record(new_store, tamperi
         for load in (store.load_state, store.load_session):
             with pytest.raises(StoreCorrupt, match=f"session 's1': {error}"):
                 await load("s1")
+
+
+async def test_deleting_a_session_removes_its_journal_and_keeps_its_forks(stores):
+    async with stores() as store, Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([say("one")])), "gone")
+        await agent.run("hello")
+        fork = await rt.fork("gone", at_message=2)
+        await rt.dispose(agent)
+        await store.delete_session("gone")
+        with pytest.raises(SessionNotFound):
+            await store.load_session("gone")
+        with pytest.raises(SessionNotFound):
+            await store.delete_session("gone")
+        assert [s.session_id for s in await store.list_sessions()] == [fork.session_id]
+        assert [m.text for m in (await store.load_state(fork.session_id)).state.messages] == ["hello", "one"]
+    # Closed and opened again, the store still has no trace of it.
+    async with stores() as store:
+        assert [s.session_id for s in await store.list_sessions()] == [fork.session_id]

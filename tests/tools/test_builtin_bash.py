@@ -1,8 +1,18 @@
 import signal
 
+import pytest
 import trio
 
+from agentrio import AgentSpec, Runtime, ScriptedModel
 from agentrio.tools.builtin import bash
+from tests.helpers import calls, say, start_run
+from tests.tools.processes import (
+    assert_all_gone,
+    processes_with,
+    unique_duration,
+    wait_for_sleeper,
+    zombie_children,
+)
 
 
 async def test_runs_in_the_root_and_returns_the_output(workspace, call):
@@ -61,3 +71,24 @@ def test_the_time_limit_has_a_default_and_a_maximum(workspace):
 
 def test_bash_is_exclusive(workspace):
     assert bash(workspace).mode_for({"command": "ls"}) == "exclusive"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["timeout 1000 sleep {marker}; echo done", "set -m; sleep {marker} & wait", "setsid sleep {marker} & wait"],
+    ids=["timeout", "job-control", "setsid"],
+)
+async def test_cancelling_the_agent_stops_commands_that_left_the_group(workspace, command):
+    marker = unique_duration()
+    model = ScriptedModel([calls(("bash", {"command": command.format(marker=marker)})), say("next")])
+    with trio.fail_after(20):
+        async with Runtime() as rt:
+            agent = await rt.create(AgentSpec("a", model, tools=[bash(workspace, grace=0.2)]))
+            async with trio.open_nursery() as nursery:
+                results = start_run(nursery, agent, "go")
+                await wait_for_sleeper(marker)
+                await agent.cancel()
+                await agent.wait_idle()
+    assert results[0].stop_reason == "aborted"
+    assert_all_gone(processes_with(marker))
+    assert zombie_children() == []

@@ -1,10 +1,11 @@
 """grep through ripgrep and through the Python fallback: same answers."""
 
 import shutil
+import sys
 
 import pytest
 
-from agentrio.tools.builtin import grep
+from agentrio.tools.builtin import grep, searching
 
 needs_ripgrep = pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not on PATH")
 ENGINES = [pytest.param(True, marks=needs_ripgrep, id="ripgrep"), pytest.param(False, id="python")]
@@ -107,7 +108,58 @@ async def test_missing_path(tree, call, ripgrep):
 
 
 @needs_ripgrep
-async def test_ripgrep_is_used_when_installed(tree, call):
-    # ripgrep's regular expressions have no look-ahead; Python's do.
-    assert (await call(grep(tree), pattern="foo(?= 2)")).is_error
-    assert not (await call(grep(tree, ripgrep=False), pattern="foo(?= 2)")).is_error
+async def test_ripgrep_is_used_when_installed(tree, call, monkeypatch):
+    def python_search(search):
+        raise AssertionError("the Python search ran")
+
+    monkeypatch.setattr(searching, "search_python", python_search)
+    assert (await call(grep(tree), pattern="foo 2")).content == "a/b.txt:1:foo 2"
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "foo(?= 2)", "(?<=x)foo"], ids=["backreference", "look-ahead", "look-behind"])
+async def test_patterns_that_need_backtracking_are_refused_by_both_engines(tree, call, ripgrep, pattern):
+    result = await call(grep(tree, ripgrep=ripgrep), pattern=pattern)
+    assert result.is_error
+
+
+async def test_a_catastrophic_pattern_runs_in_linear_time(workspace, call, ripgrep):
+    # With a backtracking engine, (a+)+$ against 40 "a" and a "!" takes
+    # about 2**40 steps and freezes every task while it runs.
+    (workspace / "evil.txt").write_text("a" * 40 + "!\n" + "a" * 40 + "\n")
+    result = await call(grep(workspace, ripgrep=ripgrep), pattern="(a+)+$")
+    assert result.content == "evil.txt:2:" + "a" * 40
+
+
+async def test_a_catastrophic_glob_runs_in_linear_time(workspace, call):
+    name = "a" * 200 + ".txt"
+    (workspace / name).write_text("needle\n")
+    result = await call(grep(workspace, ripgrep=False), pattern="needle", glob="*a*a*a*a*a*a*a*a*a*a*a*a*b")
+    assert result.content.startswith("No matches")
+
+
+async def test_the_python_search_refuses_a_pattern_too_large_to_run(workspace, call):
+    (workspace / "a.txt").write_text("a\n")
+    result = await call(grep(workspace, ripgrep=False), pattern="((a{1000}){1000}){1000}")
+    assert result.is_error and "invalid regular expression" in result.content
+
+
+#: How deep the tree of the next test is, and the recursion limit while it
+#: is searched: a walk that recursed once per folder would fail. (The tree
+#: stays shallow enough for shutil.rmtree, which pytest uses on old
+#: temporary folders and which does recurse.)
+DEPTH, RECURSION_LIMIT = 400, 300
+
+
+async def test_a_tree_deeper_than_the_recursion_limit_is_searched(workspace, call, ripgrep):
+    deep = workspace
+    for _ in range(DEPTH):
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "needle.txt").write_text("needle\n")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        result = await call(grep(workspace, ripgrep=ripgrep), pattern="needle")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert result.content == "/".join(["d"] * DEPTH) + "/needle.txt:1:needle"

@@ -1,6 +1,10 @@
-import pytest
+import os
+import time
 
-from agentrio.tools.builtin import glob, ls
+import pytest
+import trio
+
+from agentrio.tools.builtin import glob, listing, ls
 from agentrio.tools.builtin.listing import MAX_ENTRIES
 
 
@@ -80,3 +84,49 @@ async def test_glob_caps_many_paths(workspace, call):
     lines = (await call(glob(workspace), pattern="*.txt")).content.splitlines()
     assert lines[0] == "f00000.txt"
     assert lines[-1] == "[... 3 more paths not shown; use a narrower pattern]"
+
+
+async def test_glob_skips_git_itself(tree, call):
+    result = await call(glob(tree), pattern="*")
+    assert ".git/" not in result.content.splitlines()
+    assert "src/" in result.content.splitlines()
+
+
+async def test_glob_trailing_double_star_matches_everything_below(tree, call):
+    result = await call(glob(tree), pattern="src/**")
+    assert result.content == "src/app.py\nsrc/util/\nsrc/util/io.py\nsrc/util/notes.md"
+
+
+async def test_glob_with_many_double_stars_visits_each_path_once(workspace, call):
+    # A chain 40 folders deep: matching six "**" against it path by path,
+    # as pathlib does, takes millions of directory listings.
+    deep = workspace.joinpath(*["d"] * 40)
+    deep.mkdir(parents=True)
+    (deep / "zz").touch()
+    result = await call(glob(workspace), pattern="**/**/**/**/**/**/zz")
+    assert result.content == "/".join(["d"] * 40) + "/zz"
+
+
+async def test_a_cancelled_glob_stops_walking_at_once(workspace, monkeypatch):
+    for i in range(50):
+        (workspace / f"dir{i:02}").mkdir()
+    scans = []
+    started = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+    real_scandir = os.scandir
+
+    def slow_scandir(path):
+        scans.append(path)
+        if len(scans) == 2:
+            trio.from_thread.run_sync(started.set, trio_token=token)
+        time.sleep(0.05)
+        return real_scandir(path)
+
+    monkeypatch.setattr(listing.os, "scandir", slow_scandir)
+    tool = glob(workspace)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tool.execute, {"pattern": "**/zz"}, None)
+            await started.wait()
+            nursery.cancel_scope.cancel()
+    assert len(scans) < 10  # of the 51 folders: the walk stopped soon after the cancel

@@ -1,3 +1,5 @@
+import tracemalloc
+
 from agentrio.tools.builtin import read
 from agentrio.tools.builtin.reading import MAX_LINE_CHARS
 
@@ -76,3 +78,29 @@ async def test_a_directory(workspace, call):
     (workspace / "src").mkdir()
     result = await call(read(workspace), path="src")
     assert result.is_error and "src is a directory; use ls" in result.content
+
+
+async def test_a_long_line_of_multibyte_characters_is_cut_and_counted(workspace, call):
+    (workspace / "wide.txt").write_text("é" * (MAX_LINE_CHARS + 70_000) + "\r\nnext\n")
+    result = await call(read(workspace), path="wide.txt")
+    first, second = result.content.splitlines()
+    assert first == f"     1\t{'é' * MAX_LINE_CHARS} [... 70,000 more characters on this line]"
+    assert second == "     2\tnext"
+
+
+async def test_a_long_line_that_is_not_utf8_is_refused(workspace, call):
+    (workspace / "bad.txt").write_bytes(b"x" * 100_000 + b"\xff\n")
+    result = await call(read(workspace), path="bad.txt")
+    assert result.is_error and "not UTF-8" in result.content
+
+
+async def test_reading_a_huge_single_line_file_holds_only_a_chunk_of_it(workspace, call):
+    (workspace / "one-line.txt").write_bytes(b"z" * 20_000_000)
+    tracemalloc.start()
+    try:
+        result = await call(read(workspace), path="one-line.txt")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.content == f"     1\t{'z' * MAX_LINE_CHARS} [... {20_000_000 - MAX_LINE_CHARS:,} more characters on this line]"
+    assert peak < 2_000_000  # the file is 20 MB

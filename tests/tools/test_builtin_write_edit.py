@@ -113,3 +113,14 @@ async def test_edit_binary_file(workspace, call):
     result = await call(edit(workspace), path="blob", old_string="a", new_string="b")
     assert result.is_error and "blob is a binary file" in result.content
     assert (workspace / "blob").read_bytes() == b"a\x00b"
+
+
+@pytest.mark.parametrize("name", ["a" * 251 + ".txt", "é" * 125 + "a.txt"], ids=["ascii", "multibyte"])
+async def test_write_and_edit_a_file_whose_name_has_the_longest_length_allowed(workspace, call, name):
+    assert len(name.encode()) == 255
+    result = await call(write(workspace), path=name, content="one\n")
+    assert not result.is_error, result.content
+    result = await call(edit(workspace), path=name, old_string="one", new_string="two")
+    assert not result.is_error, result.content
+    assert (workspace / name).read_text() == "two\n"
+    assert [p for p in os.listdir(workspace) if p.endswith(".tmp")] == []

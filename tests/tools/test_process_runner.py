@@ -3,32 +3,21 @@
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import trio
 
 from agentrio.tools.process import run_process
+from tests.tools.processes import (
+    assert_all_gone,
+    processes_with,
+    unique_duration,
+    wait_for_sleeper,
+    zombie_children,
+)
 
 GRACE = 0.2
-
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
-
-
-def assert_all_gone(pids: list[int]) -> None:
-    # A killed process needs a moment to leave the process table.
-    deadline = time.monotonic() + 5
-    while any(running(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert [p for p in pids if running(p)] == []
 
 
 def assert_reaped(pid: int) -> None:
@@ -178,3 +167,106 @@ async def test_context_reports_output_as_progress(tmp_path, ctx, reports):
     result = await ctx.run_process("echo a; sleep 0.1; echo b >&2", cwd=tmp_path)
     assert result.ok
     assert reports == [{"stream": "stdout", "text": "a\n"}, {"stream": "stderr", "text": "b\n"}]
+
+
+# bash commands whose sleeper leaves the shell's process group or its tree:
+# each holds the placeholder {marker}, a duration no other process uses.
+ESCAPING = {
+    "timeout": "timeout 1000 sleep {marker}; echo done",
+    "job-control": "set -m; sleep {marker} & wait",
+    "setsid": "setsid sleep {marker} & wait",
+    "orphaned-setsid": "(setsid sleep {marker} &); sleep 1000",
+    "daemon": "setsid sh -c 'sleep {marker} & exit' & sleep 1000",
+}
+
+
+@pytest.mark.parametrize("script", ESCAPING.values(), ids=ESCAPING.keys())
+async def test_time_out_stops_processes_that_left_the_group(tmp_path, script):
+    marker = unique_duration()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_for_sleeper, marker)  # it did start, and escape
+            command = ["bash", "-c", script.format(marker=marker)]
+            result = await run_process(command, cwd=tmp_path, timeout=2, grace=GRACE)
+    assert result.timed_out
+    assert processes_with(marker) == []
+    assert zombie_children() == []
+
+
+@pytest.mark.parametrize("script", ESCAPING.values(), ids=ESCAPING.keys())
+async def test_cancel_stops_processes_that_left_the_group(tmp_path, script):
+    marker = unique_duration()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            command = ["bash", "-c", script.format(marker=marker)]
+            nursery.start_soon(lambda: run_process(command, cwd=tmp_path, grace=GRACE))
+            await wait_for_sleeper(marker)
+            nursery.cancel_scope.cancel()
+    assert processes_with(marker) == []
+    assert zombie_children() == []
+
+
+async def test_background_processes_that_left_the_group_do_not_survive_a_normal_exit(tmp_path):
+    marker = unique_duration()
+    script = f"setsid sleep {marker} >/dev/null 2>&1 & set -m; sleep {marker} & sleep 0.5; echo done"
+    with trio.fail_after(10):
+        result = await run_process(script, cwd=tmp_path, grace=GRACE)
+    assert result.ok and result.stdout == "done\n"
+    assert processes_with(marker) == []
+    assert zombie_children() == []
+
+
+async def test_a_sigterm_ignoring_escapee_is_killed_after_the_grace_period(tmp_path):
+    marker = unique_duration()
+    script = f"setsid sh -c \"trap '' TERM; sleep {marker}; :\" & wait"
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_for_sleeper, marker)
+            result = await run_process(script, cwd=tmp_path, timeout=1, grace=GRACE)
+    assert result.timed_out
+    assert processes_with(marker) == []
+
+
+async def test_a_program_that_cannot_start_raises_as_before(tmp_path):
+    with pytest.raises(FileNotFoundError) as raised:
+        await run_process(["./no-such-program"], cwd=tmp_path)
+    assert raised.value.filename == "./no-such-program"
+    assert zombie_children() == []
+
+
+async def test_the_environment_is_replaced_for_the_command(tmp_path):
+    result = await run_process("echo $ONLY; env | wc -l", cwd=tmp_path, env={"ONLY": "this"})
+    assert result.ok
+    first, count = result.stdout.split()
+    assert first == "this" and int(count) <= 4  # sh may add PWD, SHLVL, _
+
+
+async def test_if_the_shim_is_killed_its_process_group_is_killed_instead(tmp_path):
+    marker = unique_duration()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def kill_the_shim():
+                await wait_for_sleeper(marker)
+                (shim,) = [p for p in processes_with(marker) if b"_reaper.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+                os.kill(shim, signal.SIGKILL)
+
+            nursery.start_soon(kill_the_shim)
+            result = await run_process(f"sleep {marker} & wait", cwd=tmp_path, grace=GRACE)
+    assert result.signal == signal.SIGKILL
+    assert_all_gone(processes_with(marker))
+    assert zombie_children() == []
+
+
+async def test_a_command_does_not_outlive_a_runner_killed_outright(tmp_path):
+    marker = unique_duration()
+    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, 'sleep {marker} & wait')\n"
+    root = Path(__file__).resolve().parents[2]
+    process = await trio.lowlevel.open_process([sys.executable, "-c", host], cwd=root)
+    try:
+        with trio.fail_after(20):
+            await wait_for_sleeper(marker)
+    finally:
+        process.kill()
+        await process.wait()
+    assert_all_gone(processes_with(marker))

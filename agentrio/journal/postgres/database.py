@@ -13,6 +13,7 @@ from psycopg import errors, sql
 
 from ..ownership import SessionHeld
 from ..records import MessageAppended, Record
+from ..rows import RowDecoder
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -22,7 +23,6 @@ from ..store import (
     StoreError,
     StoreNotFound,
 )
-from ..rows import RowDecoder
 from .listener import Listener
 from .schema import MIGRATIONS, check_identity, migrate
 
@@ -270,6 +270,24 @@ class Database:
                 for row in rows:
                     copy.write_row(row)
 
+    def delete_session(self, session_id: str) -> None:
+        """Refused (``SessionHeld``) while another store's lease on it runs."""
+        conn = self._conn
+        with self.translated(), conn.transaction():
+            self._info(session_id)  # SessionNotFound
+            lease = conn.execute(
+                "SELECT holder, expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 "
+                "FROM leases WHERE session_id = %s FOR UPDATE",
+                (session_id,),
+            ).fetchone()
+            if lease is not None and lease[0] not in (None, self.holder) and lease[2] > 0:
+                raise SessionHeld(session_id, *lease)
+            for table in ("inputs", "records", "snapshots", "leases", "sessions"):
+                conn.execute(
+                    sql.SQL("DELETE FROM {} WHERE session_id = %s").format(sql.Identifier(table)),
+                    (session_id,),
+                )
+
     # -- remote input ---------------------------------------------------------
 
     def post_input(self, session_id: str, data: str, posted_at: float) -> int:
@@ -289,7 +307,8 @@ class Database:
     def pending_inputs(self, session_id: str, after: int) -> list[tuple[int, str]]:
         with self.translated():
             return self._conn.execute(
-                "SELECT id, data FROM inputs WHERE session_id = %s AND id > %s ORDER BY id", (session_id, after)
+                "SELECT id, data FROM inputs WHERE session_id = %s AND id > %s ORDER BY id",
+                (session_id, after),
             ).fetchall()
 
     def records_after(self, session_id: str, after: int) -> list[tuple[int, Record]]:
@@ -351,7 +370,8 @@ class Database:
 
     def _records(self, session_id: str, after: int) -> list[tuple[int, str]]:
         return self._conn.execute(
-            "SELECT seq, data FROM records WHERE session_id = %s AND seq > %s ORDER BY seq", (session_id, after)
+            "SELECT seq, data FROM records WHERE session_id = %s AND seq > %s ORDER BY seq",
+            (session_id, after),
         ).fetchall()
 
 

@@ -65,16 +65,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def check_identity(conn: psycopg.Connection, where: str, schema: str, migrations: Sequence[tuple[str, ...]]) -> int:
+def check_identity(
+    conn: psycopg.Connection, where: str, schema: str, migrations: Sequence[tuple[str, ...]]
+) -> int:
     """The version of the store in ``schema``: 0 when there is none yet;
     raises unless it is a store this code can read."""
     if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
         return 0
     marked = conn.execute("SELECT to_regclass(format('%%I.store', %s::text))", (schema,)).fetchone()[0]
     if marked is None:
-        if conn.execute("SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                        "WHERE n.nspname = %s LIMIT 1", (schema,)).fetchone() is not None:
-            raise ForeignDatabase(f"{where}: schema {schema!r} belongs to something else, not an agentrio store")
+        if (
+            conn.execute(
+                "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s LIMIT 1",
+                (schema,),
+            ).fetchone()
+            is not None
+        ):
+            raise ForeignDatabase(
+                f"{where}: schema {schema!r} belongs to something else, not an agentrio store"
+            )
         return 0
     row = conn.execute("SELECT application, version FROM store").fetchone()
     if row is None or row[0] != APPLICATION:
@@ -95,7 +105,9 @@ def migrate(conn: psycopg.Connection, where: str, schema: str, migrations: Seque
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         version = check_identity(conn, where, schema, migrations)  # another may have migrated
         if version == 0:
-            conn.execute(psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(psycopg.sql.Identifier(schema)))
+            conn.execute(
+                psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(psycopg.sql.Identifier(schema))
+            )
             conn.execute("CREATE TABLE store (application text NOT NULL, version integer NOT NULL)")
             conn.execute("INSERT INTO store VALUES (%s, 0)", (APPLICATION,))
         for statements in migrations[version:]:

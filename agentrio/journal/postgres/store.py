@@ -103,7 +103,11 @@ class PostgresStore(BufferedStore[Database, Batch]):
 
     def _connect(self) -> Database:
         return Database(
-            self.dsn, schema=self.schema, holder=self.holder, lease_seconds=self.lease_seconds, create=self._create
+            self.dsn,
+            schema=self.schema,
+            holder=self.holder,
+            lease_seconds=self.lease_seconds,
+            create=self._create,
         )
 
     def _new_batch(self) -> Batch:
@@ -133,7 +137,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
                 continue
             try:
                 lost = await self._call(Database.renew, held)
-            except Exception as exc:
+            except StoreError as exc:
                 self._fail(exc)
                 continue
             tokens = dict(held)
@@ -355,6 +359,14 @@ class PostgresStore(BufferedStore[Database, Batch]):
     async def list_summaries(self) -> list[SessionSummary]:
         await self._sync_all()
         return await self._call(Database.summaries)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Refused with ``SessionHeld`` while another store holds it."""
+        await self._sync_all()
+        await self._call(Database.delete_session, session_id)
+        self._leases.pop(session_id, None)
+        self._last_seq.pop(session_id, None)
+        self._inputs_after.pop(session_id, None)
 
 
 def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:

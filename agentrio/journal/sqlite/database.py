@@ -107,6 +107,13 @@ class Database:
                 raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
             conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)", batch.snapshots)
 
+    def delete_session(self, session_id: str) -> None:
+        conn = self._conn
+        with translated(self.path), transaction(conn, "IMMEDIATE"):
+            self._info(session_id)  # SessionNotFound
+            for table in ("records", "snapshots", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
     # -- reading --------------------------------------------------------------
 
     def load_state(self, session_id: str) -> tuple[LoadedSession, int]:

@@ -247,6 +247,11 @@ class SQLiteStore:
         await self.sync()
         return await self._thread.call(self._check_usable().summaries)
 
+    async def delete_session(self, session_id: str) -> None:
+        await self.sync()
+        await self._thread.call(self._check_usable().delete_session, session_id)
+        self._last_seq.pop(session_id, None)
+
 
 def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
     now = time.time()

@@ -12,7 +12,7 @@ import trio
 from ..output import cap_lines
 from ..tool import Tool, ToolContext, ToolResult
 from .common import PATH_IN_WORKSPACE, ToolInputError, object_schema, reports_errors
-from .text import atomic_replace, read_text, size_of, unified_diff
+from .text import atomic_replace, check_regular, read_text, size_of, unified_diff
 from .workspace import Workspace
 
 #: How many lines of a diff a result or an approval summary shows.
@@ -95,6 +95,8 @@ def _target(workspace: Workspace, path_arg: str) -> tuple[Path, str]:
     shown = workspace.show(path)
     if path.is_dir():
         raise ToolInputError(f"{shown} is a directory, not a file")
+    if path.exists():
+        check_regular(path.stat().st_mode, shown)
     return path, shown
 
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import trio
 
 from ..output import cap_lines
+from ..regex import RegexError
 from ..tool import Tool, ToolContext
 from .common import PATH_IN_WORKSPACE, ToolInputError, object_schema, reports_errors
+from .globbing import glob_regex
+from .text import check_regular
 from .workspace import Workspace
 
 MAX_ENTRIES = 1000
+#: How many paths the glob walk visits between two checks for cancellation.
+_CANCEL_CHECK_EVERY = 256
 
 LS_DESCRIPTION = f"""\
 List a directory: one entry a line, sorted by name, folders marked with a \
@@ -32,7 +38,8 @@ LS_PARAMETERS = object_schema(
 GLOB_DESCRIPTION = f"""\
 Find files and folders by name pattern, such as "**/*.py" or "src/*.ts" \
 ("**" spans any number of folders). Paths come relative to the workspace \
-root, sorted, folders with a trailing "/"; .git is skipped. At most \
+root, sorted, folders with a trailing "/"; .git is skipped and symlinked \
+folders are not entered. At most \
 {MAX_ENTRIES} paths."""
 
 GLOB_PARAMETERS = object_schema(
@@ -83,6 +90,7 @@ def glob(root: Workspace | str | os.PathLike[str]) -> Tool:
 def _directory(workspace: Workspace, path_arg: str) -> Path:
     directory = workspace.existing(path_arg)
     if not directory.is_dir():
+        check_regular(directory.stat().st_mode, path_arg)  # a FIFO, a device: say so
         raise ToolInputError(f"{path_arg} is a file, not a directory; use read to see its content")
     return directory
 
@@ -102,15 +110,45 @@ def _describe(entry: os.DirEntry[str]) -> str:
 
 
 def _glob(workspace: Workspace, directory: Path, pattern: str) -> str:
-    found = []
-    for count, path in enumerate(directory.glob(pattern)):
-        if count % 1000 == 0:
-            trio.from_thread.check_cancelled()
-        # A symlinked folder can lead a pattern out of the workspace.
-        if ".git" not in path.relative_to(directory).parts and workspace.contains(path):
-            found.append(path)
+    parts = PurePosixPath(pattern).parts
+    try:
+        regex = glob_regex("/".join(parts))
+    except RegexError as e:
+        raise ToolInputError(f"invalid glob {pattern!r}: {e}") from None
+    # Without "**" a pattern cannot match deeper than its own components.
+    depth = None if any("**" in part for part in parts) else len(parts)
+    found = [path for path in _walk(directory, depth) if regex.fullmatch(path.relative_to(directory).as_posix())]
+    # A symlink can lead out of the workspace.
+    found = [path for path in found if not path.is_symlink() or workspace.contains(path)]
     if not found:
         return f"No paths match {pattern!r} in {workspace.show(directory)}"
     found.sort(key=lambda p: p.parts)
     shown = [workspace.show(p) + ("/" if p.is_dir() else "") for p in found]
     return "\n".join(cap_lines(shown, MAX_ENTRIES, "paths", "use a narrower pattern"))
+
+
+def _walk(top: Path, depth: int | None) -> Iterator[Path]:
+    """Every path under ``top`` down to ``depth`` levels (all with None),
+    each visited once, however many "**" a pattern has; .git is skipped and
+    symlinked folders are not entered. Checks for cancellation as it goes,
+    so a huge tree cannot hold a cancel up."""
+    todo = [(top, 1)]
+    seen = 0
+    while todo:
+        folder, level = todo.pop()
+        try:
+            with os.scandir(folder) as scan:
+                entries = list(scan)
+        except OSError:
+            continue  # unreadable or gone: skipped
+        for entry in entries:
+            seen += 1
+            if seen % _CANCEL_CHECK_EVERY == 0:
+                trio.from_thread.check_cancelled()
+            if entry.name == ".git":
+                continue
+            path = Path(entry.path)
+            yield path
+            if entry.is_dir(follow_symlinks=False) and (depth is None or level < depth):
+                todo.append((path, level + 1))
+        trio.from_thread.check_cancelled()

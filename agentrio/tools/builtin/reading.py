@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import trio
 
 from ..tool import Tool, ToolContext
 from .common import PATH_IN_WORKSPACE, ToolInputError, object_schema, reports_errors
-from .text import SNIFF_BYTES, decode, refuse_binary
+from .text import SNIFF_BYTES, open_regular, refuse_binary
 from .workspace import Workspace
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_CHARS = 50_000
+#: How much of a line is read at once: enough for MAX_LINE_CHARS characters
+#: of UTF-8, and its end of line.
+_HEAD_BYTES = 4 * MAX_LINE_CHARS + 2
+_CHUNK = 65536
 
 DESCRIPTION = """\
 Read a text file. Lines come numbered ("  12\\tline"), at most {max_lines} \
@@ -66,20 +71,20 @@ def _numbered_lines(path: Path, shown: str, offset: int, limit: int, max_chars: 
     shown_lines: list[str] = []
     size = 0
     number = 0
-    with path.open("rb") as f:
+    with open_regular(path, shown) as f:
         refuse_binary(f.read(SNIFF_BYTES), shown)
         f.seek(0)
-        for number, raw in enumerate(f, start=1):
+        while (read := _read_line(f, shown)) is not None:
+            number += 1
             if number < offset:
                 continue
             if len(shown_lines) == limit or size >= max_chars:
-                total = path.stat().st_size
+                total = os.fstat(f.fileno()).st_size
                 note = f"[{shown} goes on ({total:,} bytes in all); read on with offset={number}]"
                 return "\n".join([*shown_lines, note])
-            line = decode(raw, shown).rstrip("\r\n")
-            if len(line) > MAX_LINE_CHARS:
-                cut = len(line) - MAX_LINE_CHARS
-                line = f"{line[:MAX_LINE_CHARS]} [... {cut:,} more characters on this line]"
+            line, more = read
+            if more:
+                line = f"{line} [... {more:,} more characters on this line]"
             shown_lines.append(f"{number:>6}\t{line}")
             size += len(shown_lines[-1]) + 1
     if number == 0:
@@ -88,3 +93,31 @@ def _numbered_lines(path: Path, shown: str, offset: int, limit: int, max_chars: 
         raise ToolInputError(f"offset {offset} is past the end of {shown}, which has {number} lines")
     return "\n".join(shown_lines)
 
+
+def _read_line(f: BinaryIO, shown: str) -> tuple[str, int] | None:
+    """The next line of ``f`` without its end of line, cut to
+    ``MAX_LINE_CHARS`` characters, and how many characters were cut; None
+    at the end of the file. A longer line is read and counted a chunk at a
+    time, never held whole, however long it is."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        raw = f.readline(_HEAD_BYTES)
+        if not raw:
+            return None
+        head = decoder.decode(raw)
+        if len(raw) < _HEAD_BYTES or raw.endswith(b"\n"):
+            line = (head + decoder.decode(b"", final=True)).rstrip("\r\n")
+            return line[:MAX_LINE_CHARS], max(0, len(line) - MAX_LINE_CHARS)
+        # The head holds at least MAX_LINE_CHARS characters; the rest is
+        # only counted.
+        rest, tail = 0, ""
+        while chunk := f.readline(_CHUNK):
+            piece = decoder.decode(chunk)
+            rest, tail = rest + len(piece), (tail + piece)[-2:]
+            if chunk.endswith(b"\n"):
+                break
+        rest += len(decoder.decode(b"", final=True))
+    except UnicodeDecodeError:
+        raise ToolInputError(f"{shown} is not UTF-8 text; it may be a binary file") from None
+    end_of_line = len(tail) - len(tail.rstrip("\r\n"))
+    return head[:MAX_LINE_CHARS], len(head) + rest - end_of_line - MAX_LINE_CHARS

@@ -4,15 +4,17 @@ ripgrep's rules (see ``searching``) so that both give the same answer."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import trio
 
+from ..regex import RegexError, compile_regex
 from .common import ToolInputError
+from .globbing import glob_regex
 from .search_types import Found, Match, Search
-from .text import SNIFF_BYTES
+from .text import SNIFF_BYTES, open_regular
 from .workspace import Workspace
 
 GlobFilter = Callable[[str, bool], bool]
@@ -22,10 +24,10 @@ def search_python(search: Search) -> Found:
     """Run ``search``; meant for a worker thread (it checks for cancellation
     between files)."""
     try:
-        regex = re.compile(search.pattern, re.IGNORECASE if search.ignore_case else 0)
-    except re.error as e:
-        raise ToolInputError(f"invalid regular expression {search.pattern!r}: {e}") from None
-    keep = _glob_filter(search.glob)
+        regex = compile_regex(search.pattern, ignore_case=search.ignore_case)
+        keep = _glob_filter(search.glob)
+    except RegexError as e:
+        raise ToolInputError(str(e)) from None
     # An explicit file is searched whatever the glob says, as by ripgrep.
     files = [search.base] if search.base.is_file() else _walk(search.workspace, search.base, keep)
     matches: list[Match] = []
@@ -41,28 +43,39 @@ def search_python(search: Search) -> Found:
 
 def _walk(workspace: Workspace, directory: Path, keep: GlobFilter) -> Iterator[Path]:
     """The files under ``directory`` in ripgrep's ``--sort path`` order: the
-    entries of each folder by name, a folder's content at its place."""
-    try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda e: e.name)
-    except OSError:
-        return  # unreadable: skipped, as ripgrep skips it
-    for entry in entries:
+    entries of each folder by name, a folder's content at its place. Walked
+    without recursion, however deep the tree, checking for cancellation at
+    each folder."""
+    folders = [iter(_entries(directory))]
+    while folders:
+        entry = next(folders[-1], None)
+        if entry is None:
+            folders.pop()
+            continue
         if entry.is_symlink():
             continue
         path = Path(entry.path)
         if entry.is_dir():
             if entry.name != ".git" and keep(workspace.show(path), True):
-                yield from _walk(workspace, path, keep)
+                trio.from_thread.check_cancelled()
+                folders.append(iter(_entries(path)))
         elif entry.is_file() and keep(workspace.show(path), False):
             yield path
 
 
-def _matching_lines(path: Path, regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
     try:
-        f = path.open("rb")
+        with os.scandir(directory) as scan:
+            return sorted(scan, key=lambda e: e.name)
     except OSError:
-        return
+        return []  # unreadable: skipped, as ripgrep skips it
+
+
+def _matching_lines(path: Path, regex: Any) -> Iterator[tuple[int, str]]:
+    try:
+        f = open_regular(path, str(path))
+    except (OSError, ToolInputError):
+        return  # skipped, as ripgrep skips what it cannot read
     with f:
         if b"\0" in f.read(SNIFF_BYTES):
             return
@@ -86,7 +99,7 @@ def _glob_filter(glob: str | None) -> GlobFilter:
     exclude = glob.startswith("!")
     body = glob.removeprefix("!")
     anchored = "/" in body.rstrip("/")
-    regex = re.compile(_translate(body.strip("/")))
+    regex = glob_regex(body.strip("/"))
 
     def keep(path: str, is_dir: bool) -> bool:
         subject = path if anchored else path.rpartition("/")[2]
@@ -95,31 +108,3 @@ def _glob_filter(glob: str | None) -> GlobFilter:
         return is_dir or bool(regex.fullmatch(subject))
 
     return keep
-
-
-def _translate(glob: str) -> str:
-    """A gitignore-style glob as a regular expression: "*" and "?" stay
-    within a path component, "**/" spans any number of them."""
-    out = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
-            members = glob[i + 1 : end]
-            out.append("[" + ("^" + members[1:] if members.startswith("!") else members) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)

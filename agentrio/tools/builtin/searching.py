@@ -19,6 +19,7 @@ from .common import PATH_IN_WORKSPACE, object_schema, reports_errors
 from .search_python import search_python
 from .search_ripgrep import search_ripgrep
 from .search_types import Found, Search
+from .text import check_regular
 from .workspace import Workspace
 
 MAX_MATCHES = 200
@@ -65,10 +66,13 @@ def grep(
 
     @reports_errors
     async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        base = workspace.existing(args.get("path", "."))
+        if not base.is_dir():
+            check_regular(base.stat().st_mode, workspace.show(base))
         search = Search(
             workspace=workspace,
             pattern=args["pattern"],
-            base=workspace.existing(args.get("path", ".")),
+            base=base,
             glob=args.get("glob"),
             ignore_case=args.get("ignore_case", False),
             limit=max_matches,

@@ -8,6 +8,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from .common import ToolInputError
 
@@ -27,11 +28,47 @@ def decode(data: bytes, shown: str) -> str:
         raise ToolInputError(f"{shown} is not UTF-8 text; it may be a binary file") from None
 
 
+def check_regular(mode: int, shown: str) -> None:
+    """Refuse what is not a regular file (a FIFO, a device, a socket):
+    reading one may wait forever, and replacing one is never what was meant."""
+    if not stat.S_ISREG(mode):
+        raise ToolInputError(
+            f"{shown} is {_KINDS.get(stat.S_IFMT(mode), 'a special file')}, not a regular file; "
+            "the file tools act on regular files only"
+        )
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def open_regular(path: Path, shown: str) -> BinaryIO:
+    """``path`` opened for reading; it must be a regular file. It is checked
+    before it is opened and again once open (it may have been swapped in
+    between), and opened without blocking, so a FIFO is refused, never
+    waited on."""
+    check_regular(os.stat(path).st_mode, shown)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        check_regular(os.fstat(fd).st_mode, shown)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_text(path: Path, shown: str) -> str:
     """The whole content of a text file."""
     if path.is_dir():
         raise ToolInputError(f"{shown} is a directory, not a file")
-    data = path.read_bytes()
+    with open_regular(path, shown) as f:
+        data = f.read()
     refuse_binary(data, shown)
     return decode(data, shown)
 
@@ -63,7 +100,9 @@ def atomic_replace(path: Path, data: bytes) -> None:
         mode: int | None = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = None
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    # Short, whatever the name's length: the name itself may be at the
+    # limit of 255 bytes already.
+    temporary = path.with_name(f".{secrets.token_hex(6)}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as f:

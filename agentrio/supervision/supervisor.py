@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import trio
 
-from ..._ids import new_id
+from .._ids import new_id
 from .events import ChildExit, ChildRestart, Escalation, SupervisorEvent
 from .policy import (
     RESTART_POLICIES,

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import attrs
 
-from ...messages import register_tagged_union
+from ..messages import register_tagged_union
 
 
 @attrs.frozen(kw_only=True)

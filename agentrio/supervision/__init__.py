@@ -1,4 +1,4 @@
-"""Supervision strategies for long-lived children: restarts by strategy,
+"""Supervision (a leaf package shared by tool servers and agents): strategies for long-lived children: restarts by strategy,
 restart intensity, escalation to the owner."""
 
 from .events import ChildExit, ChildRestart, Escalation, SupervisorEvent

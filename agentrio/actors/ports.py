@@ -1,0 +1,76 @@
+"""Narrow ports: the few callables an agent's collaborators may use.
+
+An activity, a tool batch or a running tool never holds the agent itself;
+it gets one of these and can do exactly what its fields allow. A reader of
+a collaborator's constructor therefore knows everything it can touch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from ..journal import Journal
+from ..mailbox import Inbox
+from ..messages import ToolCall
+from ..tools import Tool
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .spec import AgentSpec
+
+#: ``emit(EventType, **fields)``: publish an event on the agent's stream.
+Emit = Callable[..., None]
+
+
+class AgentHost(Protocol):
+    """What an agent needs of the supervisor that runs it (the Runtime):
+    a way to start children under it, and the registry of the agent tree."""
+
+    registry: Any
+
+    async def create(
+        self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None, *, setup: Any = None
+    ) -> Agent: ...
+
+
+@attrs.frozen
+class Approval:
+    """The answer to an ``approval_request``."""
+
+    decision: str
+    reason: str | None = None
+
+
+#: ``ask(call, tool, why) -> Approval``: emit an approval request for
+#: ``call`` and wait for the answer that ``Agent.answer`` delivers.
+Ask = Callable[[ToolCall, Tool, "str | None"], Awaitable[Approval]]
+
+
+@attrs.frozen
+class ActivityPorts:
+    """What one activity may touch of its agent.
+
+    ``journal`` and ``inbox`` are the agent's own; the activity runs in a task
+    the agent owns, so it may change them. ``handle`` is the public agent,
+    passed only to user hooks (``PreStep.agent`` and the like).
+    """
+
+    agent_id: str
+    session_id: str
+    spec: AgentSpec
+    #: The live tool registry: a call is resolved against it when dispatched.
+    tools: Mapping[str, Tool]
+    journal: Journal
+    inbox: Inbox
+    emit: Emit
+    ask: Ask
+    #: Start a tool worker in the agent's nursery, which outlives the
+    #: activity: a worker that ignores a cancel stays supervised.
+    start_worker: Callable[..., None]
+    #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
+    spawn_child: Callable[..., Awaitable[Agent]]
+    handle: Agent
+

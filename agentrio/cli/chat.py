@@ -1,0 +1,369 @@
+"""``agentrio chat``: talk with a coding agent in the terminal.
+
+Type a line and press Enter. While the agent works, a line you send steers
+it (it joins the current turn before the next model request); a line that
+starts with ``>>`` is queued as a follow-up (a turn of its own, after this
+one). The queue shows under the transcript. Esc or Ctrl-C cancels the turn;
+pressed twice in a row, it leaves. Tool calls that need approval are asked
+inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is a stored session;
+``--session ID`` resumes one.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable
+
+import attrs
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from ..actors import Agent, AgentSpec
+from ..events import Event
+from ..journal import ForkRefused, SessionNotFound
+from ..supervisors import Runtime
+from .errors import CommandError
+from .live_view import LiveView, approval_question, safe
+from .options import Settings, add_agent_options
+from .render import one_line
+from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
+from .terminal import (
+    BACKSPACE,
+    CTRL_C,
+    CTRL_D,
+    ENTER,
+    ESC,
+    UNKNOWN,
+    cbreak,
+    keys,
+    open_terminal,
+    stdin_is_terminal,
+)
+from .transcript import timestamp
+
+HELP = """\
+Enter sends a line; while the agent works it steers the current turn.
+>> text   queues a follow-up turn
+Esc, Ctrl-C   cancel the turn; twice in a row: quit
+/help                this help
+/sessions            the stored sessions
+/resume ID           continue a stored session
+/fork N              a new session from the first N messages of this one
+/usage               tokens used by this session
+/model [PROVIDER:MODEL]  show or change the model
+/clear               start a new session
+/quit                leave (Ctrl-D on an empty line too)"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "chat",
+        help="an interactive session with a coding agent",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_agent_options(parser)
+    parser.add_argument("--full", action="store_true", help="tool results in full")
+    parser.set_defaults(handler=_chat)
+
+
+def _chat(args: argparse.Namespace) -> int:
+    if not stdin_is_terminal():
+        raise CommandError("chat needs a terminal; for scripts use agentrio run (PROMPT, or - for stdin)")
+    settings = Settings.load(args)
+    spec, policy = build_spec(settings, interactive=True)
+    trio.run(_main, settings, spec, policy, args.full)
+    return 0
+
+
+async def _main(settings: Settings, spec: AgentSpec, policy: TerminalPolicy, full: bool) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    async with open_runtime(settings) as rt:
+        agent = await open_agent(rt, spec, settings.session)
+        chat = Chat(rt, settings, spec, policy, console, full=full)
+        await chat.serve(agent)
+        console.print(
+            Text(
+                f"session {chat.agent.session_id} is stored; continue it with "
+                f"agentrio chat --session {chat.agent.session_id}",
+                style="dim",
+            )
+        )
+
+
+@attrs.define
+class _Queued:
+    target: str
+    text: str
+
+
+class Chat:
+    """The conversation: one agent at a time (``/resume``, ``/fork``,
+    ``/clear`` and ``/model`` switch it), the line being typed, the queue of
+    steering and follow-ups, and the approvals waiting for an answer. Its
+    state is touched only by the tasks of ``serve``, all in one trio run."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        settings: Settings,
+        spec: AgentSpec,
+        policy: TerminalPolicy,
+        console: Console,
+        *,
+        full: bool,
+    ) -> None:
+        self.rt = rt
+        self.settings = settings
+        self.spec = spec
+        self.policy = policy
+        self.console = console
+        self.view = LiveView(console, full=full, footer=self._footer)
+        self.agent: Agent
+        self.line = ""
+        self.queue: dict[str, _Queued] = {}
+        self.approvals: list[Event] = []
+        #: Esc / Ctrl-C presses in a row.
+        self.interrupts = 0
+        self.running = False
+        self._follower: trio.CancelScope | None = None
+        self._nursery: trio.Nursery  # serve's
+        self._quit = trio.Event()
+
+    # -- the screen's live part ------------------------------------------------------
+
+    def _footer(self) -> list[Text]:
+        lines: list[Text] = []
+        for queued in self.queue.values():
+            kind = "steer" if queued.target == "next_step" else "follow-up"
+            lines.append(Text(f"  ↳ queued {kind}: {safe(one_line(queued.text, 80))}", style="magenta"))
+        if self.approvals:
+            lines.extend(approval_question(self.approvals[0]))
+            lines.append(Text(f"  {APPROVAL_CHOICES}", style="yellow"))
+        elif self.interrupts:
+            lines.append(Text("  press Esc or Ctrl-C again to quit", style="dim"))
+        elif self.running:
+            lines.append(Text("  Enter steers · >> queues a follow-up · Esc cancels", style="dim"))
+        prompt = Text("› ", style="bold cyan")
+        prompt.append(self.line)
+        prompt.append("▏", style="dim")
+        lines.append(prompt)
+        return lines
+
+    def say(self, text: str, style: str = "dim") -> None:
+        self.view.print(text, style)
+
+    # -- running -------------------------------------------------------------------------
+
+    async def serve(self, agent: Agent) -> None:
+        async with open_terminal() as terminal:
+            with cbreak(terminal.fileno()), self.view.live():
+                # Once keys are read one by one: nothing typed from here on is echoed twice.
+                self.say(
+                    f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help"
+                )
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    await self._switch_to(agent)
+                    nursery.start_soon(self.view.ticking)
+                    nursery.start_soon(self._read_keys, terminal)
+                    await self._quit.wait()
+                    nursery.cancel_scope.cancel()
+
+    async def _switch_to(self, agent: Agent) -> None:
+        """Talk to ``agent`` from now on; returns once its events are followed."""
+        if self._follower is not None:
+            self._follower.cancel()
+        self.agent = agent
+        self.queue.clear()
+        self.approvals.clear()
+        self.running = agent.status == "running"
+        self.view.recap(agent.messages)
+        self._follower = trio.CancelScope()
+        await self._nursery.start(self._follow, agent, self._follower)
+
+    async def _follow(
+        self, agent: Agent, scope: trio.CancelScope, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with scope:
+            async with agent.subscribe() as events:
+                task_status.started()
+                async for event in events:
+                    self._track(event)
+                    self.view(event)
+
+    def _track(self, event: Event) -> None:
+        match event.type:
+            case "agent_start":
+                self.running = True
+            case "agent_end":
+                self.running = False
+                self.approvals.clear()
+            case "inbox":
+                for queued in event.removed:
+                    self.queue.pop(queued.id, None)
+                for queued in event.inserted:
+                    self.queue[queued.id] = _Queued(event.target, queued.message.text)
+            case "approval_request":
+                self.approvals.append(event)
+            case "tool_execution_start" | "tool_execution_end":
+                # An approval that was asked and has been settled (by a cancel, say).
+                self.approvals = [a for a in self.approvals if a.call.id != event.tool_call_id]
+
+    # -- keys --------------------------------------------------------------------------------
+
+    async def _read_keys(self, terminal: trio.lowlevel.FdStream) -> None:
+        async for key in keys(terminal):
+            await self._key(key)
+            self.view.refresh()
+        self._quit.set()
+
+    async def _key(self, key: str) -> None:
+        if key in (ESC, CTRL_C):
+            await self._interrupt()
+            return
+        self.interrupts = 0
+        if self.approvals and not self.line and key.lower() in ("y", "n", "a", "s"):
+            await self._answer(key.lower())
+        elif key == ENTER or key == "\n":
+            line, self.line = self.line, ""
+            await self._submit(line.strip())
+        elif key in BACKSPACE:
+            self.line = self.line[:-1]
+        elif key == CTRL_D:
+            if not self.line:
+                self._quit.set()
+        elif key != UNKNOWN and key.isprintable():
+            self.line += key
+
+    async def _interrupt(self) -> None:
+        self.interrupts += 1
+        if self.interrupts >= 2:
+            self._quit.set()
+        elif self.running:
+            await self.agent.cancel()
+            self.say("cancelling the turn…", "yellow")
+        else:
+            self.line = ""
+
+    async def _answer(self, choice: str) -> None:
+        event = self.approvals.pop(0)
+        said = await answer_approval(self.agent, event, self.policy, choice)
+        self.say(f"{event.tool_name}: {said}")
+
+    async def _submit(self, line: str) -> None:
+        if not line:
+            return
+        if line.startswith("/"):
+            await self._command(line)
+        elif line.startswith(">>"):
+            if text := line[2:].strip():
+                await self.agent.followup(text)
+        elif self.running:
+            await self.agent.steer(line)
+        else:
+            await self.agent.followup(line)
+
+    # -- slash commands ----------------------------------------------------------------
+
+    async def _command(self, line: str) -> None:
+        name, _, argument = line.partition(" ")
+        argument = argument.strip()
+        command = COMMANDS.get(name)
+        if command is None:
+            self.say(f"unknown command {name}; /help lists them", "red")
+            return
+        needs_idle, run = command
+        if needs_idle and self.running:
+            self.say(f"{name} waits for the turn to end (Esc cancels it)", "red")
+            return
+        try:
+            await run(self, argument)
+        except CommandError as exc:
+            self.say(str(exc), "red")
+
+    async def _help(self, argument: str) -> None:
+        self.say(HELP)
+
+    async def _quit_command(self, argument: str) -> None:
+        self._quit.set()
+
+    async def _usage(self, argument: str) -> None:
+        usage = self.agent.usage
+        self.say(
+            f"session {self.agent.session_id}: {usage.input_tokens:,} input, {usage.output_tokens:,} output, "
+            f"{usage.cache_read_tokens:,} cache read, {usage.cache_write_tokens:,} cache write tokens"
+        )
+
+    async def _sessions(self, argument: str) -> None:
+        for summary in await self.rt.store.list_summaries():
+            info = summary.info
+            mark = "*" if info.session_id == self.agent.session_id else " "
+            parent = f"  forked from {info.parent_session_id}" if info.parent_session_id else ""
+            self.say(
+                f"{mark} {info.session_id}  {summary.messages} messages  {timestamp(summary.updated_at)}{parent}"
+            )
+
+    async def _resume(self, argument: str) -> None:
+        if not argument:
+            raise CommandError("/resume needs a session ID (/sessions lists them)")
+        if argument == self.agent.session_id:
+            return
+        try:
+            await self.rt.store.load_state(argument)
+        except SessionNotFound:
+            raise CommandError(f"no session {argument!r}") from None
+        await self._replace(lambda: self.rt.create(self.spec, session_id=argument))
+        self.say(f"resumed session {argument} ({len(self.agent.messages)} messages)")
+
+    async def _fork(self, argument: str) -> None:
+        try:
+            at = int(argument)
+        except ValueError:
+            raise CommandError("/fork needs a number of messages to keep") from None
+        source = self.agent
+        try:
+            agent = await self.rt.fork(source.session_id, at_message=at, spec=self.spec)
+        except (ForkRefused, ValueError) as exc:
+            raise CommandError(f"cannot fork there: {exc}") from None
+        await self.rt.dispose(source)
+        await self._switch_to(agent)
+        self.say(f"forked {source.session_id} into {agent.session_id} with its first {at} messages")
+
+    async def _model(self, argument: str) -> None:
+        if not argument:
+            self.say(f"model: {self._model_name()}")
+            return
+        settings = attrs.evolve(self.settings, model_name=argument)
+        self.spec = attrs.evolve(self.spec, model=settings.model())
+        self.settings = settings
+        session_id = self.agent.session_id
+        await self._replace(lambda: self.rt.create(self.spec, session_id=session_id))
+        self.say(f"model: {self._model_name()}")
+
+    async def _clear(self, argument: str) -> None:
+        await self._replace(lambda: self.rt.create(self.spec))
+        self.say(f"new session {self.agent.session_id}")
+
+    async def _replace(self, create: Callable[[], Awaitable[Agent]]) -> None:
+        """Close this session and open another."""
+        await self.rt.dispose(self.agent)
+        await self._switch_to(await create())
+
+    def _model_name(self) -> str:
+        model = self.spec.model
+        return f"{getattr(model, 'provider', '?')}:{getattr(model, 'model', '?')}"
+
+
+COMMANDS: dict[str, tuple[bool, Callable[[Chat, str], Awaitable[None]]]] = {
+    "/help": (False, Chat._help),
+    "/quit": (False, Chat._quit_command),
+    "/exit": (False, Chat._quit_command),
+    "/usage": (False, Chat._usage),
+    "/sessions": (False, Chat._sessions),
+    "/resume": (True, Chat._resume),
+    "/fork": (True, Chat._fork),
+    "/model": (True, Chat._model),
+    "/clear": (True, Chat._clear),
+}

@@ -1,0 +1,292 @@
+"""A live transcript of an agent's events for a person at a terminal.
+
+What is final (the assistant's text line by line, finished tool calls with
+their timing and a short result, the end of a run) is printed once, above a
+live region that is redrawn in place: the line being streamed, the tool calls
+still running, and a status line with the elapsed time and the tokens so far.
+A command adds its own lines under them (``footer``: chat's queue and input).
+When the output is not a terminal there is no live region, only the final
+lines. Everything is drawn by rich; text from the model or a tool is always
+printed as plain text, never read as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import attrs
+import trio
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from ..events import Event
+from ..messages import AssistantMessage, Message, Usage, UserMessage
+from ..models import TextDelta, ThinkingDelta
+from .render import describe_call, one_line
+
+#: Lines of a tool result shown unless the whole output is asked for.
+RESULT_LINES = 3
+#: Messages of a restored history shown when a chat opens it.
+RECAP = 6
+#: Seconds between redraws of the live region.
+REFRESH = 0.1
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+#: Control characters a model or a tool may send, shown as symbols: an
+#: escape sequence in a reply must not move the cursor or clear the screen.
+_CONTROLS = {code: 0x2400 + code for code in range(0x20) if chr(code) not in "\t\n"}
+_CONTROLS.update({0x7F: 0x2421, **{code: 0xFFFD for code in range(0x80, 0xA0)}})
+
+
+def safe(text: str) -> str:
+    """``text`` with its control characters (but tabs and newlines) made visible."""
+    return text.translate(_CONTROLS)
+
+
+@attrs.define
+class _Running:
+    label: str
+    start: float
+    #: False for a call that never runs (refused, invalid): not drawn as running.
+    runs: bool = True
+    progress: str = ""
+
+
+def exit_status(stop_reason: str) -> int:
+    """The exit code of a run that ended with ``stop_reason`` (see ``EXIT_CODES``)."""
+    for code, reasons in EXIT_CODES.items():
+        if stop_reason in reasons:
+            return code
+    return 1
+
+
+#: Exit codes of ``agentrio run``; anything else is 1 (an error).
+EXIT_CODES: dict[int, tuple[str, ...]] = {
+    0: ("completed",),
+    3: ("max_turns", "max_tool_calls", "timeout", "max_tokens", "context_overflow"),
+    4: ("permission_denied",),
+    130: ("aborted",),
+}
+
+
+#: Lines of an approval request's summary (a diff, a script) shown.
+SUMMARY_LINES = 20
+
+
+def approval_question(event: Event) -> list[Text]:
+    """What a person is asked about a tool call: the tool, what it would do
+    (the first lines of its summary), and why the policy asks."""
+    first, *rest = event.summary.splitlines() or [""]
+    question = Text(f"? allow {safe(event.tool_name)}: ", style="yellow bold")
+    question.append(safe(first))
+    if event.reason:
+        question.append(f"  ({safe(event.reason)})", style="dim")
+    lines = [question] + [Text("  " + safe(line), style="dim") for line in rest[:SUMMARY_LINES]]
+    if len(rest) > SUMMARY_LINES:
+        lines.append(Text(f"  … {len(rest) - SUMMARY_LINES} more lines", style="dim"))
+    return lines
+
+
+class LiveView:
+    """Renders events on ``console``. Only the task that owns the view calls
+    it; ``ticking`` redraws the elapsed times while a run is in progress."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        full: bool = False,
+        footer: Callable[[], list[Text]] | None = None,
+    ) -> None:
+        self.console = console
+        self.full = full
+        self.footer = footer
+        self._live: Live | None = None
+        self._partial = ""
+        self._thinking = False
+        self._running: dict[str, _Running] = {}
+        self._run_start: float | None = None
+        #: Tokens used by the run in progress (or the last one).
+        self.usage = Usage()
+        #: The error the last reply stopped with, not to be repeated by the run's end.
+        self._shown_error: str | None = None
+
+    # -- the live region -------------------------------------------------------
+
+    @contextmanager
+    def live(self) -> Iterator[None]:
+        live = Live(
+            console=self.console,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            vertical_overflow="visible",
+            get_renderable=self._region,
+        )
+        with live:
+            self._live = live
+            try:
+                yield
+            finally:
+                self._live = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No live region inside the block (while a person answers a question)."""
+        live = self._live
+        if live is None:
+            yield
+            return
+        live.stop()
+        self._live = None
+        try:
+            yield
+        finally:
+            live.start()
+            self._live = live
+
+    async def ticking(self) -> None:
+        """Redraw the elapsed times while a run is in progress (run it in a
+        nursery for as long as the view lives); other changes redraw at once."""
+        while True:
+            if self._run_start is not None:
+                self.refresh()
+            await trio.sleep(REFRESH)
+
+    def refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+
+    def _region(self) -> Group:
+        now = trio.current_time()
+        lines: list[Text] = []
+        if self._partial:
+            lines.append(Text(safe(self._partial)))
+        for running in self._running.values():
+            if not running.runs:
+                continue
+            frame = SPINNER[int((now - running.start) * 10) % len(SPINNER)]
+            line = Text(f"{frame} {running.label} ", style="yellow")
+            line.append(f"{now - running.start:.1f}s", style="dim")
+            if running.progress:
+                line.append(f"  {one_line(running.progress, 60)}", style="dim")
+            lines.append(line)
+        if self._run_start is not None:
+            frame = SPINNER[int((now - self._run_start) * 10) % len(SPINNER)]
+            what = "thinking" if self._thinking else "working"
+            lines.append(Text(f"{frame} {what} {now - self._run_start:.1f}s · {self._tokens()}", style="dim"))
+        if self.footer is not None:
+            lines.extend(self.footer())
+        return Group(*lines)
+
+    def _tokens(self) -> str:
+        return f"{self.usage.input_tokens:,} tokens in, {self.usage.output_tokens:,} out"
+
+    # -- final lines -------------------------------------------------------------
+
+    def print(self, text: Text | str, style: str = "") -> None:
+        """Print a final line; a ``str`` may come from anyone and is shown as plain text."""
+        self.console.print(text if isinstance(text, Text) else Text(safe(text), style=style))
+
+    def recap(self, messages: Sequence[Message], last: int = RECAP) -> None:
+        """The end of a restored history, one dim line a message."""
+        if len(messages) > last:
+            self.print(f"… {len(messages) - last} earlier messages", "dim")
+        for message in messages[-last:]:
+            if isinstance(message, UserMessage):
+                self.print(f"› {one_line(message.text, 100)}", "dim cyan")
+            elif isinstance(message, AssistantMessage):
+                calls = ", ".join(describe_call(call.name, call.arguments) for call in message.tool_calls)
+                text = " · ".join(part for part in (message.text, calls) if part)
+                self.print(one_line(text, 100), "dim")
+
+    def _flush_partial(self) -> None:
+        if self._partial:
+            self.print(self._partial)
+            self._partial = ""
+
+    # -- events ----------------------------------------------------------------------
+
+    def __call__(self, event: Event) -> None:
+        match event.type:
+            case "agent_start":
+                self._run_start = event.time
+                self.usage = Usage()
+            case "message_update":
+                self._delta(event.delta)
+            case "message_end":
+                self._message(event.message)
+            case "message_discard":
+                self._partial = ""
+                self.print(f"(reply withdrawn: {event.reason})", "yellow")
+            case "request_retry":
+                self.print(f"↻ {event.error}; retry {event.attempt} in {event.delay:.1f}s", "yellow")
+            case "tool_execution_start":
+                self._flush_partial()
+                label = safe(one_line(describe_call(event.tool_name, event.arguments), 70))
+                self._running[event.tool_call_id] = _Running(label, event.time, event.mode is not None)
+            case "tool_execution_update":
+                running = self._running.get(event.tool_call_id)
+                progress = event.progress
+                if running is not None and isinstance(progress, dict) and "text" in progress:
+                    lines = str(progress["text"]).splitlines()
+                    running.progress = safe(lines[-1]) if lines else ""
+            case "tool_execution_end":
+                self._tool_end(event)
+            case "agent_end":
+                self._flush_partial()
+                self._running.clear()
+                self._run_start = None
+                self._thinking = False
+                style = "green" if event.stop_reason == "completed" else "red"
+                line = Text(f"■ {event.stop_reason}", style=style)
+                turns = "1 turn" if event.turns == 1 else f"{event.turns} turns"
+                line.append(f" · {turns} · {self._tokens()}", style="dim")
+                self.print(line)
+                if event.error and event.error != self._shown_error:
+                    self.print(one_line(event.error, 300), "red")
+                self._shown_error = None
+        self.refresh()
+
+    def _delta(self, delta: object) -> None:
+        if isinstance(delta, ThinkingDelta):
+            self._thinking = True
+        elif isinstance(delta, TextDelta):
+            self._thinking = False
+            *done, self._partial = (self._partial + delta.text).split("\n")
+            for line in done:
+                self.print(line)
+
+    def _message(self, message: object) -> None:
+        if isinstance(message, UserMessage):
+            line = Text("› ", style="cyan")
+            line.append(safe(message.text))
+            self.print(line)
+        elif isinstance(message, AssistantMessage):
+            self._thinking = False
+            self._flush_partial()
+            self.usage = self.usage + message.usage
+            if message.stop_reason not in ("stop", "tool_use"):
+                self.print(
+                    f"(the reply stopped: {message.stop_reason}) {message.error or ''}".rstrip(), "red"
+                )
+                self._shown_error = message.error
+
+    def _tool_end(self, event: Event) -> None:
+        running = self._running.pop(event.tool_call_id, None)
+        label = running.label if running is not None else safe(event.tool_name)
+        line = Text("✗ " if event.is_error else "✓ ", style="red" if event.is_error else "green")
+        line.append(label)
+        line.append(f"  {event.duration:.1f}s", style="dim")
+        self.print(line)
+        lines = event.result.text.splitlines()
+        shown = lines if self.full else lines[:RESULT_LINES]
+        for text in shown:
+            self.print(Text("  │ " + safe(text), style="dim"))
+        if len(lines) > len(shown):
+            more = len(lines) - len(shown)
+            self.print(Text(f"  │ … {more} more line{'s' * (more > 1)} (--full shows them)", style="dim"))

@@ -1,0 +1,161 @@
+"""``agentrio run PROMPT``: one run of a coding agent, streamed to the terminal.
+
+Exit codes: 0 the run completed; 1 it ended with an error (or could not
+start: a missing API key, an unreadable store); 2 a usage error; 3 it hit a
+limit (max turns, tool calls, time, tokens); 4 a person stopped it at an
+approval; 130 it was cancelled (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from ..actors import Agent
+from ..events import Event
+from ..messages import converter
+from .errors import CommandError
+from .live_view import LiveView, approval_question, exit_status
+from .options import Settings, add_agent_options
+from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
+from .terminal import open_terminal, read_line, stdin_is_terminal
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run an agent on a prompt and stream what it does",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("prompt", metavar="PROMPT", help="what to do; - reads it from stdin")
+    add_agent_options(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON event per line instead of a transcript")
+    parser.add_argument("--full", action="store_true", help="tool results in full")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = Settings.load(args)
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        raise CommandError("the prompt is empty")
+    # With the prompt on stdin there is nobody left there to ask.
+    interactive = args.prompt != "-" and stdin_is_terminal()
+    spec, policy = build_spec(settings, interactive=interactive)
+    if settings.permission == "ask" and not interactive and settings.tools != "none":
+        print(
+            "agentrio: stdin is not a terminal: calls that need approval will be refused "
+            "(use --permission allow or read-only)",
+            file=sys.stderr,
+        )
+    stop_reason = trio.run(_run_agent, settings, spec, policy, prompt, args)
+    return exit_status(stop_reason)
+
+
+async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: str, args) -> str:
+    async with open_runtime(settings) as rt:
+        agent = await open_agent(rt, spec, settings.session)
+        if args.json:
+            output: JsonOutput | TranscriptOutput = JsonOutput()
+        else:
+            output = TranscriptOutput(Console(highlight=False, soft_wrap=True), full=args.full)
+        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_interrupt, interrupts, agent, output, nursery.cancel_scope)
+                result = await output.follow(agent, prompt, policy)
+                nursery.cancel_scope.cancel()
+        if not args.json:
+            print(
+                f"session {agent.session_id} (continue it with --session {agent.session_id})", file=sys.stderr
+            )
+        return result
+
+
+async def _cancel_on_interrupt(interrupts, agent: Agent, output, scope: trio.CancelScope) -> None:
+    """The first Ctrl-C cancels the run (and a question being asked), which
+    then ends as ``aborted`` with its history kept valid; a second stops
+    waiting for that."""
+    async for _ in interrupts:
+        output.asking.cancel()
+        await agent.cancel()
+        break
+    async for _ in interrupts:
+        scope.cancel()
+        raise KeyboardInterrupt
+
+
+async def _follow(agent: Agent, prompt: str, on_event) -> str:
+    """Run ``prompt``, giving every event of the run to ``on_event`` (async),
+    until the run's ``agent_end``; its stop reason."""
+    ended: list[str] = []
+    async with agent.subscribe() as events, trio.open_nursery() as nursery:
+        nursery.start_soon(agent.run, prompt)
+        async for event in events:
+            await on_event(event)
+            if event.type == "agent_end":
+                ended.append(event.stop_reason)
+                break
+    return ended[0] if ended else "aborted"
+
+
+class JsonOutput:
+    """One line of JSON per event, in ``agentrio.messages.converter``'s form."""
+
+    def __init__(self) -> None:
+        #: The scope of the question being asked, cancelled by Ctrl-C.
+        self.asking = trio.CancelScope()
+
+    async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> str:
+        async def on_event(event: Event) -> None:
+            print(json.dumps(converter.unstructure(event, Event), ensure_ascii=False), flush=True)
+            if event.type == "approval_request":
+                with self.asking:
+                    await _ask(agent, event, policy, Console(stderr=True, highlight=False))
+                self.asking = trio.CancelScope()
+
+        return await _follow(agent, prompt, on_event)
+
+
+class TranscriptOutput:
+    def __init__(self, console: Console, *, full: bool) -> None:
+        self.console = console
+        self.view = LiveView(console, full=full)
+        self.asking = trio.CancelScope()
+
+    async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> str:
+        async def on_event(event: Event) -> None:
+            self.view(event)
+            if event.type == "approval_request":
+                with self.asking, self.view.paused():
+                    await _ask(agent, event, policy, self.console)
+                self.asking = trio.CancelScope()
+
+        with self.view.live():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.view.ticking)
+                stop = await _follow(agent, prompt, on_event)
+                nursery.cancel_scope.cancel()
+        return stop
+
+
+async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
+    """Ask on the terminal about a tool call: yes, no, always for this tool, or stop the run."""
+    if not console.is_terminal:
+        console = Console(stderr=True, highlight=False)  # the transcript goes to a file or a pipe
+    for line in approval_question(event):
+        console.print(line)
+    async with open_terminal() as terminal:
+        while True:
+            console.print(Text(f"  {APPROVAL_CHOICES}: ", style="yellow"), end="")
+            answer = await read_line(terminal)
+            choice = (answer or "n").strip().lower()[:1]
+            if choice in "ynas" and choice:
+                break
+    await answer_approval(agent, event, policy, choice)

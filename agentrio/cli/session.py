@@ -1,0 +1,101 @@
+"""An agent for a terminal command: its spec from the settings, its stored
+session, and the permission policy a person answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import attrs
+
+from ..actors import Agent, AgentSpec, Limits
+from ..events import Event
+from ..journal import SQLiteStore, StoreError
+from ..messages import ToolCall
+from ..supervisors import Runtime
+from ..tools import Tool
+from ..tools.builtin import coding_tools
+from ..tools.permissions import Decision, Policy, decide
+from .errors import CommandError
+from .options import Settings, permission_policy
+
+SYSTEM_PROMPT = (
+    "You are a coding agent working in the directory {cwd}. Use the tools to read, search and change "
+    "files there and to run commands; keep changes minimal and say briefly what you did."
+)
+
+
+@attrs.define
+class TerminalPolicy:
+    """The settings' policy, except that tools a person allowed "always" run
+    without asking, and that with nobody to ask (``interactive=False``) an
+    ask is a refusal that says why."""
+
+    base: Policy
+    interactive: bool
+    always: set[str] = attrs.field(factory=set)
+
+    async def __call__(self, call: ToolCall, tool: Tool) -> Decision:
+        if tool.name in self.always:
+            return Decision("allow")
+        decision = await decide(self.base, call, tool)
+        if decision == "ask" and not self.interactive:
+            return Decision(
+                "deny",
+                f"{call.name} needs a person's approval and stdin is not a terminal to ask on "
+                "(run with --permission allow to allow it)",
+            )
+        return decision
+
+
+def build_spec(settings: Settings, *, interactive: bool) -> tuple[AgentSpec, TerminalPolicy]:
+    policy = TerminalPolicy(permission_policy(settings.permission), interactive)
+    spec = AgentSpec(
+        "agentrio",
+        settings.model(),
+        system_prompt=settings.system_prompt or SYSTEM_PROMPT.format(cwd=settings.cwd),
+        tools=coding_tools(settings.cwd) if settings.tools == "coding" else (),
+        permission=policy,
+        limits=Limits(max_turns=settings.max_turns),
+    )
+    return spec, policy
+
+
+APPROVAL_CHOICES = "[y]es / [n]o / [a]lways for this tool / [s]top"
+
+
+async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, choice: str) -> str:
+    """Answer ``event`` with a person's ``choice`` (``y``, ``n``, ``a`` or
+    ``s``); what was decided, for the transcript. An approval settled
+    meanwhile (the run was cancelled) is left alone."""
+    if choice == "a":
+        policy.always.add(event.tool_name)
+    decision, reason, said = {
+        "y": ("approve", None, "allowed"),
+        "a": ("approve", None, f"allowed, and {event.tool_name} from now on"),
+        "n": ("deny", "the person at the terminal said no", "refused"),
+        "s": ("deny_and_stop", "the person at the terminal stopped the run", "refused; the run stops"),
+    }[choice]
+    try:
+        await agent.answer(event.request_id, decision, reason)
+    except (LookupError, ValueError):
+        return "already settled"
+    return said
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """A Runtime on the settings' store; store errors are told plainly."""
+    try:
+        async with SQLiteStore(settings.db) as store, Runtime(store) as rt:
+            yield rt
+    except StoreError as exc:
+        raise CommandError(str(exc)) from None
+
+
+async def open_agent(rt: Runtime, spec: AgentSpec, session_id: str | None) -> Agent:
+    """The agent of ``session_id``: restored when the store holds it, else new."""
+    try:
+        return await rt.create(spec, session_id=session_id)
+    except StoreError as exc:
+        raise CommandError(str(exc)) from None

@@ -1,0 +1,71 @@
+"""What supervising a subprocess costs: ``run_process`` against trio's own
+``trio.run_process``, on the same trivial command, in the same run.
+
+    python bench/process_overhead.py [--calls 20] [--runs 7]
+
+Each run starts ``--calls`` commands one after the other (``true``) both
+ways, alternating. Per call: wall time, and CPU time of this process and of
+its children (the shim, the command); medians and spread over ``--runs``
+runs, and the ratio of the medians. ``run_process`` starts a supervising
+shim (a bare ``python -I -S``) per command, which is most of its cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentrio.tools.process import run_process
+
+
+def cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+async def measure(start, calls: int) -> tuple[float, float]:
+    wall, used = time.perf_counter(), cpu()
+    for _ in range(calls):
+        await start()
+    return (time.perf_counter() - wall) / calls, (cpu() - used) / calls
+
+
+async def main(calls: int, runs: int) -> None:
+    async def ours() -> None:
+        await run_process(["true"])
+
+    async def trios() -> None:
+        await trio.run_process(["true"])
+
+    ways = {"agentrio run_process": ours, "trio.run_process": trios}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
+    for _ in range(runs):
+        for name, start in ways.items():
+            figures[name].append(await measure(start, calls))
+    medians = {}
+    for name, results in figures.items():
+        walls, cpus = [w * 1000 for w, _ in results], [c * 1000 for _, c in results]
+        medians[name] = statistics.median(walls), statistics.median(cpus)
+        print(
+            f"{name:22} wall {medians[name][0]:6.1f} ms/call ({min(walls):.1f}-{max(walls):.1f}), "
+            f"CPU {medians[name][1]:6.1f} ms/call ({min(cpus):.1f}-{max(cpus):.1f})"
+        )
+    ours, peer = medians["agentrio run_process"], medians["trio.run_process"]
+    print(f"ratio (agentrio / trio): wall {ours[0] / peer[0]:.1f}x, CPU {ours[1] / peer[1]:.1f}x")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=7)
+    options = parser.parse_args()
+    trio.run(main, options.calls, options.runs)

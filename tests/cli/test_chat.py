@@ -1,0 +1,158 @@
+"""``agentrio chat`` driven by a person at a terminal."""
+
+from __future__ import annotations
+
+import trio
+
+from agentrio.messages import AssistantMessage, Text, ToolCall, Usage
+
+from ..fake_openai import FakeRequest, Hang
+
+ESC = "\x1b"
+
+
+def _last_user(request: FakeRequest) -> str:
+    return [m for m in request.body["messages"] if m["role"] == "user"][-1]["content"]
+
+
+async def test_a_line_typed_while_the_agent_works_steers_it_and_a_double_chevron_queues_a_follow_up(cli):
+    (cli.workspace / "a.txt").write_text("alpha\n")
+    gate = trio.Event()
+
+    async def after_the_gate(request: FakeRequest) -> AssistantMessage:
+        await gate.wait()
+        return AssistantMessage([Text("Reading a."), ToolCall("c1", "read", {"path": "a.txt"})])
+
+    cli.server.add(
+        after_the_gate,
+        AssistantMessage([Text("Read a, and b as you asked.")]),
+        AssistantMessage([Text("Summary: all read.")], usage=Usage(50, 5)),
+    )
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    term.type_line("Read a.txt")
+    await cli.server.wait_for(lambda: len(cli.server.requests) == 1)
+    term.type_line("also check b")
+    await term.expect_text("↳ queued steer: also check b")
+    term.type_line(">> then summarize")
+    await term.expect_text("↳ queued follow-up: then summarize")
+    gate.set()
+    await term.expect_text("Read a, and b as you asked.")
+    await term.expect_text("Summary: all read.")
+    await term.expect(r"■ completed")
+    # The steer joined the turn right after the tool's result; the follow-up came in a turn of its own.
+    steered = cli.server.requests[1].body["messages"]
+    assert [m["role"] for m in steered[-3:]] == ["assistant", "tool", "user"]
+    assert steered[-1]["content"] == "also check b"
+    assert _last_user(cli.server.requests[2]) == "then summarize"
+    assert cli.server.requests[2].body["messages"][-2]["content"] == "Read a, and b as you asked."
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+
+async def test_esc_cancels_the_turn_and_keeps_the_history_and_twice_quits(cli):
+    cli.server.add(Hang(AssistantMessage([Text("Thinking about it at length")])))
+    term = cli.spawn("chat", "--session", "esc")
+    await term.expect_text("/help for help")
+    term.type_line("Take your time.")
+    await term.expect_text("Thinking about it at length")
+    term.send(ESC)
+    await term.expect(r"■ aborted")
+    await cli.server.wait_for(lambda: cli.server.disconnects == 1)
+    cli.server.add(AssistantMessage([Text("Fresh start.")]))
+    term.type_line("Again, quickly.")
+    await term.expect_text("Fresh start.")
+    await term.expect(r"■ completed")
+    assert [m["role"] for m in cli.server.requests[1].body["messages"]][-1:] == ["user"]
+    assert _last_user(cli.server.requests[1]) == "Again, quickly."
+    term.send(ESC)
+    await term.expect_text("press Esc or Ctrl-C again to quit")
+    term.send(ESC)
+    await term.expect_text("continue it with agentrio chat --session esc")
+    assert await term.wait() == 0
+
+
+async def test_an_approval_is_answered_inline(cli):
+    cli.server.add(
+        AssistantMessage([ToolCall("c1", "write", {"path": "hello.txt", "content": "hi\n"})]),
+        AssistantMessage([Text("Wrote hello.txt.")]),
+    )
+    term = cli.spawn("chat", "--permission", "ask")
+    await term.expect_text("/help for help")
+    term.type_line("Write hello.txt")
+    await term.expect(r"\? allow write: Create hello.txt")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool")
+    term.send("y")
+    await term.expect(r"✓ write hello.txt")
+    await term.expect_text("Wrote hello.txt.")
+    assert (cli.workspace / "hello.txt").read_text() == "hi\n"
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+
+async def test_a_stored_session_is_resumed_with_its_history(cli):
+    cli.server.add(AssistantMessage([Text("Noted: teal.")], usage=Usage(30, 3)))
+    term = cli.spawn("chat", "--session", "memo")
+    await term.expect_text("/help for help")
+    term.type_line("The colour is teal.")
+    await term.expect_text("Noted: teal.")
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+    cli.server.add(AssistantMessage([Text("It was teal.")]))
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    term.type_line("/sessions")
+    await term.expect(r"memo  2 messages")
+    term.type_line("/resume memo")
+    # A recap of where the session was, then the conversation goes on.
+    await term.expect_text("› The colour is teal.")
+    await term.expect_text("Noted: teal.")
+    await term.expect_text("resumed session memo (2 messages)")
+    term.type_line("Which colour?")
+    await term.expect_text("It was teal.")
+    term.type_line("/usage")
+    await term.expect(r"session memo: 30 input, 3 output")
+    term.type_line("/quit")
+    assert await term.wait() == 0
+    contents = [m["content"] for m in cli.server.requests[1].body["messages"] if m["role"] != "system"]
+    assert contents == ["The colour is teal.", "Noted: teal.", "Which colour?"]
+
+
+async def test_fork_clear_and_model_switch_the_session_the_chat_talks_to(cli):
+    cli.server.add(*(AssistantMessage([Text(f"Answer {i}.")]) for i in range(1, 6)))
+    term = cli.spawn("chat", "--session", "base")
+    await term.expect_text("/help for help")
+    for i, line in enumerate(("one", "two"), 1):
+        term.type_line(line)
+        await term.expect_text(f"Answer {i}.")
+        await term.expect(r"■ completed")
+    term.type_line("/fork 2")
+    forked = await term.expect(r"forked base into (\S+) with its first 2 messages")
+    term.type_line("three")
+    await term.expect_text("Answer 3.")
+    await term.expect(r"■ completed")
+    term.type_line("/clear")
+    await term.expect(r"new session \S+")
+    term.type_line("four")
+    await term.expect_text("Answer 4.")
+    await term.expect(r"■ completed")
+    term.type_line("/model openai:other")
+    await term.expect_text("model: openai:other")
+    term.type_line("five")
+    await term.expect_text("Answer 5.")
+    term.type_line("/nope")
+    await term.expect_text("unknown command /nope; /help lists them")
+    term.interrupt()
+    term.interrupt()
+    await term.expect(r"continue it with agentrio chat --session \S+")
+    assert await term.wait() == 0
+
+    def history(n: int) -> list[str]:
+        return [m["content"] for m in cli.server.requests[n].body["messages"] if m["role"] != "system"]
+
+    assert history(2) == ["one", "Answer 1.", "three"]
+    assert history(3) == ["four"]
+    assert history(4) == ["four", "Answer 4.", "five"]
+    assert [r.body["model"] for r in cli.server.requests] == ["fake"] * 4 + ["other"]
+    assert forked.group(1) != "base"

@@ -1,0 +1,97 @@
+"""Where an agent command's settings come from, and the errors a person sees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from agentrio.cli import build_parser, main
+from agentrio.cli.options import Settings
+from agentrio.models import OpenAIChat
+
+from .conftest import ROOT
+
+
+def settings(*argv: str, environ: dict | None = None) -> Settings:
+    return Settings.load(build_parser().parse_args(list(argv)), environ or {})
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for variable in ("AGENTRIO_MODEL", "AGENTRIO_DB", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+
+
+def test_global_options_work_before_or_after_the_command_and_the_later_one_wins():
+    assert settings("--db", "a.db", "--model", "openai:m1", "run", "hi").db == "a.db"
+    assert settings("run", "hi", "--db", "b.db").db == "b.db"
+    assert settings("--db", "a.db", "run", "hi", "--db", "b.db").db == "b.db"
+    assert settings("--model", "openai:m1", "chat").model_name == "openai:m1"
+    assert settings("--model", "openai:m1", "chat", "--model", "openai:m2").model_name == "openai:m2"
+
+
+def test_the_command_line_beats_the_environment_which_beats_agentrio_toml(tmp_path):
+    (tmp_path / "agentrio.toml").write_text(
+        'model = "openai:from-file"\ndb = "file.db"\npermission = "read-only"\nmax_turns = 7\n'
+    )
+    assert settings("run", "hi").model_name == "openai:from-file"
+    assert settings("run", "hi").permission == "read-only" and settings("run", "hi").max_turns == 7
+    environ = {"AGENTRIO_MODEL": "openai:from-env", "AGENTRIO_DB": "env.db"}
+    assert settings("run", "hi", environ=environ).model_name == "openai:from-env"
+    assert settings("run", "hi", environ=environ).db == "env.db"
+    given = settings("run", "hi", "--model", "openai:given", "--permission", "allow", environ=environ)
+    assert (given.model_name, given.permission) == ("openai:given", "allow")
+
+
+def test_a_local_server_needs_no_api_key_but_a_provider_does(monkeypatch):
+    model = settings("run", "hi", "--model", "openai:llama", "--base-url", "http://127.0.0.1:1/v1").model()
+    assert (
+        isinstance(model, OpenAIChat) and model.api_key is None and model.base_url == "http://127.0.0.1:1/v1"
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert settings("run", "hi", "--model", "openai:gpt-4.1").model().api_key == "sk-test"
+
+
+@pytest.mark.parametrize(
+    ("config", "argv", "error"),
+    [
+        ("", ["run", "hi"], "no model: give --model provider:model"),
+        ("", ["run", "hi", "--model", "openai:gpt-4.1"], "OPENAI_API_KEY is not set"),
+        ("", ["run", "hi", "--model", "gpt-4.1"], "expected 'provider:model'"),
+        ("", ["run", "hi", "--model", "openai:m", "--cwd", "nowhere"], "not a directory"),
+        ('modle = "x"\n', ["run", "hi"], "agentrio.toml: unknown setting 'modle'"),
+        ("model = [\n", ["run", "hi"], "agentrio.toml"),
+        ("max_turns = 0\n", ["run", "hi"], "max_turns must be a positive whole number"),
+    ],
+)
+def test_mistakes_are_one_line_errors(tmp_path, capsys, config, argv, error):
+    if config:
+        (tmp_path / "agentrio.toml").write_text(config)
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("agentrio: error: ") and error in err and err.count("\n") == 1
+
+
+def test_version_and_sessions_with_the_global_db(tmp_path):
+    version = subprocess.run(
+        [sys.executable, "-m", "agentrio", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    assert version.returncode == 0 and version.stdout.startswith("agentrio ")
+    missing = tmp_path / "missing.db"
+    assert main(["--db", str(missing), "sessions", "list"]) == 1
+    assert not missing.exists()
+
+
+def test_chat_without_a_terminal_says_to_use_run(capsys, monkeypatch):
+    with open("/dev/null") as null:
+        monkeypatch.setattr(sys, "stdin", null)
+        assert main(["chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:1/v1"]) == 1
+    assert "chat needs a terminal" in capsys.readouterr().err

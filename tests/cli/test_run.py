@@ -1,0 +1,186 @@
+"""``agentrio run``: a prompt, a streamed transcript, an exit code."""
+
+from __future__ import annotations
+
+import json
+
+from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
+from agentrio.events import Event
+from agentrio.messages import AssistantMessage, Text, ToolCall, Usage, converter
+
+from ..fake_openai import HTTPError
+
+
+async def test_run_streams_text_and_tool_calls_and_exits_0_when_completed(cli):
+    (cli.workspace / "notes.txt").write_text("first line\nsecond line\n")
+    cli.server.add(
+        AssistantMessage(
+            [Text("Let me read the notes."), ToolCall("c1", "read", {"path": "notes.txt"})],
+            usage=Usage(120, 15),
+        ),
+        AssistantMessage([Text("The notes have two lines.\nThat is all.")], usage=Usage(200, 9)),
+    )
+    term = cli.spawn("run", "What is in notes.txt?")
+    await term.expect_text("Let me read the notes.")
+    await term.expect(r"✓ read notes.txt")
+    await term.expect(r"│ +1\s+first line")
+    await term.expect_text("The notes have two lines.")
+    await term.expect_text("That is all.")
+    await term.expect(r"■ completed · 1 turn · 320 tokens in, 24 out")
+    assert await term.wait() == 0
+    # The tool's result went back to the model, after its call.
+    last = cli.server.requests[1].body["messages"]
+    assert [m["role"] for m in last[-3:]] == ["user", "assistant", "tool"]
+    assert "second line" in last[-1]["content"]
+
+
+async def test_ctrl_c_during_a_tool_exits_130_and_leaves_a_restorable_provider_valid_session(cli):
+    cli.server.add(AssistantMessage([Text("Running it."), ToolCall("c1", "bash", {"command": "sleep 30"})]))
+    term = cli.spawn("run", "Run the slow command.", "--permission", "allow", "--session", "slow")
+    await term.expect(r"⠋ bash sleep 30")
+    term.interrupt()
+    await term.expect(r"■ aborted")
+    assert await term.wait() == 130
+
+    # The stored session restores, and its history is one a strict provider accepts.
+    model = ScriptedModel([AssistantMessage([Text("Back again.")])], strict=True)
+    async with SQLiteStore(cli.db) as store, Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("agentrio", model), session_id="slow")
+        roles = [m.role for m in agent.messages]
+        assert roles[:3] == ["user", "assistant", "tool_result"]
+        assert agent.messages[2].is_error
+        result = await agent.run("Are you there?")
+    assert result.stop_reason == "completed"
+    assert [m.role for m in model.requests[0].messages][-2:] == ["tool_result", "user"]
+
+
+async def test_a_limit_exits_3_and_a_model_error_exits_1(cli):
+    (cli.workspace / "a.txt").write_text("a\n")
+    looping = [AssistantMessage([ToolCall(f"c{i}", "read", {"path": "a.txt"})]) for i in range(3)]
+    cli.server.add(*looping)
+    term = cli.spawn("run", "Loop.", "--max-turns", "2")
+    await term.expect(r"■ max_turns")
+    assert await term.wait() == 3
+
+    cli.server.add(HTTPError(400, "the model refused this request"))
+    term = cli.spawn("run", "Fail.")
+    await term.expect_text("the model refused this request")
+    await term.expect(r"■ model_error")
+    assert await term.wait() == 1
+
+
+async def test_json_prints_one_event_a_line_that_round_trips_through_the_converter(cli):
+    cli.server.add(AssistantMessage([Text("Hello there, in JSON.")], usage=Usage(5, 4)))
+    term = cli.spawn("run", "Say hello.", "--json")
+    assert await term.wait() == 0
+    lines = [line for line in term.text.splitlines() if line.startswith("{")]
+    events = [converter.structure(json.loads(line), Event) for line in lines]
+    assert [converter.unstructure(e, Event) for e in events] == [json.loads(line) for line in lines]
+    types = [e.type for e in events if e.type not in ("message_update", "state", "status", "inbox")]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert events[-1].stop_reason == "completed"
+    assert "".join(
+        e.delta.text for e in events if e.type == "message_update" and hasattr(e.delta, "text")
+    ) == ("Hello there, in JSON.")
+
+
+async def test_the_prompt_can_come_from_stdin_and_then_asking_refuses_clearly(cli):
+    cli.server.add(
+        AssistantMessage([ToolCall("c1", "write", {"path": "out.txt", "content": "x"})]),
+        AssistantMessage([Text("I could not write it.")]),
+    )
+    term = cli.spawn("run", "-", stdin="Write out.txt please.")
+    await term.expect_text("stdin is not a terminal: calls that need approval will be refused")
+    await term.expect(r"✗ write out.txt")
+    await term.expect_text("needs a person's approval and stdin is not a terminal")
+    assert await term.wait() == 0
+    assert not (cli.workspace / "out.txt").exists()
+    assert cli.server.requests[0].body["messages"][-1]["content"] == "Write out.txt please."
+
+
+async def test_ask_takes_yes_no_and_always_for_this_tool_from_the_terminal(cli):
+    calls = [ToolCall(f"c{i}", "write", {"path": f"f{i}.txt", "content": str(i)}) for i in range(4)]
+    cli.server.add(
+        AssistantMessage([calls[0]]),
+        AssistantMessage([calls[1]]),
+        AssistantMessage([calls[2]]),
+        AssistantMessage([calls[3]]),
+        AssistantMessage([Text("Wrote what I was allowed to.")]),
+    )
+    term = cli.spawn("run", "Write four files.")
+    await term.expect(r"\? allow write")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
+    term.type_line("y")
+    await term.expect(r"✓ write f0.txt")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
+    term.type_line("n")
+    await term.expect(r"✗ write f1.txt")
+    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
+    term.type_line("a")
+    await term.expect(r"✓ write f2.txt")
+    await term.expect(r"✓ write f3.txt")  # not asked again
+    await term.expect_text("Wrote what I was allowed to.")
+    assert await term.wait() == 0
+    assert sorted(p.name for p in cli.workspace.iterdir()) == ["f0.txt", "f2.txt", "f3.txt"]
+    assert term.text.count("[a]lways for this tool") == 3
+
+
+async def test_session_continues_a_stored_session(cli):
+    cli.server.add(AssistantMessage([Text("Noted: the colour is teal.")]))
+    term = cli.spawn("run", "Remember: the colour is teal.", "--session", "memo")
+    assert await term.wait() == 0
+    cli.server.add(AssistantMessage([Text("It is teal.")]))
+    term = cli.spawn("run", "Which colour?", "--session", "memo")
+    await term.expect_text("It is teal.")
+    assert await term.wait() == 0
+    contents = [m.get("content") for m in cli.server.requests[1].body["messages"]]
+    assert contents[-3:] == ["Remember: the colour is teal.", "Noted: the colour is teal.", "Which colour?"]
+
+
+async def test_a_missing_api_key_is_one_line_before_any_request(cli):
+    term = cli.spawn(
+        "run", "Hello.", model=False, env={"AGENTRIO_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": ""}
+    )
+    assert await term.wait() == 1
+    assert (
+        term.text.strip() == "agentrio: error: OPENAI_API_KEY is not set: it is needed for 'openai:gpt-4.1'"
+    )
+    assert cli.server.requests == []
+
+
+async def test_stop_at_an_approval_ends_the_run_with_exit_4(cli):
+    cli.server.add(AssistantMessage([ToolCall("c1", "bash", {"command": "rm -rf build"})]))
+    term = cli.spawn("run", "Clean up.")
+    await term.expect(r"\? allow bash: ")
+    await term.expect_text("[s]top:")
+    term.type_line("s")
+    await term.expect(r"■ permission_denied")
+    assert await term.wait() == 4
+    assert len(cli.server.requests) == 1
+
+
+async def test_escape_sequences_from_the_model_or_a_tool_are_shown_not_obeyed(cli):
+    (cli.workspace / "evil.txt").write_text("\x1b[2Jcleared?\n")
+    cli.server.add(
+        AssistantMessage([Text("Look: \x1b[31mred\x1b[0m."), ToolCall("c1", "read", {"path": "evil.txt"})]),
+        AssistantMessage([Text("Done.")]),
+    )
+    term = cli.spawn("run", "Show me.")
+    await term.expect_text("Look: ␛[31mred␛[0m.")
+    await term.expect_text("␛[2Jcleared?")
+    assert await term.wait() == 0
+    assert "\x1b[2J" not in term.raw and "\x1b[31mred" not in term.raw
+
+
+async def test_ctrl_c_while_a_question_waits_cancels_the_run(cli):
+    cli.server.add(AssistantMessage([ToolCall("c1", "bash", {"command": "make install"})]))
+    term = cli.spawn("run", "Install it.", "--session", "asked")
+    await term.expect_text("[s]top:")
+    term.interrupt()
+    await term.expect(r"■ aborted")
+    assert await term.wait() == 130
+    # The call that was being asked about is answered in history: a strict provider takes it.
+    model = ScriptedModel([AssistantMessage([Text("ok")])], strict=True)
+    async with SQLiteStore(cli.db) as store, Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("agentrio", model), session_id="asked")
+        assert (await agent.run("next")).stop_reason == "completed"

@@ -1,0 +1,94 @@
+"""A tool's argument schema: checked when the tool is made, and applied to
+every call without a hostile schema or argument freezing or crashing the
+loop."""
+
+import pytest
+
+from agentrio import AgentSpec, Runtime, ScriptedModel, ToolResultMessage
+from agentrio.tools import Tool
+from agentrio.tools.schema import MAX_ARGUMENT_DEPTH
+from tests.helpers import calls, say
+
+
+async def execute(args, ctx):
+    return "ok"
+
+
+def schema_tool(**properties):
+    return Tool("t", "", {"type": "object", "properties": properties}, execute)
+
+
+def nested(depth):
+    value = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_schema_pattern_runs_in_linear_time():
+    # With Python's re, ^(a+)+$ against 40 "a" and a "!" never finishes.
+    t = schema_tool(x={"type": "string", "pattern": "^(a+)+$"})
+    assert t.argument_errors({"x": "a" * 40}) == []
+    assert t.argument_errors({"x": "a" * 40 + "!"}) == [f"x: '{'a' * 40}!' does not match '^(a+)+$'"]
+
+
+def test_pattern_properties_run_in_linear_time_and_keep_their_meaning():
+    t = Tool(
+        "t",
+        "",
+        {
+            "type": "object",
+            "patternProperties": {"^(a+)+$": {"type": "integer"}, "^x_": {"type": "string"}},
+            "additionalProperties": False,
+        },
+        execute,
+    )
+    assert t.argument_errors({"aaaa": 1, "x_y": "z"}) == []
+    assert t.argument_errors({"a" * 40: "one"}) == [f"{'a' * 40}: 'one' is not of type 'integer'"]
+    assert t.argument_errors({"a" * 40 + "!": 1}) == [
+        f"Additional properties are not allowed ('{'a' * 40}!' was unexpected)"
+    ]
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)", "a{1001}"])
+def test_a_schema_pattern_the_linear_engine_cannot_run_is_refused_when_the_tool_is_made(pattern):
+    with pytest.raises(
+        ValueError, match=r"^Tool.parameters\['properties'\]\['x'\] of 't': invalid regular expression "
+    ):
+        schema_tool(x={"type": "string", "pattern": pattern})
+
+
+def test_pattern_properties_with_unevaluated_properties_are_refused():
+    schema = {"type": "object", "patternProperties": {"^a": {}}, "unevaluatedProperties": False}
+    with pytest.raises(ValueError, match="cannot be combined with unevaluatedProperties"):
+        Tool("t", "", schema, execute)
+
+
+def test_arguments_nested_thousands_deep_are_an_error_of_the_call():
+    t = schema_tool(x={"type": "array"})
+    assert t.argument_errors({"x": nested(5000)}) == [
+        f"the arguments nest {MAX_ARGUMENT_DEPTH + 1} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"
+    ]
+    assert t.argument_errors({"x": nested(MAX_ARGUMENT_DEPTH - 1)}) == []
+
+
+def test_an_unresolvable_ref_is_an_error_of_the_call():
+    t = schema_tool(x={"$ref": "#/$defs/missing"})
+    (error,) = t.argument_errors({"x": 1})
+    assert error.startswith("the arguments could not be validated, the tool's schema is broken: ")
+    assert "#/$defs/missing" in error
+
+
+async def test_in_a_run_deep_arguments_and_a_broken_schema_are_error_results_and_the_run_goes_on():
+    deep = schema_tool(x={"type": "array"})
+    broken = Tool("broken", "", {"type": "object", "properties": {"x": {"$ref": "#/$defs/missing"}}}, execute)
+    model = ScriptedModel([calls(("t", {"x": nested(300)}), ("broken", {"x": 1})), say("done")])
+    async with Runtime() as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=[deep, broken]))
+        result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    first, second = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert first.is_error and f"at most {MAX_ARGUMENT_DEPTH} are accepted" in first.text
+    assert (
+        second.is_error and "the tool's schema is broken" in second.text and "PointerToNowhere" in second.text
+    )
