@@ -22,6 +22,7 @@ from .http import open_http_client, shared_http_client
 from .model_string import from_string
 from .openai_chat import OpenAIChat
 from .openai_responses import OpenAIResponses
+from .output import OUTPUT_TOOL, OutputInvalid, OutputSpec
 from .provider_errors import CONNECTION_ERROR, CONTEXT_OVERFLOW
 from .request import Model, ModelRequest, ToolSpec
 from .retry import RetryPolicy
@@ -31,6 +32,7 @@ from .validation import request_problems
 __all__ = [
     "CONNECTION_ERROR",
     "CONTEXT_OVERFLOW",
+    "OUTPUT_TOOL",
     "Anthropic",
     "Done",
     "MessageAssembler",
@@ -38,6 +40,8 @@ __all__ = [
     "ModelRequest",
     "OpenAIChat",
     "OpenAIResponses",
+    "OutputInvalid",
+    "OutputSpec",
     "ProviderError",
     "RetryPolicy",
     "ScriptedModel",

@@ -9,8 +9,9 @@ import attrs
 
 from .anthropic_request import anthropic_request_body
 from .anthropic_stream import AnthropicStreamMapper
+from .output import AnswerToolMapper
 from .request import ModelRequest
-from .sse_model import SSEModel, option
+from .sse_model import SSEModel, StreamMapper, option
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -59,3 +60,8 @@ class Anthropic(SSEModel):
 
     def new_mapper(self) -> AnthropicStreamMapper:
         return AnthropicStreamMapper(self.model, self.provider)
+
+    def mapper_for(self, request: ModelRequest) -> StreamMapper:
+        # A typed answer arrives as a call to the answer tool: read it as text.
+        mapper = self.new_mapper()
+        return mapper if request.output is None else AnswerToolMapper(mapper)

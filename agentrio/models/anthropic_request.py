@@ -7,6 +7,7 @@ from typing import Any
 
 from ..messages import Text, Thinking, ToolCall, ToolResultMessage, UserMessage
 from .history import projected_history, replayable_parts
+from .output import OUTPUT_TOOL, OutputSpec
 from .request import ModelRequest, ToolSpec
 
 _INVALID_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -63,6 +64,20 @@ def anthropic_messages(request: ModelRequest, *, provider: str) -> list[dict[str
     return messages
 
 
+def _ask_for_output(body: dict[str, Any], output: OutputSpec, *, forced: bool) -> None:
+    """Anthropic has no native structured output here: the answer is the
+    input of a tool, which ``AnswerToolMapper`` turns back into text. The
+    model must call some tool at every step, unless extended thinking is on
+    (it forbids forcing a tool)."""
+    description = "Give your final answer by calling this tool: its input is the answer."
+    if output.description:
+        description += " " + output.description
+    body.setdefault("tools", []).append(
+        {"name": OUTPUT_TOOL, "description": description, "input_schema": output.schema}
+    )
+    body["tool_choice"] = {"type": "any" if forced else "auto"}
+
+
 #: Marks the end of a prefix Anthropic may cache (for five minutes).
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 _UNCACHEABLE = {"thinking", "redacted_thinking"}
@@ -104,6 +119,8 @@ def anthropic_request_body(
         body["system"] = request.system_prompt
     if request.tools:
         body["tools"] = [anthropic_tool(t) for t in request.tools]
+    if request.output is not None:
+        _ask_for_output(body, request.output, forced=thinking_budget is None)
     if temperature is not None:
         body["temperature"] = temperature
     if thinking_budget is not None:

@@ -33,6 +33,10 @@ class OpenAIChat(SSEModel):
     #: ``developer`` for OpenAI reasoning models that want it.
     system_role: str = option(default="system")
 
+    #: Send a tool with ``strict: true`` when its schema has a lossless
+    #: strict variant (see ``agentrio.models.strict``).
+    strict_tools: bool = option(default=True)
+
     path: ClassVar[str] = "/chat/completions"
 
     def headers(self) -> dict[str, str]:
@@ -47,6 +51,7 @@ class OpenAIChat(SSEModel):
             temperature=self.temperature,
             reasoning_effort=self.reasoning_effort,
             system_role=self.system_role,
+            strict_tools=self.strict_tools,
         )
 
     def new_mapper(self) -> ChatStreamMapper:

@@ -6,14 +6,26 @@ from typing import Any
 
 from ..messages import AssistantMessage, Text, ToolCall, ToolResultMessage, UserMessage
 from .history import arguments_json, projected_history
+from .output import OutputSpec
 from .request import ModelRequest, ToolSpec
+from .strict import openai_strict
 
 
-def chat_tool(tool: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-    }
+def chat_tool(tool: ToolSpec, *, strict: bool = False) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    if strict and (schema := openai_strict(tool.parameters)) is not None:
+        function.update(parameters=schema, strict=True)
+    return {"type": "function", "function": function}
+
+
+def json_schema_format(output: OutputSpec) -> dict[str, Any]:
+    """The ``json_schema`` format both OpenAI APIs take for typed output."""
+    strict = output.strict_schema is not None
+    fmt: dict[str, Any] = {"name": output.name, "schema": output.strict_schema if strict else output.schema}
+    if output.description:
+        fmt["description"] = output.description
+    fmt["strict"] = strict
+    return fmt
 
 
 def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
@@ -61,6 +73,7 @@ def chat_request_body(
     temperature: float | None = None,
     reasoning_effort: str | None = None,
     system_role: str = "system",
+    strict_tools: bool = True,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -69,7 +82,9 @@ def chat_request_body(
         "stream_options": {"include_usage": True},
     }
     if request.tools:
-        body["tools"] = [chat_tool(t) for t in request.tools]
+        body["tools"] = [chat_tool(t, strict=strict_tools) for t in request.tools]
+    if request.output is not None:
+        body["response_format"] = {"type": "json_schema", "json_schema": json_schema_format(request.output)}
     if max_tokens is not None:
         body[max_tokens_field] = max_tokens
     if temperature is not None:

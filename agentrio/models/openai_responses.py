@@ -27,6 +27,10 @@ class OpenAIResponses(SSEModel):
     #: is only needed for the provider's own tooling.
     store: bool = option(default=False)
 
+    #: Send a tool with ``strict: true`` when its schema has a lossless
+    #: strict variant (see ``agentrio.models.strict``).
+    strict_tools: bool = option(default=True)
+
     path: ClassVar[str] = "/responses"
 
     def headers(self) -> dict[str, str]:
@@ -42,6 +46,7 @@ class OpenAIResponses(SSEModel):
             reasoning_effort=self.reasoning_effort,
             reasoning_summary=self.reasoning_summary,
             store=self.store,
+            strict_tools=self.strict_tools,
         )
 
     def new_mapper(self) -> ResponsesStreamMapper:

@@ -13,18 +13,22 @@ from typing import Any
 
 from ..messages import AssistantMessage, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
 from .history import arguments_json, projected_history, replayable_parts
+from .openai_chat_request import json_schema_format
 from .request import ModelRequest, ToolSpec
+from .strict import openai_strict
 
 
-def responses_tool(tool: ToolSpec) -> dict[str, Any]:
+def responses_tool(tool: ToolSpec, *, strict: bool = False) -> dict[str, Any]:
     # The Responses API makes function tools strict unless told otherwise,
-    # and strict mode rejects most ordinary JSON Schemas.
+    # and strict mode rejects most ordinary JSON Schemas: a tool is strict
+    # only when its schema has a lossless strict variant.
+    schema = openai_strict(tool.parameters) if strict else None
     return {
         "type": "function",
         "name": tool.name,
         "description": tool.description,
-        "parameters": tool.parameters,
-        "strict": False,
+        "parameters": tool.parameters if schema is None else schema,
+        "strict": schema is not None,
     }
 
 
@@ -73,6 +77,7 @@ def responses_request_body(
     reasoning_effort: str | None = None,
     reasoning_summary: str | None = None,
     store: bool = False,
+    strict_tools: bool = True,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -85,7 +90,9 @@ def responses_request_body(
     if request.system_prompt:
         body["instructions"] = request.system_prompt
     if request.tools:
-        body["tools"] = [responses_tool(t) for t in request.tools]
+        body["tools"] = [responses_tool(t, strict=strict_tools) for t in request.tools]
+    if request.output is not None:
+        body["text"] = {"format": {"type": "json_schema", **json_schema_format(request.output)}}
     if max_tokens is not None:
         body["max_output_tokens"] = max_tokens
     if temperature is not None:

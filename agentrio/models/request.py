@@ -11,6 +11,7 @@ from ..messages import Message
 
 if TYPE_CHECKING:
     from .events import StreamEvent
+    from .output import OutputSpec
 
 
 @attrs.frozen
@@ -24,9 +25,15 @@ class ToolSpec:
 
 @attrs.frozen
 class ModelRequest:
+    """One request to a model. ``output``, when set, asks for a typed answer:
+    each adapter turns it into its provider's mechanism (see
+    ``agentrio.models.output``), and the answer's text is the JSON to give
+    ``output.parse``."""
+
     system_prompt: str
     messages: list[Message]
     tools: list[ToolSpec] = attrs.field(factory=list)
+    output: OutputSpec | None = attrs.field(default=None, kw_only=True)
 
 
 class Model(Protocol):

@@ -3,7 +3,7 @@
 A concrete adapter says where to send a request (``path``, ``headers``),
 what to send (``request_body``, a pure function of the request) and how to
 read the answer (``new_mapper``, a ``StreamMapper`` from server-sent events
-to normalized events). ``stream`` does the rest and maps every failure to a
+to normalized events; ``mapper_for`` when that depends on the request). ``stream`` does the rest and maps every failure to a
 ``ProviderError``.
 """
 
@@ -76,6 +76,11 @@ class SSEModel:
     def new_mapper(self) -> StreamMapper:
         raise NotImplementedError
 
+    def mapper_for(self, request: ModelRequest) -> StreamMapper:
+        """The mapper reading the answer to ``request``: ``new_mapper()``,
+        unless how the request asked for something changes how to read it."""
+        return self.new_mapper()
+
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/") + self.path
@@ -91,7 +96,7 @@ class SSEModel:
             **self.headers(),
             **self.extra_headers,
         }
-        mapper = self.new_mapper()
+        mapper = self.mapper_for(request)
         async with client_for_request(self.http_client) as client:
             try:
                 async with client.stream("POST", self.url, json=body, headers=headers) as response:

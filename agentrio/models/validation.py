@@ -7,6 +7,7 @@ fails the same way a provider would fail in production: with a 400.
 from __future__ import annotations
 
 from ..messages import AssistantMessage, Text, ToolResultMessage, UserMessage
+from .output import OUTPUT_TOOL
 from .request import ModelRequest
 
 
@@ -22,6 +23,8 @@ def request_problems(request: ModelRequest) -> list[str]:
     names = [t.name for t in request.tools]
     for name in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"tools: the name {name!r} is used more than once")
+    if request.output is not None and OUTPUT_TOOL in names:
+        problems.append(f"tools: the name {OUTPUT_TOOL!r} is reserved for the answer of a typed request")
 
     seen_calls: set[str] = set()
     # Calls of the latest assistant message still waiting for their result.

@@ -2,90 +2,17 @@
 
 from __future__ import annotations
 
-import enum
 import inspect
-import re
-import types
+import json
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Union
+from typing import Any
 
-from .tool import ExecutionMode, Tool, ToolContext
+from ..messages.schema import SchemaBuilder, json_default, parse_docstring
+from ..messages.typed import InvalidValue, convert, dump
+from .tool import ExecutionMode, Tool, ToolContext, ToolResult
 
-_SCALARS: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    type(None): {"type": "null"},
-    Any: {},
-}
-
-
-def type_schema(hint: Any) -> dict[str, Any]:
-    """The JSON Schema of a Python type hint."""
-    if hint in _SCALARS:
-        return dict(_SCALARS[hint])
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Annotated:
-        schema = type_schema(args[0])
-        descriptions = [a for a in args[1:] if isinstance(a, str)]
-        if descriptions:
-            schema["description"] = descriptions[0]
-        return schema
-    if origin in (Union, types.UnionType):
-        return {"anyOf": [type_schema(a) for a in args]}
-    if origin is Literal:
-        return {"enum": list(args)}
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return {"enum": [m.value for m in hint]}
-    if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset):
-        schema: dict[str, Any] = {"type": "array"}
-        if args and args[-1] is not Ellipsis:
-            schema["items"] = type_schema(args[0])
-        return schema
-    if hint is dict or origin is dict:
-        schema = {"type": "object"}
-        if len(args) == 2:
-            schema["additionalProperties"] = type_schema(args[1])
-        return schema
-    raise TypeError(f"no JSON Schema for the type {hint!r}")
-
-
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
-_ARG_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_SPHINX = re.compile(r"^\s*:param\s+(?:\S+\s+)?(\w+)\s*:\s*(.*)$")
-
-
-def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """The description and the per-argument descriptions of a docstring
-    (Google style ``Args:`` sections and Sphinx ``:param x:`` lines)."""
-    lines = inspect.cleandoc(doc or "").splitlines()
-    summary: list[str] = []
-    params: dict[str, str] = {}
-    current: str | None = None
-    in_args = False
-    for line in lines:
-        if _SECTION.match(line):
-            in_args, current = True, None
-            continue
-        if m := _SPHINX.match(line):
-            current = m.group(1)
-            params[current] = m.group(2).strip()
-            continue
-        if in_args:
-            if not line.strip():
-                in_args, current = False, None
-            elif (m := _ARG_LINE.match(line)) and not line.startswith((" " * 8, "\t\t")):
-                current = m.group(1)
-                params[current] = m.group(2).strip()
-            elif current:
-                params[current] = f"{params[current]} {line.strip()}".strip()
-            continue
-        if current is None and not params:
-            summary.append(line)
-    description = "\n".join(summary).strip()
-    return description, params
+__all__ = ["as_json_result", "parse_docstring", "tool"]
 
 
 def _is_context(name: str, hint: Any) -> bool:
@@ -95,10 +22,15 @@ def _is_context(name: str, hint: Any) -> bool:
 def _build(fn: Callable[..., Any], name: str | None, description: str | None, mode: Any) -> Tool:
     if not inspect.iscoroutinefunction(fn):
         raise TypeError(f"@tool needs an async function, got {fn!r}")
-    hints = typing.get_type_hints(fn, include_extras=True)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise TypeError(f"@tool {fn.__name__}: cannot resolve its type hints: {exc}") from None
     summary, docs = parse_docstring(fn.__doc__)
+    builder = SchemaBuilder()
     properties: dict[str, Any] = {}
     required: list[str] = []
+    typed: dict[str, Any] = {}
     context_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
         hint = hints.get(param.name, inspect.Parameter.empty)
@@ -109,14 +41,18 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
             raise TypeError(f"@tool {fn.__name__}: *args and **kwargs have no JSON Schema")
         if hint is inspect.Parameter.empty:
             raise TypeError(f"@tool {fn.__name__}: parameter {param.name!r} needs a type hint")
-        schema = type_schema(hint)
+        try:
+            schema = builder.schema(hint)
+        except TypeError as exc:
+            raise TypeError(f"@tool {fn.__name__}: parameter {param.name!r}: {exc}") from None
         if param.name in docs and "description" not in schema:
             schema["description"] = docs[param.name]
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
-        elif param.default is not None:
-            schema["default"] = param.default
+        elif param.default is not None and (shown := json_default(param.default))[0]:
+            schema["default"] = shown[1]
         properties[param.name] = schema
+        typed[param.name] = hint
 
     parameters: dict[str, Any] = {
         "type": "object",
@@ -125,11 +61,21 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
     }
     if required:
         parameters["required"] = required
+    parameters = builder.document(parameters)
 
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> Any:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+        kwargs: dict[str, Any] = {}
+        errors: list[str] = []
+        for key, value in args.items():
+            try:
+                kwargs[key] = convert(value, typed[key], path=key) if key in typed else value
+            except InvalidValue as invalid:
+                errors += invalid.errors
+        if errors:
+            return ToolResult("invalid arguments: " + "; ".join(errors), is_error=True)
         if context_param is not None:
-            return await fn(**args, **{context_param: ctx})
-        return await fn(**args)
+            kwargs[context_param] = ctx
+        return as_json_result(await fn(**kwargs))
 
     return Tool(
         name or fn.__name__,
@@ -138,6 +84,14 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
         execute,
         execution_mode=mode,
     )
+
+
+def as_json_result(value: Any) -> ToolResult | str:
+    """What a decorated tool returned, as the model will read it: a
+    ``ToolResult`` or a string as they are, any other value as JSON."""
+    if isinstance(value, (ToolResult, str)):
+        return value
+    return json.dumps(dump(value), ensure_ascii=False)
 
 
 def tool(
@@ -149,11 +103,20 @@ def tool(
 ) -> Any:
     """Make a ``Tool`` of an async function.
 
-    The arguments' JSON Schema comes from the type hints (``Annotated[T,
-    "description"]`` adds a description), the tool's description from the
-    docstring up to its ``Args:`` section, and argument descriptions from
-    that section (or from Sphinx ``:param x:`` lines). A parameter annotated ``ToolContext`` (or named ``ctx``) receives
-    the call's context and is not part of the schema.
+    The arguments' JSON Schema comes from the type hints (any type
+    ``agentrio.messages.schema`` covers: scalars, ``Literal``, ``Enum``,
+    unions, containers, dates, attrs classes, dataclasses, ``TypedDict``,
+    pydantic models; ``Annotated[T, "description"]`` adds a description),
+    the tool's description from the docstring up to its ``Args:`` section,
+    and argument descriptions from that section (or from Sphinx ``:param
+    x:`` lines). A parameter annotated ``ToolContext`` (or named ``ctx``)
+    receives the call's context and is not part of the schema.
+
+    The function receives converted values (an ``Enum`` member, a dataclass
+    instance, a pydantic model, a ``datetime``); a conversion that fails
+    (a malformed date) is an error result naming the field. It may return a
+    ``ToolResult``, a string, or any value of those types, which the model
+    reads as JSON.
 
     Use as ``@tool`` or ``@tool(name=..., execution_mode="exclusive")``.
     """

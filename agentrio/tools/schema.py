@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator, ValidationError
 
+from ..messages.typed import schema_errors
 from .regex import RegexError, compile_regex
 
 #: How deep arguments may nest (objects and arrays): far more than any tool
@@ -110,24 +111,12 @@ def argument_errors(validator: Any, args: Any) -> list[str]:
     if (depth := _depth(args)) > MAX_ARGUMENT_DEPTH:
         return [f"the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"]
     try:
-        if validator.is_valid(args):
-            return []
-        errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path])
-    except RecursionError:
-        return ["the arguments nest too deeply to be validated"]
+        return schema_errors(validator, args)
     except Exception as e:  # a flaw of the schema, found only now
         reason = f"{type(e).__name__}: {e}"
         if len(reason) > _MAX_REASON:
             reason = reason[:_MAX_REASON] + " [...]"
         return [f"the arguments could not be validated, the tool's schema is broken: {reason}"]
-    return [_describe(e) for e in errors]
-
-
-def _describe(error: ValidationError) -> str:
-    if error.validator == "required" or not error.absolute_path:
-        return error.message
-    field = ".".join(str(p) for p in error.absolute_path)
-    return f"{field}: {error.message}"
 
 
 def _depth(value: Any) -> int:
