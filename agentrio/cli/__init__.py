@@ -11,10 +11,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import demo, sessions
+from . import acp, demo, serve, sessions
 from .errors import CommandError
 
-COMMANDS = (demo, sessions)
+COMMANDS = (demo, sessions, acp, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
