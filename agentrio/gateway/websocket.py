@@ -54,8 +54,9 @@ def new_token() -> str:
 class WebSocketOptions:
     token: str
     max_message: int = MAX_MESSAGE
-    #: Messages queued for one client before it is dropped as too slow.
+    #: Messages (and bytes) queued for one client before it is dropped as too slow.
     queue_size: int = 1024
+    queue_bytes: int = 16 * 1024 * 1024
 
 
 class _Replayed(trio.abc.Stream):
@@ -132,6 +133,8 @@ async def _connection(hub: SessionHub, options: WebSocketOptions, stream: trio.S
                 await _respond(stream, 404, "not found")
     except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
         pass  # the client went away or spoke nonsense: nothing to tell it
+    except Exception:
+        log.exception("serving a connection failed")  # that connection only, never the server
 
 
 async def _read_head(stream: trio.SocketStream) -> tuple[bytes, h11.Request | None]:
@@ -181,7 +184,9 @@ async def _acp(
             nursery, stream, message_queue_size=8, max_message_size=options.max_message
         )
         ws = await request.accept()
-        connection = AcpConnection(hub, WebSocketTransport(ws), queue_size=options.queue_size)
+        connection = AcpConnection(
+            hub, WebSocketTransport(ws), queue_size=options.queue_size, queue_bytes=options.queue_bytes
+        )
         await connection.run()
         with trio.move_on_after(CLOSE_TIMEOUT):
             if connection.peer.dropped is not None:

@@ -31,9 +31,9 @@ class AcpConnection:
     hub: a client works on the sessions it created or loaded, and leaving
     detaches it without stopping them."""
 
-    def __init__(self, hub: SessionHub, transport: Transport, *, queue_size: int = 1024) -> None:
+    def __init__(self, hub: SessionHub, transport: Transport, **queue: int) -> None:
         self.hub = hub
-        self.peer = Peer(transport, self._handle, queue_size=queue_size)
+        self.peer = Peer(transport, self._handle, **queue)
         self._attached: dict[str, Session] = {}
         self._methods = {
             "initialize": self.initialize,

@@ -1,0 +1,172 @@
+"""ACP over WebSocket: security at the door, many clients per session, and
+no client able to slow the agent or the others."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio_websocket
+
+from agentrio import AssistantMessage, SQLiteStore, Text, Tool, ToolCall, ToolResult
+
+from .ws_harness import TOKEN, connected, running_gateway
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    return tmp_path
+
+
+async def test_a_missing_or_wrong_token_is_refused_before_the_upgrade(workspace):
+    async with running_gateway(workspace, []) as gateway:
+        for url in (gateway.url(token=None), gateway.url(token="wrong")):
+            with pytest.raises(trio_websocket.ConnectionRejected) as refused:
+                async with trio_websocket.open_websocket_url(url):
+                    pass
+            assert refused.value.status_code == 401
+        header = [(b"authorization", f"Bearer {TOKEN}".encode())]
+        async with trio.open_nursery() as nursery:
+            for url, headers in ((gateway.url(token=None), header), (gateway.url(), None)):
+                async with connected(url, nursery, extra_headers=headers) as client:
+                    assert (await client.call("initialize", {"protocolVersion": 1}))["protocolVersion"] == 1
+
+
+async def test_a_foreign_origin_is_refused(workspace):
+    async with running_gateway(workspace, []) as gateway:
+        foreign = [(b"origin", b"http://evil.example")]
+        with pytest.raises(trio_websocket.ConnectionRejected) as refused:
+            async with trio_websocket.open_websocket_url(gateway.url(), extra_headers=foreign):
+                pass
+        assert refused.value.status_code == 403
+        own = [(b"origin", f"http://127.0.0.1:{gateway.port}".encode())]
+        async with trio.open_nursery() as nursery:
+            async with connected(gateway.url(), nursery, extra_headers=own) as client:
+                await client.call("initialize", {"protocolVersion": 1})
+
+
+async def test_an_oversized_message_closes_the_connection_with_1009(workspace):
+    async with running_gateway(workspace, [], max_message=1024) as gateway:
+        async with trio_websocket.open_websocket_url(gateway.url()) as ws:
+            await ws.send_message("x" * 2048)
+            with pytest.raises(trio_websocket.ConnectionClosed) as closed:
+                await ws.get_message()
+            assert closed.value.reason.code == 1009
+
+
+async def test_the_console_is_served_without_a_token_and_other_paths_are_not_found(workspace):
+    async with running_gateway(workspace, []) as gateway:
+        for path, status, needle in (("/", 200, b"<html"), ("/console.js", 200, b"session/prompt"),
+                                     ("/nope", 404, b"not found")):
+            stream = await trio.open_tcp_stream("127.0.0.1", gateway.port)
+            async with stream:
+                await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                data = b""
+                while chunk := await stream.receive_some(65536):
+                    data += chunk
+            assert data.startswith(f"HTTP/1.1 {status}".encode()) and needle in data
+
+
+async def test_two_clients_on_one_session_see_the_same_updates(workspace):
+    replies = [AssistantMessage([Text("Let me look."), ToolCall("c1", "read", {"path": "a.txt"})]),
+               AssistantMessage([Text("It says alpha.")])]
+    async with running_gateway(workspace, replies) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as first, connected(gateway.url(), nursery) as second:
+            session_id = await first.open_session()
+            await second.open_session(load=session_id)
+            assert await first.prompt(session_id, "what is in a.txt?") == "end_turn"
+            await second.wait_for(lambda: second.text() == "Let me look.It says alpha.")
+
+            def shown(client):  # the turn as each client saw it, status notes aside
+                return [u for u in client.updates() if u["sessionUpdate"] != "session_info_update"]
+
+            # The other client also sees the prompt that started the turn.
+            assert shown(second)[0] == {"sessionUpdate": "user_message_chunk",
+                                        "content": {"type": "text", "text": "what is in a.txt?"}}
+            assert shown(second)[1:] == shown(first)
+            assert [u["status"] for u in shown(first) if u.get("toolCallId") == "c1"] == [
+                "pending", "in_progress", "completed"]
+
+
+async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_other_client(workspace):
+    # Far more than the stalled client's socket buffers and send queue hold.
+    text = "".join(f"line {i:06d} " + "x" * 1000 + "\n" for i in range(3000))
+    replies = [AssistantMessage([Text(text)]), AssistantMessage([Text(text)])]
+    async with running_gateway(workspace, replies, chunk_size=1024, queue_bytes=1024 * 1024) as gateway:
+        async with trio.open_nursery() as nursery:
+            async with connected(gateway.url(), nursery) as reader:
+                session_id = await reader.open_session()
+                async with trio_websocket.open_websocket_url(gateway.url()) as stalled:
+                    for request in ({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+                                    {"id": 2, "method": "session/load", "params": {"sessionId": session_id,
+                                                                                  "cwd": "", "mcpServers": []}}):
+                        await stalled.send_message(__import__("json").dumps({"jsonrpc": "2.0", **request}))
+                    # It reads nothing while the agent streams 3 MB to the session.
+                    await trio.sleep(0.2)
+                    session = gateway.hub.sessions[session_id]
+                    started = trio.current_time()
+                    answered = trio.Event()
+
+                    async def prompt() -> None:
+                        assert await reader.prompt(session_id, "talk") == "end_turn"
+                        answered.set()
+
+                    nursery.start_soon(prompt)
+                    while not any(peer.dropped for peer in session.peers):
+                        await trio.sleep(0.01)
+                    # Now it reads: what was sent before it was dropped, then the close.
+                    with pytest.raises(trio_websocket.ConnectionClosed) as closed:
+                        while True:
+                            await stalled.get_message()
+                    assert closed.value.reason.code == 1013
+                    assert "session/load" in closed.value.reason.reason
+                    await answered.wait()
+                    beside_stalled = trio.current_time() - started
+                    assert reader.text() == text
+                # The same, alone: the figure to compare with.
+                started = trio.current_time()
+                assert await reader.prompt(session_id, "again") == "end_turn"
+                alone = trio.current_time() - started
+                assert reader.text() == text * 2
+        print(f"\n3 MB to a reader: {beside_stalled:.2f}s beside a stalled client, {alone:.2f}s alone "
+              f"(ratio {beside_stalled / alone:.2f})")
+
+
+async def test_a_dropped_connection_does_not_stop_the_agent_and_load_continues(workspace, tmp_path):
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return ToolResult("released")
+
+    gate = Tool("gate", "Waits.", {"type": "object", "properties": {}}, wait)
+    replies = [AssistantMessage([Text("Waiting."), ToolCall("g1", "gate", {})]),
+               AssistantMessage([Text("Released.")]),
+               AssistantMessage([Text("Again.")])]
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    async with running_gateway(workspace, replies, tools=[gate], store=store) as gateway:
+        async with trio.open_nursery() as nursery:
+            async with connected(gateway.url(), nursery) as first:
+                session_id = await first.open_session()
+                prompt_id = 99
+                await first.ws.send_message(__import__("json").dumps({
+                    "jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt",
+                    "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "wait"}]}}))
+                await first.wait_for(lambda: any(u.get("status") == "in_progress" for u in first.updates()))
+            # The client is gone; the agent goes on.
+            session = gateway.hub.sessions[session_id]
+            assert session.status == "running"
+            release.set()
+            await session.agent.wait_idle()
+            async with connected(gateway.url(), nursery) as second:
+                await second.open_session(load=session_id)
+                replayed = [u for u in second.updates() if u["sessionUpdate"] != "session_info_update"]
+                assert [u["sessionUpdate"] for u in replayed] == [
+                    "user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update",
+                    "agent_message_chunk"]
+                assert replayed[-1]["content"]["text"] == "Released."
+                assert second.updates("session_info_update")[-1]["_meta"]["agentrio"]["status"] == "idle"
+                assert await second.prompt(session_id, "again") == "end_turn"
+                assert second.text().endswith("Again.")
