@@ -79,8 +79,20 @@ async def test_two_clients_on_one_session_see_the_same_updates(workspace):
             assert await first.prompt(session_id, "what is in a.txt?") == "end_turn"
             await second.wait_for(lambda: second.text() == "Let me look.It says alpha.")
 
-            def shown(client):  # the turn as each client saw it, status notes aside
-                return [u for u in client.updates() if u["sessionUpdate"] != "session_info_update"]
+            def shown(client):
+                """The turn as a client saw it: status notes aside, text chunks
+                joined (a client that lags gets them merged)."""
+                updates = []
+                for update in client.updates():
+                    kind = update["sessionUpdate"]
+                    if kind == "session_info_update":
+                        continue
+                    if kind == "agent_message_chunk" and updates and updates[-1]["sessionUpdate"] == kind:
+                        updates[-1] = {**update, "content": {"type": "text", "text": updates[-1]["content"]["text"]
+                                                              + update["content"]["text"]}}
+                    else:
+                        updates.append(update)
+                return updates
 
             # The other client also sees the prompt that started the turn.
             assert shown(second)[0] == {"sessionUpdate": "user_message_chunk",
