@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import trio
 
 from ..gateway import open_hub
@@ -32,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
             shown = f"[{host}]" if ":" in host else host
             print(f"agentrio console: http://{shown}:{port}/?token={options.token}", flush=True)
             print(f"ACP over WebSocket: ws://{shown}:{port}/acp (Authorization: Bearer <token>)", flush=True)
-            await trio.sleep_forever()
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break  # an orderly stop: sessions are disposed, the store closed
 
     try:
         trio.run(main)
