@@ -13,7 +13,6 @@ from agentrio.messages import AssistantMessage, Text, ToolCall
 
 from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
 
-pytest.importorskip("acp")
 
 
 def run(coroutine) -> None:

@@ -8,15 +8,12 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
+from acp import connect_to_agent, text_block
+from acp.ws import create_websocket_stream
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
 from .acp_harness import ROOT, FakeServerThread, RecordingClient
-
-pytest.importorskip("websockets")
-from acp import connect_to_agent, text_block  # noqa: E402
-from acp.ws import create_websocket_stream  # noqa: E402
 
 
 def test_the_sdk_websocket_client_runs_a_whole_prompt_against_agentrio_serve(tmp_path: Path):
