@@ -3,13 +3,16 @@ no client able to slow the agent or the others."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 import trio
 import trio_websocket
 
-from agentrio import AssistantMessage, SQLiteStore, Text, Tool, ToolCall, ToolResult
+from agentrio import (AgentSpec, AssistantMessage, ScriptedModel, SQLiteStore, Text, Tool, ToolCall, ToolResult,
+                      agent_tool)
+from agentrio.tools.builtin import coding_tools
 
 from .ws_harness import TOKEN, connected, running_gateway
 
@@ -182,3 +185,49 @@ async def test_a_dropped_connection_does_not_stop_the_agent_and_load_continues(w
                 assert second.updates("session_info_update")[-1]["_meta"]["agentrio"]["status"] == "idle"
                 assert await second.prompt(session_id, "again") == "end_turn"
                 assert second.text().endswith("Again.")
+
+
+async def test_a_child_agents_updates_carry_its_path_and_keep_their_tool_call_ids_apart(workspace):
+    child = AgentSpec("reader", ScriptedModel([
+        AssistantMessage([Text("child reading"), ToolCall("c1", "read", {"path": "a.txt"})]),
+        AssistantMessage([Text("alpha")]),
+    ]), tools=coding_tools(workspace))
+    helper = agent_tool(child, name="helper", description="Reads for you.")
+    parent_model = ScriptedModel([AssistantMessage([ToolCall("c1", "helper", {"task": "read a.txt"})]),
+                                  AssistantMessage([Text("The helper says alpha.")])])
+
+    def spec_for(cwd):
+        return AgentSpec("main", parent_model, tools=[helper])
+
+    async with running_gateway(workspace, [], spec_for=spec_for) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            session_id = await client.open_session()
+            assert await client.prompt(session_id, "ask the helper") == "end_turn"
+    updates = client.updates()
+    children = [u for u in updates if "_meta" in u and "path" in u["_meta"].get("agentrio", {})]
+    child_id = children[0]["_meta"]["agentrio"]["path"][0]
+    assert all(u["_meta"]["agentrio"] == {"path": [child_id], "names": ["reader"]} for u in children)
+    # The child's call c1 and the parent's call c1 stay apart.
+    calls = [(u.get("toolCallId"), u.get("status")) for u in updates if u["sessionUpdate"].startswith("tool_call")]
+    assert calls == [("c1", "pending"), ("c1", "in_progress"), (f"{child_id}/c1", "pending"),
+                     (f"{child_id}/c1", "in_progress"), (f"{child_id}/c1", "completed"), ("c1", "completed")]
+    child_text = "".join(u["content"]["text"] for u in children if u["sessionUpdate"] == "agent_message_chunk")
+    assert child_text == "child readingalpha"
+    assert client.text() == "child readingalphaThe helper says alpha."
+
+
+async def test_session_new_starts_its_mcp_servers_inside_the_agents_scope(workspace):
+    replies = [AssistantMessage([ToolCall("t1", "time_get_current_time", {"timezone": "UTC"})]),
+               AssistantMessage([Text("It is now.")])]
+    async with running_gateway(workspace, replies) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            await client.call("initialize", {"protocolVersion": 1})
+            server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"], "env": []}
+            session_id = (await client.call("session/new", {"cwd": str(workspace), "mcpServers": [server]}))[
+                "sessionId"]
+            assert await client.prompt(session_id, "what time is it?") == "end_turn"
+            done = [u for u in client.updates("tool_call_update") if u.get("status") == "completed"]
+            assert done and '"timezone": "UTC"' in done[0]["content"][0]["content"]["text"]
+            with pytest.raises(RuntimeError, match="only stdio MCP servers"):
+                await client.call("session/new", {"cwd": str(workspace), "mcpServers": [
+                    {"type": "http", "name": "x", "url": "http://127.0.0.1:1/", "headers": []}]})
