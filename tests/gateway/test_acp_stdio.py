@@ -15,8 +15,10 @@ from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
 
 
 
-def run(coroutine) -> None:
-    asyncio.run(asyncio.wait_for(coroutine, 60))
+def drive(replies, main) -> None:
+    """Run ``main(fake)`` under asyncio, the fake server scripted with ``replies``."""
+    with FakeServerThread(replies) as fake:
+        asyncio.run(asyncio.wait_for(main(fake), 60))
 
 
 @pytest.fixture
@@ -73,8 +75,7 @@ def test_a_prompt_streams_text_and_parallel_tool_calls_and_ends_the_turn(workspa
         assert [m["role"] for m in second[-2:]] == ["tool", "tool"]
         assert len(check.sent) > 10
 
-    with FakeServerThread(replies) as fake:
-        run(main(fake))
+    drive(replies, main)
 
 
 def test_permission_is_asked_and_answered_both_ways_and_always_is_remembered(workspace, tmp_path):
@@ -111,8 +112,7 @@ def test_permission_is_asked_and_answered_both_ways_and_always_is_remembered(wor
         done = [u for u in client.of_kind("tool_call_update") if u.tool_call_id == "w3" and u.status][-1]
         assert done.content[0].type == "diff" and done.content[0].new_text == "three"
 
-    with FakeServerThread(replies) as fake:
-        run(main(fake))
+    drive(replies, main)
 
 
 def test_cancel_mid_tool_ends_the_turn_cancelled_and_keeps_history_valid(workspace, tmp_path):
@@ -141,8 +141,7 @@ def test_cancel_mid_tool_ends_the_turn_cancelled_and_keeps_history_valid(workspa
         assert roles[-3:] == ["assistant", "tool", "user"]
         assert messages[-3]["tool_calls"][0]["id"] == "s1" and messages[-2]["tool_call_id"] == "s1"
 
-    with FakeServerThread(replies) as fake:
-        run(main(fake))
+    drive(replies, main)
 
 
 def test_load_after_a_restart_replays_the_history_then_continues_live(workspace, tmp_path):
@@ -181,8 +180,7 @@ def test_load_after_a_restart_replays_the_history_then_continues_live(workspace,
         assert [m["role"] for m in history if m["role"] != "system"] == [
             "user", "assistant", "tool", "assistant", "user"]
 
-    with FakeServerThread(replies) as fake:
-        run(main(fake))
+    drive(replies, main)
 
 
 def test_steer_reaches_the_running_turn_and_followup_gets_a_turn_of_its_own(workspace, tmp_path):
@@ -213,5 +211,4 @@ def test_steer_reaches_the_running_turn_and_followup_gets_a_turn_of_its_own(work
         assert third[-2]["content"] == "Steered." and third[-1]["content"] == "then Y"
         assert client.text() == "Steered.Followed up."
 
-    with FakeServerThread(replies) as fake:
-        run(main(fake))
+    drive(replies, main)

@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio_websocket
 
-from agentrio import (AgentSpec, AssistantMessage, ScriptedModel, SQLiteStore, Text, Tool, ToolCall, ToolResult,
-                      agent_tool)
+from agentrio import (AgentSpec, AssistantMessage, Limits, ProviderError, ScriptedModel, SQLiteStore, Text, Tool,
+                      ToolCall, ToolResult, agent_tool)
 from agentrio.tools.builtin import coding_tools
 
 from .ws_harness import TOKEN, connected, running_gateway
@@ -231,3 +231,25 @@ async def test_session_new_starts_its_mcp_servers_inside_the_agents_scope(worksp
             with pytest.raises(RuntimeError, match="only stdio MCP servers"):
                 await client.call("session/new", {"cwd": str(workspace), "mcpServers": [
                     {"type": "http", "name": "x", "url": "http://127.0.0.1:1/", "headers": []}]})
+
+
+async def test_run_stop_reasons_map_to_acp_and_errors_come_back_as_errors(workspace):
+    model = ScriptedModel([
+        AssistantMessage([ToolCall("r1", "read", {"path": "a.txt"})]),
+        ProviderError(status=400, message="the provider is down"),
+    ])
+
+    def spec_for(cwd):
+        return AgentSpec("main", model, tools=coding_tools(cwd), limits=Limits(max_turns=1))
+
+    async with running_gateway(workspace, [], spec_for=spec_for) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            session_id = await client.open_session()
+            assert await client.prompt(session_id, "read") == "max_turn_requests"
+            with pytest.raises(RuntimeError) as failed:
+                await client.prompt(session_id, "again")
+            error = failed.value.args[0]
+            assert error["code"] == -32603 and error["data"] == {"stopReason": "model_error"}
+            assert "the provider is down" in error["message"]
+            # The session goes on serving.
+            assert (await client.call("session/list"))["sessions"][0]["sessionId"] == session_id
