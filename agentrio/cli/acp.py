@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     factory, store = factory_and_store(args)
 
     async def main() -> None:
-        async with open_hub(store, factory, args.cwd) as hub:
+        async with open_hub(store, factory, args.cwd, route_files=args.spec is None) as hub:
             await serve_stdio(hub)
 
     try:

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     options = WebSocketOptions(token=args.token or new_token())
 
     async def main() -> None:
-        async with open_hub(store, factory, args.cwd) as hub:
+        async with open_hub(store, factory, args.cwd, route_files=args.spec is None) as hub:
             listeners = await hub.nursery.start(serve_websocket, hub, options, args.host, args.port)
             host, port = listeners[0].socket.getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host

@@ -28,7 +28,11 @@ RESPONSES = {
     "session/prompt": schema.PromptResponse,
     "session/list": schema.ListSessionsResponse,
 }
-REQUESTS = {"session/request_permission": schema.RequestPermissionRequest}
+REQUESTS = {
+    "session/request_permission": schema.RequestPermissionRequest,
+    "fs/read_text_file": schema.ReadTextFileRequest,
+    "fs/write_text_file": schema.WriteTextFileRequest,
+}
 NOTIFICATIONS = {"session/update": schema.SessionNotification}
 
 
@@ -106,7 +110,10 @@ class RecordingClient:
     """An ACP client that records updates and answers permission requests
     from a script of option ids."""
 
-    def __init__(self, answers: list[str] = ()) -> None:
+    def __init__(self, answers: list[str] = (), buffers: dict[str, str] | None = None) -> None:
+        #: The editor's open buffers by path, for fs/read_text_file and fs/write_text_file.
+        self.buffers = buffers if buffers is not None else {}
+        self.file_requests: list[tuple[str, str]] = []
         self.updates: list[Any] = []
         self.permission_requests: list[Any] = []
         self.answers = list(answers)
@@ -128,6 +135,18 @@ class RecordingClient:
 
     async def ext_notification(self, method, params):
         pass
+
+    async def read_text_file(self, path, session_id, limit=None, line=None, **kwargs):
+        self.file_requests.append(("read", path))
+        lines = self.buffers[path].splitlines(keepends=True)
+        start = (line or 1) - 1
+        chosen = lines[start:start + limit] if limit is not None else lines[start:]
+        return schema.ReadTextFileResponse(content="".join(chosen))
+
+    async def write_text_file(self, content, path, session_id, **kwargs):
+        self.file_requests.append(("write", path))
+        self.buffers[path] = content
+        return schema.WriteTextFileResponse()
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20) -> None:
         async with asyncio.timeout(timeout):

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from acp import text_block
+from acp import schema, text_block
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
@@ -210,5 +210,37 @@ def test_steer_reaches_the_running_turn_and_followup_gets_a_turn_of_its_own(work
         assert [m["role"] for m in second[-2:]] == ["tool", "user"] and second[-1]["content"] == "also X"
         assert third[-2]["content"] == "Steered." and third[-1]["content"] == "then Y"
         assert client.text() == "Steered.Followed up."
+
+    drive(replies, main)
+
+
+def test_file_tools_go_through_a_client_that_offers_its_buffers(workspace, tmp_path):
+    a, new = str(workspace / "a.txt"), str(workspace / "new.txt")
+    replies = [
+        AssistantMessage([ToolCall("r1", "read", {"path": "a.txt"})]),
+        AssistantMessage([ToolCall("e1", "edit", {"path": "a.txt", "old_string": "unsaved", "new_string": "saved"})]),
+        AssistantMessage([ToolCall("w1", "write", {"path": "new.txt", "content": "fresh\n"})]),
+        AssistantMessage([ToolCall("x1", "read", {"path": "../outside.txt"})]),
+        AssistantMessage([Text("Done.")]),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient(buffers={a: "unsaved alpha\n"})
+        args = acp_args(fake, tmp_path, "--permission", "allow")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
+            files = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=True,
+                                                                               write_text_file=True))
+            await conn.initialize(protocol_version=1, client_capabilities=files)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            response = await conn.prompt(session_id=session.session_id, prompt=[text_block("edit a")])
+            assert response.stop_reason == "end_turn"
+        # The model read the unsaved buffer; the edit and the write went to the editor, not the disk.
+        read = [u for u in client.of_kind("tool_call_update") if u.tool_call_id == "r1" and u.status][-1]
+        assert "unsaved alpha" in read.content[0].content.text
+        assert client.file_requests == [("read", a), ("read", a), ("write", a), ("write", new)]
+        assert client.buffers == {a: "saved alpha\n", new: "fresh\n"}
+        assert (workspace / "a.txt").read_text() == "alpha\n" and not (workspace / "new.txt").exists()
+        # Paths outside the workspace are refused before the editor is asked.
+        assert client.statuses("x1") == ["pending", "in_progress", "failed"]
 
     drive(replies, main)

@@ -35,6 +35,8 @@ class AcpConnection:
         self.hub = hub
         self.peer = Peer(transport, self._handle, **queue)
         self._attached: dict[str, Session] = {}
+        #: Whether the client offered to read and write files for its sessions.
+        self._offers_files = False
         self._methods = {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
@@ -72,6 +74,9 @@ class AcpConnection:
 
     async def initialize(self, params: Any) -> dict[str, Any]:
         _param(params, "protocolVersion", int)
+        capabilities = params.get("clientCapabilities")
+        fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
+        self._offers_files = isinstance(fs, dict) and fs.get("readTextFile") is True and fs.get("writeTextFile") is True
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -106,7 +111,7 @@ class AcpConnection:
 
     def _attach(self, session: Session, *, replay: bool) -> None:
         self._attached[session.id] = session
-        session.attach(self.peer, replay=replay)
+        session.attach(self.peer, replay=replay, files=self._offers_files)
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         return {"sessions": await self.hub.listing()}

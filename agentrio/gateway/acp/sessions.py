@@ -27,6 +27,7 @@ from ...messages import ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.permissions import decide
+from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 from .updates import STOP_REASONS, UpdateMapper, history_updates, text_block
 
@@ -100,11 +101,14 @@ class Session:
     client that attaches.
     """
 
-    def __init__(self, agent: Agent, cwd: Path, choices: RememberedChoices, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, agent: Agent, cwd: Path, choices: RememberedChoices, files: ClientFiles, nursery: trio.Nursery
+    ) -> None:
         self.agent = agent
         self.id = agent.session_id
         self.cwd = cwd
         self.choices = choices
+        self.files = files
         self.peers: list[Peer] = []
         self.status = "idle"
         self._nursery = nursery
@@ -116,9 +120,12 @@ class Session:
 
     # -- clients ----------------------------------------------------------------
 
-    def attach(self, peer: Peer, *, replay: bool) -> None:
+    def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
         """Attach ``peer``; with ``replay``, first send it the committed history
-        (no checkpoint between the two, so nothing falls in between)."""
+        (no checkpoint between the two, so nothing falls in between). With
+        ``files``, the client offered to read and write the session's files."""
+        if files:
+            self.files.offer(peer)
         if replay:
             for update in history_updates(self.agent.messages, self._mapper.view):
                 self._send(peer, update)
@@ -305,9 +312,18 @@ class SessionHub:
     stay live while the gateway runs, whoever is attached."""
 
     def __init__(
-        self, runtime: Runtime, spec_for: SpecFactory, nursery: trio.Nursery, default_cwd: Path | None = None
+        self,
+        runtime: Runtime,
+        spec_for: SpecFactory,
+        nursery: trio.Nursery,
+        default_cwd: Path | None = None,
+        *,
+        route_files: bool = False,
     ) -> None:
         self.runtime = runtime
+        #: Whether the spec's read/write/edit are agentrio's built-ins, which
+        #: then go through a client that offers its files (see ``files``).
+        self.route_files = route_files
         #: The workspace of a session whose client names none (the console).
         self.default_cwd = (default_cwd or Path.cwd()).resolve()
         self._spec_for = spec_for
@@ -317,7 +333,7 @@ class SessionHub:
 
     async def new(self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
         async with self._lock:
-            return await self._start(None, cwd, mcp_servers)
+            return await self._start(f"session_{uuid.uuid4().hex[:12]}", cwd, mcp_servers)
 
     async def load(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
         """The live session ``session_id``, or restored from the store."""
@@ -348,12 +364,16 @@ class SessionHub:
             })
         return listed
 
-    async def _start(self, session_id: str | None, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:
+    async def _start(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:
         if not cwd.is_dir():
             raise RpcError(INVALID_PARAMS, f"cwd {str(cwd)!r} is not a directory")
         spec = self._spec_for(cwd)
         choices = RememberedChoices(spec.permission)
-        spec = attrs.evolve(spec, permission=choices)
+        files = ClientFiles(session_id)
+        tools = spec.tools
+        if self.route_files:
+            tools = tuple(through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in tools)
+        spec = attrs.evolve(spec, permission=choices, tools=tools)
         servers = [_stdio_server(s) for s in mcp_servers]
 
         async def setup(agent: Agent, scope: AgentScope) -> None:
@@ -373,7 +393,7 @@ class SessionHub:
         except Exception as exc:
             log.exception("starting a session failed")
             raise RpcError(INTERNAL_ERROR, f"could not start the session: {exc}") from None
-        session = Session(agent, cwd, choices, self.nursery)
+        session = Session(agent, cwd, choices, files, self.nursery)
         await self.nursery.start(session.pump)
         self.sessions[agent.session_id] = session
         return session
