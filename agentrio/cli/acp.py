@@ -25,11 +25,12 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", metavar="MODULE:ATTR", help="your own AgentSpec, or a function cwd -> AgentSpec")
     parser.add_argument("--permission", choices=PERMISSIONS, default="ask",
                         help="ask before side effects (default), allow everything, or refuse side effects")
-    parser.add_argument("--log-level", default="WARNING", help="logging on stderr (default: WARNING)")
+    parser.add_argument("--log-level", default="WARNING", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        help="logging on stderr (default: WARNING)")
 
 
 def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteStore]:
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="agentrio: %(levelname)s %(message)s")
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
     factory = AgentFactory(args.model, args.base_url, args.permission, args.spec)
     try:
         factory.check()

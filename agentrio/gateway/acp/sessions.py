@@ -99,6 +99,10 @@ class Session:
     run's ``agent_end``). Approvals are offered to every attached client; the
     first answer counts, and a request nobody can answer waits for the next
     client that attaches.
+
+    A client that loads a session while a message streams gets the committed
+    history, then the live updates from that moment: the start of that one
+    message reaches it only with its next load.
     """
 
     def __init__(
