@@ -54,12 +54,9 @@ def _content(text: str) -> dict[str, Any]:
 
 def _with_meta(update: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
     if meta is not None:
-        update["_meta"] = meta
+        ours = update.setdefault("_meta", {}).setdefault("agentrio", {})
+        ours.update(meta["agentrio"])
     return update
-
-
-def user_text(message: UserMessage) -> str:
-    return message.text
 
 
 class ToolCallView:
@@ -105,7 +102,9 @@ class ToolCallView:
             return [{"type": "diff", "path": path, "newText": args["content"]}]
         return []
 
-    def end(self, call_id: str, call: ToolCall | None, result: ToolResultMessage) -> dict[str, Any]:
+    def end(
+        self, call_id: str, call: ToolCall | None, result: ToolResultMessage, duration: float | None = None
+    ) -> dict[str, Any]:
         content = self.diff(result.tool_name, call.arguments) if call and not result.is_error else []
         text = result.text
         if text:
@@ -118,6 +117,10 @@ class ToolCallView:
         }
         if result.details is not None:
             update["rawOutput"] = result.details
+        if duration:
+            # From dispatch to completion: results are committed in model
+            # order, so a fast call's update may wait for a slower one.
+            update["_meta"] = {"agentrio": {"duration": round(duration, 4)}}
         return update
 
 
@@ -169,7 +172,7 @@ class UpdateMapper:
         if isinstance(event, ev.ToolExecutionEnd):
             call_id = prefix + event.tool_call_id
             self._progress.pop(call_id, None)
-            return [self.view.end(call_id, self._calls.pop(call_id, None), event.result)]
+            return [self.view.end(call_id, self._calls.pop(call_id, None), event.result, event.duration)]
         return []
 
     def permission_request(self, event: ev.ApprovalRequest, call_id: str) -> dict[str, Any]:
@@ -189,7 +192,7 @@ def history_updates(messages: tuple[Message, ...] | list[Message], view: ToolCal
     calls: dict[str, ToolCall] = {}
     for message in messages:
         if isinstance(message, UserMessage):
-            if text := user_text(message):
+            if text := message.text:
                 updates.append({"sessionUpdate": "user_message_chunk", "content": text_block(text)})
         elif isinstance(message, AssistantMessage):
             for part in message.content:

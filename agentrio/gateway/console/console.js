@@ -216,11 +216,36 @@ function appendText(kind, text, meta) {
     block.dataset.kind = kind;
     parent.append(block);
   }
-  const target = kind === "thought" ? block.querySelector("span") : block;
-  target.textContent += text;
-  if (kind === "agent") block.classList.add("streaming");
+  if (kind === "agent") {
+    block.raw = (block.raw || "") + text;
+    block.classList.add("streaming");
+    scheduleRender(block);
+  } else {
+    (kind === "thought" ? block.querySelector("span") : block).textContent += text;
+  }
   state.lastBlock = kind === "user" ? null : block;
   scrollDown();
+}
+
+// Answers are drawn from a small, safe subset of Markdown (fenced code,
+// `code`, **bold**), as DOM nodes, at most once a frame while they stream.
+const dirty = new Set();
+function scheduleRender(block) {
+  if (!dirty.size) requestAnimationFrame(() => { for (const b of dirty) renderMarkdown(b, b.raw); dirty.clear(); scrollDown(); });
+  dirty.add(block);
+}
+
+function renderMarkdown(node, text) {
+  const nodes = [];
+  text.split(/^```[^\n]*\n?/m).forEach((part, i) => {
+    if (i % 2 === 1) { nodes.push(el("pre", { class: "code", text: part.replace(/\n$/, "") })); return; }
+    for (const piece of part.split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/)) {
+      if (/^`[^`]+`$/.test(piece)) nodes.push(el("code", { text: piece.slice(1, -1) }));
+      else if (/^\*\*[^*]+\*\*$/.test(piece)) nodes.push(el("strong", { text: piece.slice(2, -2) }));
+      else if (piece) nodes.push(document.createTextNode(piece));
+    }
+  });
+  node.replaceChildren(...nodes);
 }
 
 function diffView(diff) {
@@ -293,8 +318,10 @@ function toolCall(update) {
     const now = performance.now();
     if (update.status === "in_progress") call.started = now;
     if (update.status === "completed" || update.status === "failed") {
-      call.ended = now;
+      // Results arrive in the model's order; the call's own duration says when it really ended.
+      const duration = update._meta && update._meta.agentrio && update._meta.agentrio.duration;
       if (call.started == null) call.started = now;
+      call.ended = duration ? Math.min(now, call.started + duration * 1000) : now;
       if (update.status === "completed") call.card.classList.add("collapsed");
     }
     if (update.status !== "pending") closeApproval(id);
@@ -385,7 +412,10 @@ function onRequest(method, params) {
     $("approval-title").textContent = call.title || call.toolCallId;
     const body = $("approval-body");
     body.replaceChildren();
-    for (const item of call.content || []) {
+    const content = call.content || [];
+    const diffs = content.filter((item) => item.type === "diff");
+    // A diff says it best; the text summary only when there is none.
+    for (const item of diffs.length ? diffs : content) {
       if (item.type === "diff") body.append(diffView(item));
       else if (item.type === "content" && item.content.type === "text") body.append(el("pre", { text: item.content.text }));
     }
