@@ -66,6 +66,7 @@ def test_a_prompt_streams_text_and_parallel_tool_calls_and_ends_the_turn(workspa
         assert starts[0].locations[0].path == str(workspace / "a.txt")
         ends = [u for u in client.of_kind("tool_call_update") if u.status == "completed"]
         assert "alpha" in ends[0].content[0].content.text and "beta" in ends[1].content[0].content.text
+        assert all(end.field_meta["agentrio"]["duration"] > 0 for end in ends)
         # The text streamed before the calls, the answer after them.
         order = [u.session_update for u in client.updates if u.session_update != "session_info_update"]
         assert order.index("tool_call") > order.index("agent_message_chunk")

@@ -13,6 +13,7 @@ import trio_websocket
 from agentrio import (AgentSpec, AssistantMessage, Limits, ProviderError, ScriptedModel, SQLiteStore, Text, Tool,
                       ToolCall, ToolResult, agent_tool)
 from agentrio.tools.builtin import coding_tools
+from agentrio.tools.permissions import read_only
 
 from .ws_harness import TOKEN, connected, running_gateway
 
@@ -254,3 +255,20 @@ async def test_run_stop_reasons_map_to_acp_and_errors_come_back_as_errors(worksp
             assert "the provider is down" in error["message"]
             # The session goes on serving.
             assert (await client.call("session/list"))["sessions"][0]["sessionId"] == session_id
+
+
+async def test_an_unanswered_permission_request_is_offered_again_to_the_next_client(workspace):
+    replies = [AssistantMessage([ToolCall("w1", "write", {"path": "x.txt", "content": "x"})]),
+               AssistantMessage([Text("Written.")])]
+    async with running_gateway(workspace, replies, permission=read_only) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as first:  # it never answers
+            session_id = await first.open_session()
+            await first.notify("session/prompt", {"sessionId": session_id,
+                                                  "prompt": [{"type": "text", "text": "write x"}]})
+            await first.wait_for(lambda: first.permission_requests)
+        assert not (workspace / "x.txt").exists()
+        async with connected(gateway.url(), nursery, answers=["allow-once"]) as second:
+            await second.open_session(load=session_id)
+            await second.wait_for(lambda: second.text() == "Written.")
+            assert [r["toolCall"]["toolCallId"] for r in second.permission_requests] == ["w1"]
+        assert (workspace / "x.txt").read_text() == "x"

@@ -74,8 +74,10 @@ class Client:
                 message = json.loads(await self.ws.get_message())
                 if "method" in message and "id" in message:
                     self.permission_requests.append(message["params"])
-                    answer = {"outcome": {"outcome": "selected", "optionId": self.answers.pop(0)}}
-                    await self.ws.send_message(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answer}))
+                    if self.answers:  # with none left, the request stays unanswered
+                        answer = {"outcome": {"outcome": "selected", "optionId": self.answers.pop(0)}}
+                        await self.ws.send_message(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                                                               "result": answer}))
                 elif "method" in message:
                     self.notifications.append(message["params"])
                 else:
