@@ -66,7 +66,6 @@ class RememberedChoices:
 
 @attrs.define(eq=False)
 class _Prompt:
-    origin: Peer | None
     done: trio.Event = attrs.field(factory=trio.Event)
     stop_reason: str = "aborted"
     error: str | None = None
@@ -160,16 +159,18 @@ class Session:
         """Run ``text`` as a follow-up; the ACP stop reason of the run that
         handled it. An error stop is raised as ``RpcError``."""
         queued = self._queued(text, origin)
-        prompt = self._prompts[queued.id] = _Prompt(origin)
+        prompt = self._prompts[queued.id] = _Prompt()
         try:
             await self.agent.followup(queued)
-            await prompt.done.wait()
+            try:
+                await prompt.done.wait()
+            finally:
+                if not prompt.done.is_set():
+                    # The client went away first: withdraw the prompt if no turn took it yet.
+                    with trio.CancelScope(shield=True):
+                        await self.agent.inbox.remove(queued.id)
         finally:
             del self._prompts[queued.id]
-            if not prompt.done.is_set():
-                # The client went away first: withdraw the prompt if no turn took it yet.
-                with trio.CancelScope(shield=True):
-                    await self.agent.inbox.remove(queued.id)
         if (stop := STOP_REASONS.get(prompt.stop_reason)) is None:
             raise RpcError(INTERNAL_ERROR, f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
                            {"stopReason": prompt.stop_reason})
