@@ -55,7 +55,7 @@ import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Any, Union
+from typing import Any
 
 import attrs
 import h11
@@ -87,7 +87,7 @@ class FakeRequest:
     body: Any
 
 
-FakeReply = Union[AssistantMessage, Hang, HTTPError, Callable[[FakeRequest], Any]]
+FakeReply = AssistantMessage | Hang | HTTPError | Callable[[FakeRequest], Any]
 
 _FINISH_REASONS = {"stop": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 

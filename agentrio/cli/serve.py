@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+
 import trio
 
 from ..gateway import open_hub

@@ -12,8 +12,8 @@ import hmac
 import logging
 import mimetypes
 import secrets
-from http import HTTPStatus
 from functools import partial
+from http import HTTPStatus
 from importlib import resources
 from urllib.parse import parse_qs, urlsplit
 

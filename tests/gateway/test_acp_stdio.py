@@ -14,7 +14,6 @@ from agentrio.messages import AssistantMessage, Text, ToolCall
 from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
 
 
-
 def drive(replies, main) -> None:
     """Run ``main(fake)`` under asyncio, the fake server scripted with ``replies``."""
     with FakeServerThread(replies) as fake:

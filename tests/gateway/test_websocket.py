@@ -3,6 +3,7 @@ no client able to slow the agent or the others."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,8 +11,19 @@ import pytest
 import trio
 import trio_websocket
 
-from agentrio import (AgentSpec, AssistantMessage, Limits, ProviderError, ScriptedModel, SQLiteStore, Text, Tool,
-                      ToolCall, ToolResult, agent_tool)
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Limits,
+    ProviderError,
+    ScriptedModel,
+    SQLiteStore,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    agent_tool,
+)
 from agentrio.tools.builtin import coding_tools
 from agentrio.tools.permissions import read_only
 
@@ -111,41 +123,40 @@ async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_oth
     text = "".join(f"line {i:06d} " + "x" * 1000 + "\n" for i in range(3000))
     replies = [AssistantMessage([Text(text)]), AssistantMessage([Text(text)])]
     async with running_gateway(workspace, replies, chunk_size=1024, queue_bytes=1024 * 1024) as gateway:
-        async with trio.open_nursery() as nursery:
-            async with connected(gateway.url(), nursery) as reader:
-                session_id = await reader.open_session()
-                async with trio_websocket.open_websocket_url(gateway.url()) as stalled:
-                    for request in ({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
-                                    {"id": 2, "method": "session/load", "params": {"sessionId": session_id,
-                                                                                  "cwd": "", "mcpServers": []}}):
-                        await stalled.send_message(__import__("json").dumps({"jsonrpc": "2.0", **request}))
-                    # It reads nothing while the agent streams 3 MB to the session.
-                    await trio.sleep(0.2)
-                    session = gateway.hub.sessions[session_id]
-                    started = trio.current_time()
-                    answered = trio.Event()
-
-                    async def prompt() -> None:
-                        assert await reader.prompt(session_id, "talk") == "end_turn"
-                        answered.set()
-
-                    nursery.start_soon(prompt)
-                    while not any(peer.dropped for peer in session.peers):
-                        await trio.sleep(0.01)
-                    # Now it reads: what was sent before it was dropped, then the close.
-                    with pytest.raises(trio_websocket.ConnectionClosed) as closed:
-                        while True:
-                            await stalled.get_message()
-                    assert closed.value.reason.code == 1013
-                    assert "session/load" in closed.value.reason.reason
-                    await answered.wait()
-                    beside_stalled = trio.current_time() - started
-                    assert reader.text() == text
-                # The same, alone: the figure to compare with.
+        async with trio.open_nursery() as nursery, connected(gateway.url(), nursery) as reader:
+            session_id = await reader.open_session()
+            async with trio_websocket.open_websocket_url(gateway.url()) as stalled:
+                for request in ({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+                                {"id": 2, "method": "session/load", "params": {"sessionId": session_id,
+                                                                              "cwd": "", "mcpServers": []}}):
+                    await stalled.send_message(json.dumps({"jsonrpc": "2.0", **request}))
+                # It reads nothing while the agent streams 3 MB to the session.
+                await trio.sleep(0.2)
+                session = gateway.hub.sessions[session_id]
                 started = trio.current_time()
-                assert await reader.prompt(session_id, "again") == "end_turn"
-                alone = trio.current_time() - started
-                assert reader.text() == text * 2
+                answered = trio.Event()
+
+                async def prompt() -> None:
+                    assert await reader.prompt(session_id, "talk") == "end_turn"
+                    answered.set()
+
+                nursery.start_soon(prompt)
+                while not any(peer.dropped for peer in session.peers):
+                    await trio.sleep(0.01)
+                # Now it reads: what was sent before it was dropped, then the close.
+                with pytest.raises(trio_websocket.ConnectionClosed) as closed:
+                    while True:
+                        await stalled.get_message()
+                assert closed.value.reason.code == 1013
+                assert "session/load" in closed.value.reason.reason
+                await answered.wait()
+                beside_stalled = trio.current_time() - started
+                assert reader.text() == text
+            # The same, alone: the figure to compare with.
+            started = trio.current_time()
+            assert await reader.prompt(session_id, "again") == "end_turn"
+            alone = trio.current_time() - started
+            assert reader.text() == text * 2
         print(f"\n3 MB to a reader: {beside_stalled:.2f}s beside a stalled client, {alone:.2f}s alone "
               f"(ratio {beside_stalled / alone:.2f})")
 
@@ -167,7 +178,7 @@ async def test_a_dropped_connection_does_not_stop_the_agent_and_load_continues(w
             async with connected(gateway.url(), nursery) as first:
                 session_id = await first.open_session()
                 prompt_id = 99
-                await first.ws.send_message(__import__("json").dumps({
+                await first.ws.send_message(json.dumps({
                     "jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt",
                     "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "wait"}]}}))
                 await first.wait_for(lambda: any(u.get("status") == "in_progress" for u in first.updates()))
