@@ -24,6 +24,7 @@ from agentrio import (
     ToolResult,
     agent_tool,
 )
+from agentrio.models.events import Done, StreamStart, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
 from agentrio.tools.builtin import coding_tools
 from agentrio.tools.permissions import read_only
 
@@ -283,3 +284,87 @@ async def test_an_unanswered_permission_request_is_offered_again_to_the_next_cli
             await second.wait_for(lambda: second.text() == "Written.")
             assert [r["toolCall"]["toolCallId"] for r in second.permission_requests] == ["w1"]
         assert (workspace / "x.txt").read_text() == "x"
+
+
+class PausingModel:
+    """First request: streams "Hello ", waits for ``resume``, then "world"
+    and a call of ``gate``; later requests: "Done."."""
+
+    def __init__(self) -> None:
+        self.resume = trio.Event()
+        self.requests = 0
+
+    async def stream(self, request):
+        self.requests += 1
+        yield StreamStart()
+        yield TextStart(0)
+        if self.requests > 1:
+            yield TextDelta(0, "Done.")
+            yield TextEnd(0)
+            yield Done("stop")
+            return
+        yield TextDelta(0, "Hello ")
+        await self.resume.wait()
+        yield TextDelta(0, "world")
+        yield TextEnd(0)
+        yield ToolCallStart(1, "g1", "gate")
+        yield ToolCallDelta(1, "{}")
+        yield ToolCallEnd(1)
+        yield Done("tool_use")
+
+
+def transcript(client) -> list[dict]:
+    """What a client was shown, status notes aside and text chunks joined."""
+    shown = []
+    for update in client.updates():
+        kind = update["sessionUpdate"]
+        if kind == "session_info_update":
+            continue
+        if kind.endswith("_chunk") and shown and shown[-1]["sessionUpdate"] == kind:
+            shown[-1] = {**update, "content": {"type": "text",
+                                               "text": shown[-1]["content"]["text"] + update["content"]["text"]}}
+        else:
+            shown.append({k: v for k, v in update.items() if k != "_meta"})
+    return shown
+
+
+async def test_a_client_that_loads_mid_stream_or_mid_call_misses_nothing_and_sees_nothing_twice(workspace):
+    model = PausingModel()
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return ToolResult("released")
+
+    gate = Tool("gate", "Waits.", {"type": "object", "properties": {}}, wait)
+
+    def spec_for(cwd):
+        return AgentSpec("main", model, tools=[gate])
+
+    async with running_gateway(workspace, [], spec_for=spec_for) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as first, connected(gateway.url(), nursery) as second, \
+                connected(gateway.url(), nursery) as third:
+            session_id = await first.open_session()
+            await first.notify("session/prompt", {"sessionId": session_id,
+                                                  "prompt": [{"type": "text", "text": "hi"}]})
+            await first.wait_for(lambda: first.text() == "Hello ")
+            await second.open_session(load=session_id)  # mid-message
+            assert transcript(second) == [
+                {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}},
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hello "}},
+            ]
+            model.resume.set()
+            await first.wait_for(lambda: any(u.get("status") == "in_progress" for u in first.updates()))
+            await third.open_session(load=session_id)  # mid-call
+            assert [u.get("status") for u in transcript(third) if u.get("toolCallId") == "g1"] == [
+                "pending", "in_progress"]
+            release.set()
+            for client in (first, second, third):
+                await client.wait_for(lambda c=client: c.text().endswith("Done."))
+            whole = transcript(second)
+            assert [u["sessionUpdate"] for u in whole] == [
+                "user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "tool_call_update",
+                "agent_message_chunk"]
+            assert whole[1]["content"]["text"] == "Hello world"
+            assert transcript(third) == whole
+            assert transcript(first) == whole[1:]  # its own prompt is not echoed to it

@@ -99,19 +99,19 @@ class AcpConnection:
     async def new_session(self, params: Any) -> dict[str, Any]:
         cwd = self._cwd(params)
         session = await self.hub.new(cwd, params.get("mcpServers") or [])
-        self._attach(session, replay=False)
+        await self._attach(session, replay=False)
         return {"sessionId": session.id}
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         session_id = _param(params, "sessionId", str)
         cwd = self._cwd(params)
         session = await self.hub.load(session_id, cwd, params.get("mcpServers") or [])
-        self._attach(session, replay=True)
+        await self._attach(session, replay=True)
         return {}
 
-    def _attach(self, session: Session, *, replay: bool) -> None:
+    async def _attach(self, session: Session, *, replay: bool) -> None:
+        await session.attach(self.peer, replay=replay, files=self._offers_files)
         self._attached[session.id] = session
-        session.attach(self.peer, replay=replay, files=self._offers_files)
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         return {"sessions": await self.hub.listing()}

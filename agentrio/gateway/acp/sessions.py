@@ -29,7 +29,7 @@ from ...tools import Tool
 from ...tools.permissions import decide
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
-from .updates import STOP_REASONS, UpdateMapper, history_updates, text_block
+from .updates import STOP_REASONS, UpdateMapper, text_block
 
 log = logging.getLogger("agentrio.gateway")
 
@@ -99,9 +99,11 @@ class Session:
     first answer counts, and a request nobody can answer waits for the next
     client that attaches.
 
-    A client that loads a session while a message streams gets the committed
-    history, then the live updates from that moment: the start of that one
-    message reaches it only with its next load.
+    A client that loads the session gets the committed history and what is
+    in flight (the message streaming, the calls running) at a moment when
+    the pump has handled every event emitted so far, then the live updates:
+    nothing missing, nothing twice. (A child agent's own transcript is not
+    part of its parent's history: it is shown live only.)
     """
 
     def __init__(
@@ -120,19 +122,23 @@ class Session:
         self._prompts: dict[str, _Prompt] = {}
         self._claimed: list[_Prompt] = []
         self._approvals: dict[str, _Approval] = {}
+        self._events: trio.MemoryReceiveChannel[ev.Event] | None = None
+        self._drained = trio.Event()
 
     # -- clients ----------------------------------------------------------------
 
-    def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
-        """Attach ``peer``; with ``replay``, first send it the committed history
-        (no checkpoint between the two, so nothing falls in between). With
-        ``files``, the client offered to read and write the session's files."""
-        if files:
-            self.files.offer(peer)
+    async def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
+        """Attach ``peer``; with ``replay``, first send it the history and
+        what is in flight (from the same moment, and with no checkpoint
+        before it is attached, so nothing falls in between). With ``files``,
+        the client offered to read and write the session's files."""
         if replay:
-            for update in history_updates(self.agent.messages, self._mapper.view):
+            await self._caught_up()
+            for update in self._mapper.replay(self.agent.messages):
                 self._send(peer, update)
             self._send(peer, self._status_update())
+        if files:
+            self.files.offer(peer)
         if peer not in self.peers:
             self.peers.append(peer)
         for approval in self._approvals.values():
@@ -194,14 +200,36 @@ class Session:
 
     async def pump(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with self.agent.subscribe() as events:
+            self._events = events
             task_status.started()
-            async for event in events:
+            while True:
+                if events.statistics().current_buffer_used == 0:
+                    self._drained.set()
+                    self._drained = trio.Event()
+                try:
+                    event = await events.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    break
                 try:
                     self._on_event(event)
                 except Exception:
                     log.exception("session %s: could not forward %s", self.id, event.type)
+        self._events = None
+        self._drained.set()
         for prompt in self._prompts.values():
             prompt.done.set()  # the agent is gone: its prompts end as aborted
+
+    async def _caught_up(self) -> None:
+        """Return at a moment when the pump has handled every event emitted
+        so far: it waits in ``receive`` on an empty channel (an event handed
+        to it would have taken it off the waiting list). A pump that never
+        gets there (an agent streaming without pause) is given up on after a
+        while: the client may then see a few updates twice."""
+        for _ in range(100):
+            stats = self._events.statistics() if self._events is not None else None
+            if stats is None or (stats.current_buffer_used == 0 and stats.tasks_waiting_receive > 0):
+                return
+            await self._drained.wait()
 
     def _on_event(self, event: ev.Event) -> None:
         if isinstance(event, ev.Inbox):

@@ -127,12 +127,55 @@ class ToolCallView:
 class UpdateMapper:
     """Turns one session's live events into ACP updates. It remembers the
     arguments of open tool calls and the progress they reported, so it must
-    see the events of its session in order."""
+    see the events of its session in order. It also keeps what is not yet
+    in committed history, for a client that attaches now (``replay``)."""
 
     def __init__(self, cwd: Path) -> None:
         self.view = ToolCallView(cwd)
         self._calls: dict[str, ToolCall] = {}
         self._progress: dict[str, str] = {}
+        #: Messages of the open step: history holds them only once it ends.
+        self._step: list[Message] = []
+        #: The top-level message streaming now, as [kind, text] runs.
+        self._streaming: list[list[str]] = []
+        self._running: set[str] = set()
+
+    def replay(self, committed: tuple[Message, ...]) -> list[dict[str, Any]]:
+        """The updates that show a client the session as it is now: its
+        committed history, the messages of the open step, the message
+        streaming and the calls running. ``committed`` must be read when
+        this mapper has seen every event emitted so far."""
+        # The step may have ended in history before its step_end is emitted.
+        tail = committed[len(committed) - len(self._step):] if self._step else ()
+        step = [m for m in self._step if not any(m is c for c in tail)]
+        updates = history_updates([*committed, *step], self.view)
+        updates += [{"sessionUpdate": kind, "content": text_block(text)} for kind, text in self._streaming]
+        for call_id in self._running:
+            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+            if progress := self._progress.get(call_id):
+                update["content"] = [_content(progress)]
+            updates.append(update)
+        return updates
+
+    def _track(self, event: ev.Event) -> None:
+        """Keep what ``replay`` needs current with a top-level event."""
+        if isinstance(event, ev.MessageEnd):
+            self._step.append(event.message)
+        elif isinstance(event, ev.StepEnd):
+            self._step = []
+        if isinstance(event, ev.MessageStart | ev.MessageEnd | ev.MessageDiscard):
+            self._streaming = []
+        elif isinstance(event, ev.MessageUpdate) and isinstance(event.delta, stream.TextDelta | stream.ThinkingDelta):
+            kind = "agent_message_chunk" if isinstance(event.delta, stream.TextDelta) else "agent_thought_chunk"
+            if event.delta.text:
+                if self._streaming and self._streaming[-1][0] == kind:
+                    self._streaming[-1][1] += event.delta.text
+                else:
+                    self._streaming.append([kind, event.delta.text])
+        elif isinstance(event, ev.ToolExecutionStart) and event.mode is not None:
+            self._running.add(event.tool_call_id)
+        elif isinstance(event, ev.ToolExecutionEnd):
+            self._running.discard(event.tool_call_id)
 
     def updates(self, event: ev.Event) -> list[dict[str, Any]]:
         meta = None
@@ -141,6 +184,8 @@ class UpdateMapper:
             meta = {"agentrio": {"path": event.path, "names": event.names}}
             prefix = event.event.agent_id + "/"
             event = event.event
+        else:
+            self._track(event)
         return [_with_meta(update, meta) for update in self._updates(event, prefix)]
 
     def call_id(self, event: ev.Event, tool_call_id: str) -> str:
