@@ -57,6 +57,8 @@ class WebSocketOptions:
     #: Messages (and bytes) queued for one client before it is dropped as too slow.
     queue_size: int = 1024
     queue_bytes: int = 16 * 1024 * 1024
+    #: Seconds a client may take to send its request head.
+    head_timeout: float = 10.0
 
 
 class _Replayed(trio.abc.Stream):
@@ -77,9 +79,6 @@ class _Replayed(trio.abc.Stream):
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._stream.wait_send_all_might_not_block()
-
-    async def send_eof(self) -> None:
-        await self._stream.send_eof()  # type: ignore[attr-defined]
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -120,7 +119,9 @@ async def serve_websocket(
 async def _connection(hub: SessionHub, options: WebSocketOptions, stream: trio.SocketStream) -> None:
     try:
         async with stream:
-            head, request = await _read_head(stream)
+            head, request = b"", None
+            with trio.move_on_after(options.head_timeout):  # a client that never finishes its head is let go
+                head, request = await _read_head(stream)
             if request is None:
                 return
             target = urlsplit(request.target.decode("latin-1"))
@@ -138,6 +139,7 @@ async def _connection(hub: SessionHub, options: WebSocketOptions, stream: trio.S
 
 
 async def _read_head(stream: trio.SocketStream) -> tuple[bytes, h11.Request | None]:
+    """The request head; (what came, None) when the client ends or garbles it."""
     connection = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
     head = bytearray()
     while True:

@@ -368,3 +368,18 @@ async def test_a_client_that_loads_mid_stream_or_mid_call_misses_nothing_and_see
             assert whole[1]["content"]["text"] == "Hello world"
             assert transcript(third) == whole
             assert transcript(first) == whole[1:]  # its own prompt is not echoed to it
+
+
+async def test_a_client_that_never_finishes_its_request_or_does_not_upgrade_is_let_go(workspace):
+    async with running_gateway(workspace, [], head_timeout=0.5) as gateway:
+        for request, expected in ((b"GET /acp HTTP/1.1\r\nHost: x\r\n", b""),  # no end of head, ever
+                                  (f"GET /acp?token={TOKEN} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), b"HTTP/1.1 400"),
+                                  (b"NONSENSE\r\n\r\n", b"")):
+            stream = await trio.open_tcp_stream("127.0.0.1", gateway.port)
+            async with stream:
+                await stream.send_all(request)
+                answer = b""
+                with trio.fail_after(10):
+                    while chunk := await stream.receive_some(65536):
+                        answer += chunk
+            assert answer.startswith(expected)
