@@ -216,6 +216,7 @@ async def test_a_child_agents_updates_carry_its_path_and_keep_their_tool_call_id
         async with connected(gateway.url(), nursery) as client:
             session_id = await client.open_session()
             assert await client.prompt(session_id, "ask the helper") == "end_turn"
+            listed = await client.call("session/list")  # the child's session is not listed on its own
     updates = client.updates()
     children = [u for u in updates if "_meta" in u and "path" in u["_meta"].get("agentrio", {})]
     child_id = children[0]["_meta"]["agentrio"]["path"][0]
@@ -228,6 +229,7 @@ async def test_a_child_agents_updates_carry_its_path_and_keep_their_tool_call_id
     child_text = "".join(u["content"]["text"] for u in children if u["sessionUpdate"] == "agent_message_chunk")
     assert child_text == "child readingalpha"
     assert client.text() == "child readingalphaThe helper says alpha."
+    assert [(s["sessionId"], s["title"]) for s in listed["sessions"]] == [(session_id, "ask the helper")]
 
 
 async def test_session_new_starts_its_mcp_servers_inside_the_agents_scope(workspace):

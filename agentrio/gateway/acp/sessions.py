@@ -85,6 +85,14 @@ class _Approval:
             scope.cancel()
 
 
+def _title(messages: tuple[Any, ...]) -> str | None:
+    """A session's first prompt, shortened, to tell it apart in a list."""
+    for message in messages:
+        if isinstance(message, UserMessage) and (text := " ".join(message.text.split())):
+            return text if len(text) <= 60 else text[:59] + "…"
+    return None
+
+
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
@@ -116,6 +124,8 @@ class Session:
         self.files = files
         self.peers: list[Peer] = []
         self.status = "idle"
+        #: Agent ids of the child agents seen at work in this session.
+        self.children: set[str] = set()
         self._nursery = nursery
         self._mapper = UpdateMapper(cwd)
         self._origins: dict[str, Peer | None] = {}
@@ -239,6 +249,8 @@ class Session:
             self._broadcast(self._status_update())
         for update in self._mapper.updates(event):
             self._broadcast(update)
+        if isinstance(event, ev.ChildEvent):
+            self.children.update(event.path)
         inner = event.event if isinstance(event, ev.ChildEvent) else event
         if isinstance(inner, ev.ApprovalRequest):
             approval = _Approval(inner, self._mapper.call_id(event, inner.call.id))
@@ -386,15 +398,21 @@ class SessionHub:
 
     async def listing(self) -> list[dict[str, Any]]:
         summaries = {s.info.session_id: s for s in await self.runtime.store.list_summaries()}
+        children = set().union(*(session.children for session in self.sessions.values()))
         listed = []
         for session_id, summary in sorted(summaries.items(), key=lambda item: -item[1].updated_at):
+            if session_id in children:
+                continue  # a child agent's session: shown within its parent's
             live = self.sessions.get(session_id)
-            listed.append({
+            info: dict[str, Any] = {
                 "sessionId": session_id,
                 "cwd": str(live.cwd if live else self.default_cwd),
                 "updatedAt": _iso(summary.updated_at),
                 "_meta": {"agentrio": {"messages": summary.messages, "status": live.status if live else "stored"}},
-            })
+            }
+            if live is not None and (title := _title(live.agent.messages)):
+                info["title"] = title
+            listed.append(info)
         return listed
 
     async def _start(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:

@@ -114,7 +114,7 @@ async function refreshSessions() {
     const meta = (s._meta && s._meta.agentrio) || {};
     const item = el("li", { "data-session": s.sessionId, onclick: () => openSession(s.sessionId).catch(showError) },
       el("div", {},
-        el("div", { class: "sid", text: s.sessionId }),
+        el("div", { class: "sid", text: s.title || s.sessionId, title: s.sessionId }),
         el("div", { class: "when", text: `${new Date(s.updatedAt).toLocaleString()} · ${meta.messages ?? 0} msgs` })),
       el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }));
     if (s.sessionId === state.sessionId) item.classList.add("current");
