@@ -13,6 +13,8 @@ from .actors import (
     RequestContext,
     RequestError,
     RunResult,
+    RunStream,
+    Subscription,
     agent_tool,
 )
 from .journal import MemoryStore, SessionHeld, SQLiteStore, Store, StoreError
@@ -55,12 +57,14 @@ __all__ = [
     "RequestContext",
     "RequestError",
     "RunResult",
+    "RunStream",
     "Runtime",
     "SQLiteStore",
     "ScriptedModel",
     "SessionHeld",
     "Store",
     "StoreError",
+    "Subscription",
     "Text",
     "Thinking",
     "Tool",

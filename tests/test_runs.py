@@ -100,10 +100,11 @@ async def test_the_cancel_cause_is_on_turn_end_agent_end_the_result_and_the_jour
     async def never(request):
         await trio.sleep_forever()
 
-    agent = await rt.create(AgentSpec("a", ScriptedModel([never])))
+    model = ScriptedModel([never])
+    agent = await rt.create(AgentSpec("a", model))
     async with agent.subscribe() as events, trio.open_nursery() as nursery:
         results = start_run(nursery, agent, "go")
-        while agent.status != "running":
+        while not model.requests:  # mid-turn, in the model request
             await trio.sleep(0)
         await agent.cancel("user")
     seen = []
@@ -112,7 +113,7 @@ async def test_the_cancel_cause_is_on_turn_end_agent_end_the_result_and_the_jour
             seen.append(events.receive_nowait())
         except (trio.WouldBlock, trio.EndOfChannel):
             break
-    assert [e.cancel_cause for e in seen if e.type in ("turn_end", "agent_end")] == ["user", "user"]
+    assert [(e.type, e.cancel_cause) for e in seen if e.type in ("turn_end", "agent_end")] == [("turn_end", "user"), ("agent_end", "user")], [e.type for e in seen]
     assert results[0].cancel_cause == "user"
     records = (await rt.store.load_session(agent.session_id))[1]
     assert [r.cancel_cause for r in records if isinstance(r, TurnEnded)] == ["user"]

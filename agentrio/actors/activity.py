@@ -235,7 +235,8 @@ class Activity:
             log.exception("agent %s: run failed", self.ports.agent_id)
             stop, self.error = "error", f"{type(exc).__name__}: {exc}"
         finally:
-            if self.scope.cancelled_caught:
+            if self.scope.cancelled_caught or (self.cancel_cause and stop == "completed"):
+                # (A cancel before the run reached a checkpoint still aborts it.)
                 stop = "aborted" if self.cancel_cause else "timeout"
             # Closing the open step and turn must finish even when the agent
             # is torn down; it is bounded by ABANDON_AFTER.

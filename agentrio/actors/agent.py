@@ -282,6 +282,11 @@ class Agent:
                         pass
         return waiter.result
 
+    async def withdraw(self, input_id: str) -> bool:
+        """Discard a pending input (by its ``QueuedInput.id``); False when no
+        turn can take it any more, because one already did."""
+        return await self._call(_Withdraw(input_id))
+
     async def answer(self, request_id: str, decision: str, reason: str | None = None) -> None:
         """Answer an ``approval_request``: ``approve``, ``deny`` or ``deny_and_stop``."""
         if decision not in APPROVAL_DECISIONS:
@@ -476,7 +481,7 @@ class Agent:
                 return await self._accept(message)
             case _Withdraw(input_id=input_id):
                 self._waiters.pop(input_id, None)
-                await self.inbox.remove(input_id)
+                return await self.inbox.remove(input_id)
             case _Cancel(cause=cause, keep_inbox=keep_inbox):
                 await self._cancel(cause, keep_inbox)
             case _Answer():
@@ -584,20 +589,29 @@ class Agent:
             self._update_settled()
             return
         self._set_phase("running")
-        self._nursery.start_soon(self._run_activity)
+        # Made here, not in its task: a cancel that arrives before the task
+        # first runs must find the activity to cancel.
+        try:
+            activity = self._activity = Activity(self._ports())
+        except Exception as exc:
+            log.exception("agent %s: the activity could not be made", self.id)
+            activity, error = None, f"{type(exc).__name__}: {exc}"
+        else:
+            error = None
+        self._nursery.start_soon(self._run_activity, activity, error)
 
-    async def _run_activity(self) -> None:
+    async def _run_activity(self, activity: Activity | None, error: str | None) -> None:
         task = trio.lowlevel.current_task()
         self._owned.add(task)
         try:
-            await self._activity_body()
+            await self._activity_body(activity, error)
         finally:
             self._owned.discard(task)
 
-    async def _activity_body(self) -> None:
-        activity = None
+    async def _activity_body(self, activity: Activity | None, error: str | None) -> None:
         try:
-            activity = self._activity = Activity(self._ports())
+            if activity is None:
+                raise RuntimeError(error)
             result = await activity.execute()
         except Exception as exc:
             # A bug outside the activity's own guard: the run ends as an

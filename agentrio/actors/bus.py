@@ -70,6 +70,16 @@ class Subscription:
         self._events: deque[Event] = deque()
         self._closed = False
         self._arrived = trio.Event()
+        self._readers = 0
+
+    def __len__(self) -> int:
+        """Events waiting to be read."""
+        return len(self._events)
+
+    @property
+    def reader_waiting(self) -> bool:
+        """Whether a task waits in ``receive`` (so it has read everything)."""
+        return self._readers > 0
 
     def offer(self, event: Event) -> None:
         if self._closed:
@@ -107,7 +117,11 @@ class Subscription:
                 event = self.receive_nowait()
             except trio.WouldBlock:
                 self._arrived = trio.Event()
-                await self._arrived.wait()
+                self._readers += 1
+                try:
+                    await self._arrived.wait()
+                finally:
+                    self._readers -= 1
                 continue
             await trio.lowlevel.checkpoint()
             return event

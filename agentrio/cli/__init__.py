@@ -13,11 +13,11 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from . import chat, demo, run, sessions
+from . import acp, chat, demo, run, serve, sessions
 from .errors import CommandError
 from .options import add_global_options
 
-COMMANDS = (run, chat, sessions, demo)
+COMMANDS = (run, chat, sessions, acp, serve, demo)
 
 
 def version() -> str:

@@ -77,11 +77,7 @@ def edit(root: Workspace | str | os.PathLike[str]) -> Tool:
     async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         planned = await trio.to_thread.run_sync(_plan_edit, workspace, args)
         await trio.to_thread.run_sync(atomic_replace, planned.path, planned.after.encode())
-        times = "once" if planned.replacements == 1 else f"{planned.replacements} times"
-        return ToolResult(
-            f"Edited {planned.shown} (replaced {times}):\n{planned.diff}",
-            details={"path": planned.shown, "replacements": planned.replacements, "diff": planned.diff},
-        )
+        return edit_result(planned.shown, planned.replacements, planned.diff)
 
     async def preview(args: dict[str, Any]) -> str:
         planned = await trio.to_thread.run_sync(_plan_edit, workspace, args)
@@ -135,6 +131,13 @@ def _plan_edit(workspace: Workspace, args: dict[str, Any]) -> _PlannedEdit:
     path = workspace.existing(args["path"])
     shown = workspace.show(path)
     before = read_text(path, shown)
+    after, count = replace_text(before, args, shown)
+    return _PlannedEdit(path, shown, after, count, edit_diff(before, after, shown))
+
+
+def replace_text(before: str, args: dict[str, Any], shown: str) -> tuple[str, int]:
+    """``before`` with the edit ``args`` asks for made, and how many
+    replacements that took; ``ToolInputError`` when it cannot be made."""
     old, new = args["old_string"], args["new_string"]
     if old == new:
         raise ToolInputError("old_string and new_string are the same; there is nothing to change")
@@ -149,8 +152,21 @@ def _plan_edit(workspace: Workspace, args: dict[str, Any]) -> _PlannedEdit:
             f"old_string occurs {count} times in {shown}; include more surrounding lines to make "
             "it unique, or set replace_all to replace every occurrence"
         )
-    after = before.replace(old, new)
-    return _PlannedEdit(path, shown, after, count, _capped(unified_diff(before, after, shown)))
+    return before.replace(old, new), count
+
+
+def edit_diff(before: str, after: str, shown: str) -> str:
+    """The unified diff of an edit, capped for a result or a summary."""
+    return _capped(unified_diff(before, after, shown))
+
+
+def edit_result(shown: str, replacements: int, diff: str) -> ToolResult:
+    """What ``edit`` answers once the file is changed."""
+    times = "once" if replacements == 1 else f"{replacements} times"
+    return ToolResult(
+        f"Edited {shown} (replaced {times}):\n{diff}",
+        details={"path": shown, "replacements": replacements, "diff": diff},
+    )
 
 
 def _capped(diff: str) -> str:

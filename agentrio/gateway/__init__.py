@@ -1,0 +1,41 @@
+"""Agent sessions for other programs: the Agent Client Protocol (ACP) over
+stdio (``serve_stdio``) and over WebSocket with a web console
+(``serve_websocket``), on a ``SessionHub`` opened by ``open_hub``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from ..journal import Store
+from ..supervisors import Runtime
+from .acp.sessions import SessionHub, SpecFactory
+from .agents import AgentFactory, SpecError
+
+__all__ = ["AgentFactory", "SessionHub", "SpecError", "default_db", "open_hub"]
+
+
+def default_db() -> Path:
+    """``$AGENTRIO_DB``, else ``sessions.db`` in agentrio's folder of the
+    user's data directory (``$XDG_DATA_HOME``, else ``~/.local/share``)."""
+    if variable := os.environ.get("AGENTRIO_DB"):
+        return Path(variable)
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "agentrio" / "sessions.db"
+
+
+@asynccontextmanager
+async def open_hub(
+    store: Store, spec_for: SpecFactory, default_cwd: Path | None = None, *, route_files: bool = False
+) -> AsyncIterator[SessionHub]:
+    """A hub on a Runtime over ``store`` (see ``SessionHub``); leaving stops
+    the pumps, then disposes every agent."""
+    async with Runtime(store) as runtime, trio.open_nursery() as nursery:
+        try:
+            yield SessionHub(runtime, spec_for, nursery, default_cwd, route_files=route_files)
+        finally:
+            nursery.cancel_scope.cancel()

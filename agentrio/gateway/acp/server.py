@@ -1,0 +1,133 @@
+"""The ACP agent side of one client connection."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError, Transport
+from .sessions import Session, SessionHub, prompt_text
+
+PROTOCOL_VERSION = 1
+
+
+def _version() -> str:
+    try:
+        return version("agentrio")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _param(params: Any, name: str, kind: type) -> Any:
+    value = params.get(name) if isinstance(params, dict) else None
+    if not isinstance(value, kind):
+        raise RpcError(INVALID_PARAMS, f"{name} must be a {kind.__name__}")
+    return value
+
+
+class AcpConnection:
+    """Serves the ACP methods to one client. Sessions are shared through the
+    hub: a client works on the sessions it created or loaded, and leaving
+    detaches it without stopping them."""
+
+    def __init__(self, hub: SessionHub, transport: Transport, **queue: int) -> None:
+        self.hub = hub
+        self.peer = Peer(transport, self._handle, **queue)
+        self._attached: dict[str, Session] = {}
+        #: Whether the client offered to read and write files for its sessions.
+        self._offers_files = False
+        self._methods = {
+            "initialize": self.initialize,
+            "authenticate": self.authenticate,
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/list": self.list_sessions,
+            "session/prompt": self.prompt,
+            "session/cancel": self.cancel,
+            "_agentrio/steer": self.steer,
+            "_agentrio/followup": self.followup,
+        }
+
+    async def run(self) -> None:
+        try:
+            await self.peer.run()
+        finally:
+            for session in self._attached.values():
+                session.detach(self.peer)
+
+    async def _handle(self, method: str, params: Any) -> Any:
+        try:
+            handler = self._methods[method]
+        except KeyError:
+            raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r}") from None
+        return await handler(params if params is not None else {})
+
+    def _session(self, params: Any) -> Session:
+        session_id = _param(params, "sessionId", str)
+        if (session := self._attached.get(session_id)) is None:
+            self.hub.get(session_id)  # says whether it exists at all
+            raise RpcError(INVALID_PARAMS, f"session {session_id!r} is not loaded on this connection")
+        return session
+
+    # -- methods ----------------------------------------------------------------
+
+    async def initialize(self, params: Any) -> dict[str, Any]:
+        _param(params, "protocolVersion", int)
+        capabilities = params.get("clientCapabilities")
+        fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
+        self._offers_files = isinstance(fs, dict) and fs.get("readTextFile") is True and fs.get("writeTextFile") is True
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {"list": {}},
+            },
+            "agentInfo": {"name": "agentrio", "title": "agentrio", "version": _version()},
+            "authMethods": [],
+        }
+
+    async def authenticate(self, params: Any) -> dict[str, Any]:
+        return {}
+
+    def _cwd(self, params: Any) -> Path:
+        cwd = params.get("cwd") if isinstance(params, dict) else None
+        return Path(cwd) if isinstance(cwd, str) and cwd else self.hub.default_cwd
+
+    async def new_session(self, params: Any) -> dict[str, Any]:
+        cwd = self._cwd(params)
+        session = await self.hub.new(cwd, params.get("mcpServers") or [])
+        await self._attach(session, replay=False)
+        return {"sessionId": session.id}
+
+    async def load_session(self, params: Any) -> dict[str, Any]:
+        session_id = _param(params, "sessionId", str)
+        cwd = self._cwd(params)
+        session = await self.hub.load(session_id, cwd, params.get("mcpServers") or [])
+        await self._attach(session, replay=True)
+        return {}
+
+    async def _attach(self, session: Session, *, replay: bool) -> None:
+        await session.attach(self.peer, replay=replay, files=self._offers_files)
+        self._attached[session.id] = session
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        return {"sessions": await self.hub.listing()}
+
+    async def prompt(self, params: Any) -> dict[str, Any]:
+        session = self._session(params)
+        text = prompt_text(params.get("prompt"))
+        return {"stopReason": await session.prompt(text, self.peer)}
+
+    async def cancel(self, params: Any) -> None:
+        await self._session(params).cancel()
+
+    async def steer(self, params: Any) -> dict[str, Any]:
+        session = self._session(params)
+        return {"inputId": await session.steer(prompt_text(params.get("prompt")), self.peer)}
+
+    async def followup(self, params: Any) -> dict[str, Any]:
+        session = self._session(params)
+        return {"inputId": await session.followup(prompt_text(params.get("prompt")), self.peer)}

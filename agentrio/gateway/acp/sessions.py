@@ -1,0 +1,460 @@
+"""Live sessions shared by every client of one gateway.
+
+A ``Session`` is one agent and the clients attached to it. Its pump is the
+only reader of the agent's events: it turns each into ACP updates and queues
+them on every attached client without ever waiting (a client that cannot
+keep up is dropped by its own bounded queue, see ``Peer``), so no client
+slows the agent or another client.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from ... import events as ev
+from ...actors import Agent, AgentScope, AgentSpec, Subscription
+from ...journal import SessionNotFound
+from ...mailbox import QueuedInput
+from ...messages import ToolCall, UserMessage
+from ...supervisors import Runtime
+from ...tools import Tool
+from ...tools.permissions import decide
+from .files import FILE_TOOLS, ClientFiles, through_client
+from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
+from .updates import STOP_REASONS, UpdateMapper, text_block
+
+log = logging.getLogger("agentrio.gateway")
+
+RESOURCE_NOT_FOUND = -32002
+
+PERMISSION_OPTIONS = [
+    {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"},
+]
+
+#: ``spec_for(cwd)``: the spec of a new session's agent working in ``cwd``.
+SpecFactory = Callable[[Path], AgentSpec]
+
+
+class RememberedChoices:
+    """A session's permission policy: the configured one, except that a tool
+    the person answered "always" for is no longer asked about. It only ever
+    replaces an ``ask``; a policy's ``deny`` stands."""
+
+    def __init__(self, policy: Callable[..., Any] | None) -> None:
+        self._policy = policy
+        self.always: dict[str, str] = {}
+
+    async def __call__(self, call: ToolCall, tool: Tool) -> str:
+        if self._policy is None:
+            return "allow"
+        decision = await decide(self._policy, call, tool)
+        if decision == "ask" and tool.name in self.always:
+            return self.always[tool.name]
+        return decision
+
+
+@attrs.define(eq=False)
+class _Prompt:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    stop_reason: str = "aborted"
+    error: str | None = None
+
+
+@attrs.define(eq=False)
+class _Approval:
+    event: ev.ApprovalRequest
+    call_id: str
+    settled: bool = False
+    #: One per client it is offered to.
+    offers: list[trio.CancelScope] = attrs.field(factory=list)
+
+    def settle(self) -> None:
+        self.settled = True
+        for scope in self.offers:
+            scope.cancel()
+
+
+def _title(messages: tuple[Any, ...]) -> str | None:
+    """A session's first prompt, shortened, to tell it apart in a list."""
+    for message in messages:
+        if isinstance(message, UserMessage) and (text := " ".join(message.text.split())):
+            return text if len(text) <= 60 else text[:59] + "…"
+    return None
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+class Session:
+    """One agent and its attached clients.
+
+    Every attached client sees the session's updates in the order the agent
+    emitted them. A prompt's response is queued after every update of the
+    run that answered it (the pump resolves prompts when it handles that
+    run's ``agent_end``). Approvals are offered to every attached client; the
+    first answer counts, and a request nobody can answer waits for the next
+    client that attaches.
+
+    A client that loads the session gets the committed history and what is
+    in flight (the message streaming, the calls running) at a moment when
+    the pump has handled every event emitted so far, then the live updates:
+    nothing missing, nothing twice. (A child agent's own transcript is not
+    part of its parent's history: it is shown live only.)
+    """
+
+    def __init__(
+        self, agent: Agent, cwd: Path, choices: RememberedChoices, files: ClientFiles, nursery: trio.Nursery
+    ) -> None:
+        self.agent = agent
+        self.id = agent.session_id
+        self.cwd = cwd
+        self.choices = choices
+        self.files = files
+        self.peers: list[Peer] = []
+        self.status = "idle"
+        #: Agent ids of the child agents seen at work in this session.
+        self.children: set[str] = set()
+        self._nursery = nursery
+        self._mapper = UpdateMapper(cwd)
+        self._origins: dict[str, Peer | None] = {}
+        self._prompts: dict[str, _Prompt] = {}
+        self._claimed: list[_Prompt] = []
+        self._approvals: dict[str, _Approval] = {}
+        self._events: Subscription | None = None
+        self._drained = trio.Event()
+
+    # -- clients ----------------------------------------------------------------
+
+    async def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
+        """Attach ``peer``; with ``replay``, first send it the history and
+        what is in flight (from the same moment, and with no checkpoint
+        before it is attached, so nothing falls in between). With ``files``,
+        the client offered to read and write the session's files."""
+        if replay:
+            await self._caught_up()
+            for update in self._mapper.replay(self.agent.messages):
+                self._send(peer, update)
+            self._send(peer, self._status_update())
+        if files:
+            self.files.offer(peer)
+        if peer not in self.peers:
+            self.peers.append(peer)
+        for approval in self._approvals.values():
+            self._nursery.start_soon(self._offer, approval, peer)
+
+    def detach(self, peer: Peer) -> None:
+        if peer in self.peers:
+            self.peers.remove(peer)
+
+    def _send(self, peer: Peer, update: dict[str, Any]) -> None:
+        peer.notify("session/update", {"sessionId": self.id, "update": update})
+
+    def _broadcast(self, update: dict[str, Any], *, skip: Peer | None = None) -> None:
+        for peer in list(self.peers):
+            if peer is not skip:
+                self._send(peer, update)
+
+    def _status_update(self) -> dict[str, Any]:
+        return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": {"status": self.status}}}
+
+    # -- input ------------------------------------------------------------------
+
+    async def prompt(self, text: str, origin: Peer | None) -> str:
+        """Run ``text`` as a follow-up; the ACP stop reason of the run that
+        handled it. An error stop is raised as ``RpcError``."""
+        queued = self._queued(text, origin)
+        prompt = self._prompts[queued.id] = _Prompt()
+        try:
+            await self.agent.followup(queued)
+            try:
+                await prompt.done.wait()
+            finally:
+                if not prompt.done.is_set():
+                    # The client went away first: withdraw the prompt if no turn took it yet.
+                    with trio.CancelScope(shield=True):
+                        await self.agent.withdraw(queued.id)
+        finally:
+            del self._prompts[queued.id]
+        if (stop := STOP_REASONS.get(prompt.stop_reason)) is None:
+            raise RpcError(INTERNAL_ERROR, f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
+                           {"stopReason": prompt.stop_reason})
+        return stop
+
+    async def steer(self, text: str, origin: Peer | None) -> str:
+        return (await self.agent.steer(self._queued(text, origin))).id
+
+    async def followup(self, text: str, origin: Peer | None) -> str:
+        return (await self.agent.followup(self._queued(text, origin))).id
+
+    def _queued(self, text: str, origin: Peer | None) -> QueuedInput:
+        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(text))
+        self._origins[queued.id] = origin
+        return queued
+
+    async def cancel(self) -> None:
+        await self.agent.cancel()
+
+    # -- the pump ---------------------------------------------------------------
+
+    async def pump(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with self.agent.subscribe() as events:
+            self._events = events
+            task_status.started()
+            while True:
+                if not events:
+                    self._drained.set()
+                    self._drained = trio.Event()
+                try:
+                    event = await events.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                try:
+                    self._on_event(event)
+                except Exception:
+                    log.exception("session %s: could not forward %s", self.id, event.type)
+        self._events = None
+        self._drained.set()
+        for prompt in self._prompts.values():
+            prompt.done.set()  # the agent is gone: its prompts end as aborted
+
+    async def _caught_up(self) -> None:
+        """Return at a moment when the pump has handled every event emitted
+        so far: it waits in ``receive`` on an empty channel (an event handed
+        to it would have taken it off the waiting list). A pump that never
+        gets there (an agent streaming without pause) is given up on after a
+        while: the client may then see a few updates twice."""
+        for _ in range(100):
+            events = self._events
+            if events is None or (not events and events.reader_waiting):
+                return
+            await self._drained.wait()
+
+    def _on_event(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Inbox):
+            self._on_inbox(event)
+        elif isinstance(event, ev.AgentStart | ev.AgentEnd):
+            self.status = "running" if isinstance(event, ev.AgentStart) else "idle"
+            self._broadcast(self._status_update())
+        for update in self._mapper.updates(event):
+            self._broadcast(update)
+        if isinstance(event, ev.ChildEvent):
+            self.children.update(event.path)
+        inner = event.event if isinstance(event, ev.ChildEvent) else event
+        if isinstance(inner, ev.ApprovalRequest):
+            approval = _Approval(inner, self._mapper.call_id(event, inner.call.id))
+            self._approvals[approval.call_id] = approval
+            for peer in list(self.peers):
+                self._nursery.start_soon(self._offer, approval, peer)
+        elif isinstance(inner, ev.ToolExecutionEnd):
+            self._settle(self._mapper.call_id(event, inner.tool_call_id))
+        elif isinstance(inner, ev.AgentEnd):
+            for call_id in [c for c, a in self._approvals.items() if a.event.agent_id == inner.agent_id]:
+                self._settle(call_id)
+            if inner is event:
+                for prompt in self._claimed:
+                    prompt.stop_reason, prompt.error = inner.stop_reason, inner.error
+                    prompt.done.set()
+                self._claimed.clear()
+
+    def _on_inbox(self, event: ev.Inbox) -> None:
+        claimed = event.reason == "claim"
+        for item in event.removed:
+            origin = self._origins.pop(item.id, None)
+            prompt = self._prompts.get(item.id)
+            if claimed:
+                # The input becomes part of the transcript: show it to the other clients.
+                update = {"sessionUpdate": "user_message_chunk", "content": text_block(item.message.text)}
+                self._broadcast(update, skip=origin)
+                if prompt is not None:
+                    self._claimed.append(prompt)
+            elif prompt is not None:
+                prompt.done.set()  # discarded before any turn took it: cancelled
+
+    # -- approvals --------------------------------------------------------------
+
+    def _settle(self, call_id: str) -> None:
+        if (approval := self._approvals.pop(call_id, None)) is not None:
+            approval.settle()
+
+    async def _offer(self, approval: _Approval, peer: Peer) -> None:
+        request = {
+            "sessionId": self.id,
+            "toolCall": self._mapper.permission_request(approval.event, approval.call_id),
+            "options": PERMISSION_OPTIONS,
+        }
+        if approval.settled:
+            return
+        with trio.CancelScope() as scope:
+            approval.offers.append(scope)
+            try:
+                response = await peer.request("session/request_permission", request)
+            except (PeerGone, RpcError) as exc:
+                log.info("session %s: a client did not answer a permission request: %s", self.id, exc)
+                return
+            finally:
+                approval.offers.remove(scope)
+        if approval.settled:
+            return
+        self._settle(approval.call_id)  # the first answer wins
+        await self._answer(approval, response)
+
+    async def _answer(self, approval: _Approval, response: Any) -> None:
+        outcome = response.get("outcome") if isinstance(response, dict) else None
+        option = outcome.get("optionId") if isinstance(outcome, dict) else None
+        kinds = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
+        kind = kinds.get(option, "reject_once")  # "cancelled", or nonsense: refuse
+        event = approval.event
+        if kind.endswith("_always"):
+            self.choices.always[event.tool_name] = "allow" if kind.startswith("allow") else "deny"
+        agent = self.agent.runtime.registry.get(event.agent_id)
+        if agent is None:
+            return
+        decision = "approve" if kind.startswith("allow") else "deny"
+        reason = None if decision == "approve" else "the user rejected this tool call"
+        try:
+            await agent.answer(event.request_id, decision, reason)
+        except (LookupError, ValueError):
+            pass  # settled meanwhile (a cancel, another client)
+
+
+def prompt_text(prompt: Any) -> str:
+    """The text of an ACP prompt: its text blocks and embedded text resources."""
+    if not isinstance(prompt, list):
+        raise RpcError(INVALID_PARAMS, "prompt must be a list of content blocks")
+    parts = []
+    for block in prompt:
+        if not isinstance(block, dict):
+            raise RpcError(INVALID_PARAMS, "a content block is an object")
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") == "resource" and isinstance(resource := block.get("resource"), dict):
+            if isinstance(resource.get("text"), str):
+                parts.append(f"<file uri={resource.get('uri', '')!r}>\n{resource['text']}\n</file>")
+        elif block.get("type") == "resource_link" and isinstance(block.get("uri"), str):
+            parts.append(f"[{block.get('name') or block['uri']}]({block['uri']})")
+        else:
+            raise RpcError(INVALID_PARAMS, f"unsupported content block type {block.get('type')!r}")
+    if not parts:
+        raise RpcError(INVALID_PARAMS, "the prompt has no text")
+    return "\n\n".join(parts)
+
+
+class SessionHub:
+    """The gateway's sessions: at most one live agent per session id, in one
+    Runtime; pumps and approval requests run in the hub's nursery. Sessions
+    stay live while the gateway runs, whoever is attached."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        spec_for: SpecFactory,
+        nursery: trio.Nursery,
+        default_cwd: Path | None = None,
+        *,
+        route_files: bool = False,
+    ) -> None:
+        self.runtime = runtime
+        #: Whether the spec's read/write/edit are agentrio's built-ins, which
+        #: then go through a client that offers its files (see ``files``).
+        self.route_files = route_files
+        #: The workspace of a session whose client names none (the console).
+        self.default_cwd = (default_cwd or Path.cwd()).resolve()
+        self._spec_for = spec_for
+        self.nursery = nursery
+        self.sessions: dict[str, Session] = {}
+        self._lock = trio.Lock()
+
+    async def new(self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
+        async with self._lock:
+            return await self._start(f"session_{uuid.uuid4().hex[:12]}", cwd, mcp_servers)
+
+    async def load(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
+        """The live session ``session_id``, or restored from the store."""
+        async with self._lock:
+            if (session := self.sessions.get(session_id)) is not None:
+                return session
+            try:
+                await self.runtime.store.load_session(session_id)
+            except SessionNotFound:
+                raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
+            return await self._start(session_id, cwd, mcp_servers)
+
+    def get(self, session_id: Any) -> Session:
+        if not isinstance(session_id, str) or (session := self.sessions.get(session_id)) is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"no live session {session_id!r}: create or load it first")
+        return session
+
+    async def listing(self) -> list[dict[str, Any]]:
+        summaries = {s.info.session_id: s for s in await self.runtime.store.list_summaries()}
+        children = set().union(*(session.children for session in self.sessions.values()))
+        listed = []
+        for session_id, summary in sorted(summaries.items(), key=lambda item: -item[1].updated_at):
+            if session_id in children:
+                continue  # a child agent's session: shown within its parent's
+            live = self.sessions.get(session_id)
+            info: dict[str, Any] = {
+                "sessionId": session_id,
+                "cwd": str(live.cwd if live else self.default_cwd),
+                "updatedAt": _iso(summary.updated_at),
+                "_meta": {"agentrio": {"messages": summary.messages, "status": live.status if live else "stored"}},
+            }
+            if live is not None and (title := _title(live.agent.messages)):
+                info["title"] = title
+            listed.append(info)
+        return listed
+
+    async def _start(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:
+        if not cwd.is_dir():
+            raise RpcError(INVALID_PARAMS, f"cwd {str(cwd)!r} is not a directory")
+        spec = self._spec_for(cwd)
+        choices = RememberedChoices(spec.permission)
+        files = ClientFiles(session_id)
+        tools = spec.tools
+        if self.route_files:
+            tools = tuple(through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in tools)
+        spec = attrs.evolve(spec, permission=choices, tools=tools)
+        servers = [_stdio_server(s) for s in mcp_servers]
+
+        async def setup(agent: Agent, scope: AgentScope) -> None:
+            if servers:
+                from ...tools.mcp import mcp_server  # the optional `mcp` extra
+
+                for name, command, args, env in servers:
+                    server = await scope.enter_async_context(
+                        mcp_server(command, args, name=name, env=env, cwd=cwd, prefix=f"{name}_")
+                    )
+                    agent.tools.update(server.tools_by_name())
+
+        try:
+            agent = await self.runtime.create(spec, session_id=session_id, setup=setup if servers else None)
+        except ImportError as exc:
+            raise RpcError(INVALID_PARAMS, f"MCP servers need agentrio's `mcp` extra: {exc}") from None
+        except Exception as exc:
+            log.exception("starting a session failed")
+            raise RpcError(INTERNAL_ERROR, f"could not start the session: {exc}") from None
+        session = Session(agent, cwd, choices, files, self.nursery)
+        await self.nursery.start(session.pump)
+        self.sessions[agent.session_id] = session
+        return session
+
+
+def _stdio_server(server: Any) -> tuple[str, str, list[str], dict[str, str]]:
+    if not isinstance(server, dict) or server.get("type", "stdio") != "stdio":
+        raise RpcError(INVALID_PARAMS, "only stdio MCP servers are supported")
+    name, command, args = server.get("name"), server.get("command"), server.get("args", [])
+    if not isinstance(name, str) or not isinstance(command, str) or not isinstance(args, list):
+        raise RpcError(INVALID_PARAMS, "an MCP server needs a name, a command and args")
+    env = {e["name"]: e["value"] for e in server.get("env", []) if isinstance(e, dict) and "name" in e}
+    return name, command, [str(a) for a in args], env

@@ -1,0 +1,253 @@
+"""agentrio's events and messages as ACP ``session/update`` payloads.
+
+Pure mapping: what to say, not whom to tell. Tool calls become ``tool_call``
+(``pending``, with the arguments complete) when the assistant message that
+asks for them is settled, then ``tool_call_update`` with ``in_progress`` and
+``completed`` or ``failed``. A child agent's updates carry its path in
+``_meta.agentrio`` and prefix its tool call ids with its agent id, so they
+never collide with the parent's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ... import events as ev
+from ...messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
+from ...models import events as stream
+
+#: ACP's tool kinds, by built-in tool name; anything else is ``other``.
+TOOL_KINDS = {
+    "read": "read",
+    "write": "edit",
+    "edit": "edit",
+    "ls": "search",
+    "glob": "search",
+    "grep": "search",
+    "bash": "execute",
+}
+
+#: agentrio's run stop reasons as ACP stop reasons; the others are errors.
+STOP_REASONS = {
+    "completed": "end_turn",
+    "permission_denied": "end_turn",
+    "max_tokens": "max_tokens",
+    "max_turns": "max_turn_requests",
+    "max_tool_calls": "max_turn_requests",
+    "blocked": "refusal",
+    "aborted": "cancelled",
+}
+
+#: How much of a running tool's progress output a client is shown.
+MAX_PROGRESS_CHARS = 16_000
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _content(text: str) -> dict[str, Any]:
+    return {"type": "content", "content": text_block(text)}
+
+
+def _with_meta(update: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
+    if meta is not None:
+        ours = update.setdefault("_meta", {}).setdefault("agentrio", {})
+        ours.update(meta["agentrio"])
+    return update
+
+
+class ToolCallView:
+    """How one tool call is shown: title, kind, locations, diff."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def _path(self, value: Any) -> str | None:
+        if not isinstance(value, str) or not value:
+            return None
+        return str((self.cwd / value).resolve()) if not Path(value).is_absolute() else value
+
+    def title(self, name: str, args: dict[str, Any]) -> str:
+        for key in ("command", "path", "pattern", "task"):
+            if isinstance(value := args.get(key), str) and value:
+                first = value.splitlines()[0] if value.strip() else value
+                return f"{name}: {first[:120]}"
+        return name
+
+    def start(self, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "sessionUpdate": "tool_call",
+            "toolCallId": call_id,
+            "title": self.title(name, args),
+            "kind": TOOL_KINDS.get(name, "other"),
+            "status": "pending",
+            "rawInput": args,
+        }
+        if (path := self._path(args.get("path"))) is not None:
+            update["locations"] = [{"path": path}]
+        if diff := self.diff(name, args):
+            update["content"] = diff
+        return update
+
+    def diff(self, name: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+        path = self._path(args.get("path"))
+        if path is None:
+            return []
+        if name == "edit" and isinstance(args.get("old_string"), str) and isinstance(args.get("new_string"), str):
+            return [{"type": "diff", "path": path, "oldText": args["old_string"], "newText": args["new_string"]}]
+        if name == "write" and isinstance(args.get("content"), str):
+            return [{"type": "diff", "path": path, "newText": args["content"]}]
+        return []
+
+    def end(
+        self, call_id: str, call: ToolCall | None, result: ToolResultMessage, duration: float | None = None
+    ) -> dict[str, Any]:
+        content = self.diff(result.tool_name, call.arguments) if call and not result.is_error else []
+        text = result.text
+        if text:
+            content.append(_content(text))
+        update: dict[str, Any] = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "failed" if result.is_error else "completed",
+            "content": content,
+        }
+        if result.details is not None:
+            update["rawOutput"] = result.details
+        if duration:
+            # From dispatch to completion: results are committed in model
+            # order, so a fast call's update may wait for a slower one.
+            update["_meta"] = {"agentrio": {"duration": round(duration, 4)}}
+        return update
+
+
+class UpdateMapper:
+    """Turns one session's live events into ACP updates. It remembers the
+    arguments of open tool calls and the progress they reported, so it must
+    see the events of its session in order. It also keeps what is not yet
+    in committed history, for a client that attaches now (``replay``)."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.view = ToolCallView(cwd)
+        self._calls: dict[str, ToolCall] = {}
+        self._progress: dict[str, str] = {}
+        #: Messages of the open step: history holds them only once it ends.
+        self._step: list[Message] = []
+        #: The top-level message streaming now, as [kind, text] runs.
+        self._streaming: list[list[str]] = []
+        self._running: set[str] = set()
+
+    def replay(self, committed: tuple[Message, ...]) -> list[dict[str, Any]]:
+        """The updates that show a client the session as it is now: its
+        committed history, the messages of the open step, the message
+        streaming and the calls running. ``committed`` must be read when
+        this mapper has seen every event emitted so far."""
+        # The step may have ended in history before its step_end is emitted.
+        tail = committed[len(committed) - len(self._step):] if self._step else ()
+        step = [m for m in self._step if not any(m is c for c in tail)]
+        updates = history_updates([*committed, *step], self.view)
+        updates += [{"sessionUpdate": kind, "content": text_block(text)} for kind, text in self._streaming]
+        for call_id in self._running:
+            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+            if progress := self._progress.get(call_id):
+                update["content"] = [_content(progress)]
+            updates.append(update)
+        return updates
+
+    def _track(self, event: ev.Event) -> None:
+        """Keep what ``replay`` needs current with a top-level event."""
+        if isinstance(event, ev.MessageEnd):
+            self._step.append(event.message)
+        elif isinstance(event, ev.StepEnd):
+            self._step = []
+        if isinstance(event, ev.MessageStart | ev.MessageEnd | ev.MessageDiscard):
+            self._streaming = []
+        elif isinstance(event, ev.MessageUpdate) and isinstance(event.delta, stream.TextDelta | stream.ThinkingDelta):
+            kind = "agent_message_chunk" if isinstance(event.delta, stream.TextDelta) else "agent_thought_chunk"
+            if event.delta.text:
+                if self._streaming and self._streaming[-1][0] == kind:
+                    self._streaming[-1][1] += event.delta.text
+                else:
+                    self._streaming.append([kind, event.delta.text])
+        elif isinstance(event, ev.ToolExecutionStart) and event.mode is not None:
+            self._running.add(event.tool_call_id)
+        elif isinstance(event, ev.ToolExecutionEnd):
+            self._running.discard(event.tool_call_id)
+
+    def updates(self, event: ev.Event) -> list[dict[str, Any]]:
+        meta = None
+        prefix = ""
+        if isinstance(event, ev.ChildEvent):
+            meta = {"agentrio": {"path": event.path, "names": event.names}}
+            prefix = event.event.agent_id + "/"
+            event = event.event
+        else:
+            self._track(event)
+        return [_with_meta(update, meta) for update in self._updates(event, prefix)]
+
+    def call_id(self, event: ev.Event, tool_call_id: str) -> str:
+        return tool_call_id if not isinstance(event, ev.ChildEvent) else f"{event.event.agent_id}/{tool_call_id}"
+
+    def _updates(self, event: ev.Event, prefix: str) -> list[dict[str, Any]]:
+        if isinstance(event, ev.MessageUpdate):
+            delta = event.delta
+            if isinstance(delta, stream.TextDelta) and delta.text:
+                return [{"sessionUpdate": "agent_message_chunk", "content": text_block(delta.text)}]
+            if isinstance(delta, stream.ThinkingDelta) and delta.text:
+                return [{"sessionUpdate": "agent_thought_chunk", "content": text_block(delta.text)}]
+            return []
+        if isinstance(event, ev.MessageEnd) and isinstance(event.message, AssistantMessage):
+            updates = []
+            for call in event.message.tool_calls:
+                self._calls[prefix + call.id] = call
+                updates.append(self.view.start(prefix + call.id, call.name, call.arguments))
+            return updates
+        if isinstance(event, ev.ToolExecutionStart) and event.mode is not None:
+            return [{"sessionUpdate": "tool_call_update", "toolCallId": prefix + event.tool_call_id,
+                     "status": "in_progress"}]
+        if isinstance(event, ev.ToolExecutionUpdate):
+            call_id = prefix + event.tool_call_id
+            progress = event.progress if isinstance(event.progress, str) else json.dumps(event.progress)
+            shown = (self._progress.get(call_id, "") + progress)[-MAX_PROGRESS_CHARS:]
+            self._progress[call_id] = shown
+            return [{"sessionUpdate": "tool_call_update", "toolCallId": call_id, "content": [_content(shown)]}]
+        if isinstance(event, ev.ToolExecutionEnd):
+            call_id = prefix + event.tool_call_id
+            self._progress.pop(call_id, None)
+            return [self.view.end(call_id, self._calls.pop(call_id, None), event.result, event.duration)]
+        return []
+
+    def permission_request(self, event: ev.ApprovalRequest, call_id: str) -> dict[str, Any]:
+        """The ``toolCall`` of a ``session/request_permission``."""
+        call = event.call
+        update = self.view.start(call_id, call.name, call.arguments)
+        del update["sessionUpdate"]
+        content = update.setdefault("content", [])
+        if event.summary:
+            content.append(_content(event.summary))
+        return update
+
+
+def history_updates(messages: tuple[Message, ...] | list[Message], view: ToolCallView) -> list[dict[str, Any]]:
+    """A session's committed history as the updates that would have shown it."""
+    updates: list[dict[str, Any]] = []
+    calls: dict[str, ToolCall] = {}
+    for message in messages:
+        if isinstance(message, UserMessage):
+            if text := message.text:
+                updates.append({"sessionUpdate": "user_message_chunk", "content": text_block(text)})
+        elif isinstance(message, AssistantMessage):
+            for part in message.content:
+                if isinstance(part, Thinking) and part.text:
+                    updates.append({"sessionUpdate": "agent_thought_chunk", "content": text_block(part.text)})
+                elif isinstance(part, Text) and part.text:
+                    updates.append({"sessionUpdate": "agent_message_chunk", "content": text_block(part.text)})
+                elif isinstance(part, ToolCall):
+                    calls[part.id] = part
+                    updates.append(view.start(part.id, part.name, part.arguments))
+        elif isinstance(message, ToolResultMessage):
+            updates.append(view.end(message.tool_call_id, calls.get(message.tool_call_id), message))
+    return updates

@@ -1,0 +1,100 @@
+"""What a gateway session's agent is made of, from the command's options."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..actors import AgentSpec
+from ..models import from_string
+from ..models.model_string import PROVIDERS
+from ..tools.builtin import coding_tools
+from ..tools.permissions import Decision, allow_all, read_only
+
+PERMISSIONS = ("ask", "allow", "read-only")
+
+SYSTEM_PROMPT = """\
+You are a coding agent working in the directory {cwd}. Use the tools to look \
+before you change anything, keep changes small, and say briefly what you did."""
+
+
+def refuse_side_effects(call: Any, tool: Any) -> Decision:
+    """Calls that only look run; any side effect is refused, never asked."""
+    if read_only(call, tool) == "allow":
+        return Decision("allow")
+    return Decision("deny", f"{call.name} has side effects and this session is read-only")
+
+
+POLICIES = {"ask": read_only, "allow": allow_all, "read-only": refuse_side_effects}
+
+
+class SpecError(ValueError):
+    """The options cannot make an agent (no model, a bad --spec)."""
+
+
+@attrs.frozen
+class AgentFactory:
+    """``factory(cwd) -> AgentSpec``: with ``spec`` (``MODULE:ATTR``), the
+    user's ``AgentSpec``, or what their callable returns for ``cwd``;
+    otherwise an agent on ``model`` with the built-in coding tools rooted
+    at ``cwd``. ``permission`` applies to both."""
+
+    model: str | None = None
+    base_url: str | None = None
+    permission: str = "ask"
+    spec: str | None = None
+
+    def check(self) -> None:
+        """Fail now, with a clear message, rather than at the first session."""
+        if self.permission not in POLICIES:
+            raise SpecError(f"--permission must be one of {', '.join(PERMISSIONS)}")
+        if self.spec is None:
+            self._model()
+        else:
+            self._user_spec()
+
+    def __call__(self, cwd: Path) -> AgentSpec:
+        policy = POLICIES[self.permission]
+        if self.spec is not None:
+            found = self._user_spec()
+            spec = found if isinstance(found, AgentSpec) else found(cwd)
+            if not isinstance(spec, AgentSpec):
+                raise SpecError(f"{self.spec} returned {spec!r}, not an AgentSpec")
+            return spec if spec.permission is not None else attrs.evolve(spec, permission=policy)
+        return AgentSpec(
+            "agentrio",
+            self._model(),
+            system_prompt=SYSTEM_PROMPT.format(cwd=cwd),
+            tools=coding_tools(cwd),
+            permission=policy,
+        )
+
+    def _model(self) -> Any:
+        if not self.model:
+            raise SpecError("no model: give --model provider:model, set $AGENTRIO_MODEL, or give --spec MODULE:ATTR")
+        options: dict[str, Any] = {}
+        if self.base_url:
+            options["base_url"] = self.base_url
+            prefix = self.model.partition(":")[0]
+            if prefix in PROVIDERS and not os.environ.get(PROVIDERS[prefix][1]):
+                options["api_key"] = None  # a compatible local server may need none
+        try:
+            return from_string(self.model, **options)
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+
+    def _user_spec(self) -> Any:
+        module_name, _, attribute = (self.spec or "").partition(":")
+        if not module_name or not attribute:
+            raise SpecError(f"--spec takes MODULE:ATTR, got {self.spec!r}")
+        try:
+            found = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise SpecError(f"--spec {self.spec}: {exc}") from None
+        if not isinstance(found, AgentSpec) and not callable(found):
+            raise SpecError(f"--spec {self.spec} is neither an AgentSpec nor a callable")
+        return found

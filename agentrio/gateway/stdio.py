@@ -1,0 +1,56 @@
+"""ACP over stdin/stdout: one JSON-RPC message per line."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import trio
+
+from .acp.server import AcpConnection
+from .acp.sessions import SessionHub
+
+#: Longest line read from stdin; a longer one ends the connection.
+MAX_LINE = 16 * 1024 * 1024
+
+
+class LineTransport:
+    """Newline-delimited messages over a pair of byte streams."""
+
+    def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
+        self._receive = receive
+        self._send_stream = send
+        self._buffer = bytearray()
+
+    async def receive(self) -> str | None:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                if line.strip():
+                    return line.decode("utf-8", errors="replace")
+                continue
+            if len(self._buffer) > MAX_LINE:
+                raise ValueError(f"a message longer than {MAX_LINE} bytes")
+            data = await self._receive.receive_some(65536)
+            if not data:
+                return None
+            self._buffer += data
+
+    async def send(self, text: str) -> None:
+        await self._send_stream.send_all(text.encode() + b"\n")
+
+
+async def serve_stdio(hub: SessionHub) -> None:
+    """Serve one client on this process's stdin and stdout until stdin ends."""
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
+    # The protocol owns the real stdout now; a stray print goes to stderr.
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    async with stdin, stdout:
+        # A large queue: the only client of the process is dropped, and the
+        # process ends, only if it stops reading altogether.
+        connection = AcpConnection(hub, LineTransport(stdin, stdout), queue_size=65536)
+        await connection.run()

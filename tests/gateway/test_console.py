@@ -1,0 +1,77 @@
+"""The web console in headless Chromium: open it with the token, prompt,
+watch the answer stream in, approve a permission, cancel a running tool."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import trio
+
+from agentrio import AssistantMessage, Text, Thinking, Tool, ToolCall
+from agentrio.tools.permissions import read_only
+
+from .cdp import open_page
+from .ws_harness import TOKEN, running_gateway
+
+
+async def test_the_console_prompts_streams_approves_and_cancels_in_a_browser(tmp_path: Path):
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+
+    async def forever(args, ctx):
+        await trio.sleep_forever()
+
+    wait = Tool("wait", "Waits until cancelled.", {"type": "object", "properties": {}}, forever)
+    replies = [
+        AssistantMessage([Thinking("The user wants a file; writing needs approval."),
+                          Text("Hello from agentrio! I will create hello.txt for you."),
+                          ToolCall("w1", "write", {"path": "hello.txt", "content": "hi\n"}),
+                          ToolCall("r1", "ls", {"path": "."})]),
+        AssistantMessage([Text("Wrote hello.txt.")]),
+        AssistantMessage([Text("Waiting now."), ToolCall("g1", "wait", {})]),
+    ]
+    async with running_gateway(workspace, replies, tools=[wait], permission=read_only) as gateway:
+        url = f"http://127.0.0.1:{gateway.port}/?token={TOKEN}"
+        async with open_page(url, tmp_path / "profile") as page:
+            await page.wait_until("document.getElementById('connection')?.textContent === 'online'")
+            await page.evaluate("document.getElementById('new-session').click()")
+            await page.wait_until("!document.getElementById('send').disabled")
+
+            await page.evaluate("""
+                document.getElementById('prompt').value = 'Please create hello.txt';
+                document.getElementById('composer').requestSubmit();
+            """)
+            # The answer streams in before the write, which waits for approval.
+            await page.wait_until("document.getElementById('approval').open")
+            streamed = await page.evaluate("document.querySelector('.message.assistant').textContent")
+            assert streamed == "Hello from agentrio! I will create hello.txt for you."
+            assert await page.evaluate("document.querySelector('.message.user').textContent") == (
+                "Please create hello.txt")
+            assert "hello.txt" in await page.evaluate("document.getElementById('approval-title').textContent")
+            assert not (workspace / "hello.txt").exists()
+            await page.screenshot(tmp_path / "approval.png")
+            await page.evaluate("document.querySelector('#approval [data-option=\"allow-once\"]').click()")
+
+            await page.wait_until("document.querySelector('[data-call=\"w1\"]')?.dataset.status === 'completed'")
+            await page.wait_until("[...document.querySelectorAll('.message.assistant')]"
+                                  ".some(m => m.textContent === 'Wrote hello.txt.')")
+            assert (workspace / "hello.txt").read_text() == "hi\n"
+            assert await page.evaluate("document.querySelectorAll('#timeline .lane').length") == 2
+            await page.wait_until("document.getElementById('status').textContent === 'idle'")
+
+            await page.evaluate("""
+                document.getElementById('prompt').value = 'Now wait';
+                document.getElementById('composer').requestSubmit();
+            """)
+            await page.wait_until("document.querySelector('[data-call=\"g1\"]')?.dataset.status === 'in_progress'")
+            await page.wait_until("!document.getElementById('cancel').disabled")
+            await page.evaluate("document.getElementById('cancel').click()")
+            await page.wait_until("document.querySelector('[data-call=\"g1\"]').dataset.status === 'failed'")
+            await page.wait_until("[...document.querySelectorAll('.notice')]"
+                                  ".some(n => n.textContent === 'turn ended: cancelled')")
+            await page.screenshot(tmp_path / "console.png")
+            if shots := os.environ.get("AGENTRIO_SCREENSHOTS"):
+                for name in ("approval.png", "console.png"):
+                    (Path(shots) / name).write_bytes((tmp_path / name).read_bytes())
+        assert gateway.hub.sessions and all(s.agent.status == "idle" for s in gateway.hub.sessions.values())

@@ -1,0 +1,387 @@
+"""ACP over WebSocket: security at the door, many clients per session, and
+no client able to slow the agent or the others."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+import trio_websocket
+
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Limits,
+    ProviderError,
+    ScriptedModel,
+    SQLiteStore,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    agent_tool,
+)
+from agentrio.models.events import Done, StreamStart, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
+from agentrio.tools.builtin import coding_tools
+from agentrio.tools.permissions import read_only
+
+from .ws_harness import TOKEN, connected, running_gateway
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    return tmp_path
+
+
+async def test_a_missing_or_wrong_token_is_refused_before_the_upgrade(workspace):
+    async with running_gateway(workspace, []) as gateway:
+        for url in (gateway.url(token=None), gateway.url(token="wrong")):
+            with pytest.raises(trio_websocket.ConnectionRejected) as refused:
+                async with trio_websocket.open_websocket_url(url):
+                    pass
+            assert refused.value.status_code == 401
+        header = [(b"authorization", f"Bearer {TOKEN}".encode())]
+        async with trio.open_nursery() as nursery:
+            for url, headers in ((gateway.url(token=None), header), (gateway.url(), None)):
+                async with connected(url, nursery, extra_headers=headers) as client:
+                    assert (await client.call("initialize", {"protocolVersion": 1}))["protocolVersion"] == 1
+
+
+async def test_a_foreign_origin_is_refused(workspace):
+    async with running_gateway(workspace, []) as gateway:
+        foreign = [(b"origin", b"http://evil.example")]
+        with pytest.raises(trio_websocket.ConnectionRejected) as refused:
+            async with trio_websocket.open_websocket_url(gateway.url(), extra_headers=foreign):
+                pass
+        assert refused.value.status_code == 403
+        own = [(b"origin", f"http://127.0.0.1:{gateway.port}".encode())]
+        async with trio.open_nursery() as nursery:
+            async with connected(gateway.url(), nursery, extra_headers=own) as client:
+                await client.call("initialize", {"protocolVersion": 1})
+
+
+async def test_an_oversized_message_closes_the_connection_with_1009(workspace):
+    async with running_gateway(workspace, [], max_message=1024) as gateway:
+        async with trio_websocket.open_websocket_url(gateway.url()) as ws:
+            await ws.send_message("x" * 2048)
+            with pytest.raises(trio_websocket.ConnectionClosed) as closed:
+                await ws.get_message()
+            assert closed.value.reason.code == 1009
+
+
+async def test_the_console_is_served_without_a_token_and_other_paths_are_not_found(workspace):
+    async with running_gateway(workspace, []) as gateway:
+        for path, status, needle in (("/", 200, b"<html"), ("/console.js", 200, b"session/prompt"),
+                                     ("/nope", 404, b"not found")):
+            stream = await trio.open_tcp_stream("127.0.0.1", gateway.port)
+            async with stream:
+                await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                data = b""
+                while chunk := await stream.receive_some(65536):
+                    data += chunk
+            assert data.startswith(f"HTTP/1.1 {status}".encode()) and needle in data
+
+
+async def test_two_clients_on_one_session_see_the_same_updates(workspace):
+    replies = [AssistantMessage([Text("Let me look."), ToolCall("c1", "read", {"path": "a.txt"})]),
+               AssistantMessage([Text("It says alpha.")])]
+    async with running_gateway(workspace, replies) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as first, connected(gateway.url(), nursery) as second:
+            session_id = await first.open_session()
+            await second.open_session(load=session_id)
+            assert await first.prompt(session_id, "what is in a.txt?") == "end_turn"
+            await second.wait_for(lambda: second.text() == "Let me look.It says alpha.")
+
+            def shown(client):
+                """The turn as a client saw it: status notes aside, text chunks
+                joined (a client that lags gets them merged)."""
+                updates = []
+                for update in client.updates():
+                    kind = update["sessionUpdate"]
+                    if kind == "session_info_update":
+                        continue
+                    if kind == "agent_message_chunk" and updates and updates[-1]["sessionUpdate"] == kind:
+                        updates[-1] = {**update, "content": {"type": "text", "text": updates[-1]["content"]["text"]
+                                                              + update["content"]["text"]}}
+                    else:
+                        updates.append(update)
+                return updates
+
+            # The other client also sees the prompt that started the turn.
+            assert shown(second)[0] == {"sessionUpdate": "user_message_chunk",
+                                        "content": {"type": "text", "text": "what is in a.txt?"}}
+            assert shown(second)[1:] == shown(first)
+            assert [u["status"] for u in shown(first) if u.get("toolCallId") == "c1"] == [
+                "pending", "in_progress", "completed"]
+
+
+async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_other_client(workspace):
+    # Far more than the stalled client's socket buffers and send queue hold.
+    text = "".join(f"line {i:06d} " + "x" * 1000 + "\n" for i in range(3000))
+    replies = [AssistantMessage([Text(text)]), AssistantMessage([Text(text)])]
+    async with running_gateway(workspace, replies, chunk_size=1024, queue_bytes=1024 * 1024) as gateway:
+        async with trio.open_nursery() as nursery, connected(gateway.url(), nursery) as reader:
+            session_id = await reader.open_session()
+            async with trio_websocket.open_websocket_url(gateway.url()) as stalled:
+                for request in ({"id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+                                {"id": 2, "method": "session/load", "params": {"sessionId": session_id,
+                                                                              "cwd": "", "mcpServers": []}}):
+                    await stalled.send_message(json.dumps({"jsonrpc": "2.0", **request}))
+                # It reads nothing while the agent streams 3 MB to the session.
+                await trio.sleep(0.2)
+                session = gateway.hub.sessions[session_id]
+                started = trio.current_time()
+                answered = trio.Event()
+
+                async def prompt() -> None:
+                    assert await reader.prompt(session_id, "talk") == "end_turn"
+                    answered.set()
+
+                nursery.start_soon(prompt)
+                while not any(peer.dropped for peer in session.peers):
+                    await trio.sleep(0.01)
+                # Now it reads: what was sent before it was dropped, then the close.
+                with pytest.raises(trio_websocket.ConnectionClosed) as closed:
+                    while True:
+                        await stalled.get_message()
+                assert closed.value.reason.code == 1013
+                assert "session/load" in closed.value.reason.reason
+                await answered.wait()
+                beside_stalled = trio.current_time() - started
+                assert reader.text() == text
+            # The same, alone: the figure to compare with.
+            started = trio.current_time()
+            assert await reader.prompt(session_id, "again") == "end_turn"
+            alone = trio.current_time() - started
+            assert reader.text() == text * 2
+        print(f"\n3 MB to a reader: {beside_stalled:.2f}s beside a stalled client, {alone:.2f}s alone "
+              f"(ratio {beside_stalled / alone:.2f})")
+
+
+async def test_a_dropped_connection_does_not_stop_the_agent_and_load_continues(workspace, tmp_path):
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return ToolResult("released")
+
+    gate = Tool("gate", "Waits.", {"type": "object", "properties": {}}, wait)
+    replies = [AssistantMessage([Text("Waiting."), ToolCall("g1", "gate", {})]),
+               AssistantMessage([Text("Released.")]),
+               AssistantMessage([Text("Again.")])]
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    async with running_gateway(workspace, replies, tools=[gate], store=store) as gateway:
+        async with trio.open_nursery() as nursery:
+            async with connected(gateway.url(), nursery) as first:
+                session_id = await first.open_session()
+                prompt_id = 99
+                await first.ws.send_message(json.dumps({
+                    "jsonrpc": "2.0", "id": prompt_id, "method": "session/prompt",
+                    "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "wait"}]}}))
+                await first.wait_for(lambda: any(u.get("status") == "in_progress" for u in first.updates()))
+            # The client is gone; the agent goes on.
+            session = gateway.hub.sessions[session_id]
+            assert session.status == "running"
+            release.set()
+            await session.agent.wait_idle()
+            async with connected(gateway.url(), nursery) as second:
+                await second.open_session(load=session_id)
+                replayed = [u for u in second.updates() if u["sessionUpdate"] != "session_info_update"]
+                assert [u["sessionUpdate"] for u in replayed] == [
+                    "user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update",
+                    "agent_message_chunk"]
+                assert replayed[-1]["content"]["text"] == "Released."
+                assert second.updates("session_info_update")[-1]["_meta"]["agentrio"]["status"] == "idle"
+                assert await second.prompt(session_id, "again") == "end_turn"
+                assert second.text().endswith("Again.")
+
+
+async def test_a_child_agents_updates_carry_its_path_and_keep_their_tool_call_ids_apart(workspace):
+    child = AgentSpec("reader", ScriptedModel([
+        AssistantMessage([Text("child reading"), ToolCall("c1", "read", {"path": "a.txt"})]),
+        AssistantMessage([Text("alpha")]),
+    ]), tools=coding_tools(workspace))
+    helper = agent_tool(child, name="helper", description="Reads for you.")
+    parent_model = ScriptedModel([AssistantMessage([ToolCall("c1", "helper", {"task": "read a.txt"})]),
+                                  AssistantMessage([Text("The helper says alpha.")])])
+
+    def spec_for(cwd):
+        return AgentSpec("main", parent_model, tools=[helper])
+
+    async with running_gateway(workspace, [], spec_for=spec_for) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            session_id = await client.open_session()
+            assert await client.prompt(session_id, "ask the helper") == "end_turn"
+            listed = await client.call("session/list")  # the child's session is not listed on its own
+    updates = client.updates()
+    children = [u for u in updates if "_meta" in u and "path" in u["_meta"].get("agentrio", {})]
+    child_id = children[0]["_meta"]["agentrio"]["path"][0]
+    assert all((u["_meta"]["agentrio"]["path"], u["_meta"]["agentrio"]["names"]) == ([child_id], ["reader"])
+               for u in children)
+    # The child's call c1 and the parent's call c1 stay apart.
+    calls = [(u.get("toolCallId"), u.get("status")) for u in updates if u["sessionUpdate"].startswith("tool_call")]
+    assert calls == [("c1", "pending"), ("c1", "in_progress"), (f"{child_id}/c1", "pending"),
+                     (f"{child_id}/c1", "in_progress"), (f"{child_id}/c1", "completed"), ("c1", "completed")]
+    child_text = "".join(u["content"]["text"] for u in children if u["sessionUpdate"] == "agent_message_chunk")
+    assert child_text == "child readingalpha"
+    assert client.text() == "child readingalphaThe helper says alpha."
+    assert [(s["sessionId"], s["title"]) for s in listed["sessions"]] == [(session_id, "ask the helper")]
+
+
+async def test_session_new_starts_its_mcp_servers_inside_the_agents_scope(workspace):
+    replies = [AssistantMessage([ToolCall("t1", "time_get_current_time", {"timezone": "UTC"})]),
+               AssistantMessage([Text("It is now.")])]
+    async with running_gateway(workspace, replies) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            await client.call("initialize", {"protocolVersion": 1})
+            server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"], "env": []}
+            session_id = (await client.call("session/new", {"cwd": str(workspace), "mcpServers": [server]}))[
+                "sessionId"]
+            assert await client.prompt(session_id, "what time is it?") == "end_turn"
+            done = [u for u in client.updates("tool_call_update") if u.get("status") == "completed"]
+            assert done and '"timezone": "UTC"' in done[0]["content"][0]["content"]["text"]
+            with pytest.raises(RuntimeError, match="only stdio MCP servers"):
+                await client.call("session/new", {"cwd": str(workspace), "mcpServers": [
+                    {"type": "http", "name": "x", "url": "http://127.0.0.1:1/", "headers": []}]})
+
+
+async def test_run_stop_reasons_map_to_acp_and_errors_come_back_as_errors(workspace):
+    model = ScriptedModel([
+        AssistantMessage([ToolCall("r1", "read", {"path": "a.txt"})]),
+        ProviderError(status=400, message="the provider is down"),
+    ])
+
+    def spec_for(cwd):
+        return AgentSpec("main", model, tools=coding_tools(cwd), limits=Limits(max_turns=1))
+
+    async with running_gateway(workspace, [], spec_for=spec_for) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            session_id = await client.open_session()
+            assert await client.prompt(session_id, "read") == "max_turn_requests"
+            with pytest.raises(RuntimeError) as failed:
+                await client.prompt(session_id, "again")
+            error = failed.value.args[0]
+            assert error["code"] == -32603 and error["data"] == {"stopReason": "model_error"}
+            assert "the provider is down" in error["message"]
+            # The session goes on serving.
+            assert (await client.call("session/list"))["sessions"][0]["sessionId"] == session_id
+
+
+async def test_an_unanswered_permission_request_is_offered_again_to_the_next_client(workspace):
+    replies = [AssistantMessage([ToolCall("w1", "write", {"path": "x.txt", "content": "x"})]),
+               AssistantMessage([Text("Written.")])]
+    async with running_gateway(workspace, replies, permission=read_only) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as first:  # it never answers
+            session_id = await first.open_session()
+            await first.notify("session/prompt", {"sessionId": session_id,
+                                                  "prompt": [{"type": "text", "text": "write x"}]})
+            await first.wait_for(lambda: first.permission_requests)
+        assert not (workspace / "x.txt").exists()
+        async with connected(gateway.url(), nursery, answers=["allow-once"]) as second:
+            await second.open_session(load=session_id)
+            await second.wait_for(lambda: second.text() == "Written.")
+            assert [r["toolCall"]["toolCallId"] for r in second.permission_requests] == ["w1"]
+        assert (workspace / "x.txt").read_text() == "x"
+
+
+class PausingModel:
+    """First request: streams "Hello ", waits for ``resume``, then "world"
+    and a call of ``gate``; later requests: "Done."."""
+
+    def __init__(self) -> None:
+        self.resume = trio.Event()
+        self.requests = 0
+
+    async def stream(self, request):
+        self.requests += 1
+        yield StreamStart()
+        yield TextStart(0)
+        if self.requests > 1:
+            yield TextDelta(0, "Done.")
+            yield TextEnd(0)
+            yield Done("stop")
+            return
+        yield TextDelta(0, "Hello ")
+        await self.resume.wait()
+        yield TextDelta(0, "world")
+        yield TextEnd(0)
+        yield ToolCallStart(1, "g1", "gate")
+        yield ToolCallDelta(1, "{}")
+        yield ToolCallEnd(1)
+        yield Done("tool_use")
+
+
+def transcript(client) -> list[dict]:
+    """What a client was shown, status notes aside and text chunks joined."""
+    shown = []
+    for update in client.updates():
+        kind = update["sessionUpdate"]
+        if kind == "session_info_update":
+            continue
+        if kind.endswith("_chunk") and shown and shown[-1]["sessionUpdate"] == kind:
+            shown[-1] = {**update, "content": {"type": "text",
+                                               "text": shown[-1]["content"]["text"] + update["content"]["text"]}}
+        else:
+            shown.append({k: v for k, v in update.items() if k != "_meta"})
+    return shown
+
+
+async def test_a_client_that_loads_mid_stream_or_mid_call_misses_nothing_and_sees_nothing_twice(workspace):
+    model = PausingModel()
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return ToolResult("released")
+
+    gate = Tool("gate", "Waits.", {"type": "object", "properties": {}}, wait)
+
+    def spec_for(cwd):
+        return AgentSpec("main", model, tools=[gate])
+
+    async with running_gateway(workspace, [], spec_for=spec_for) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as first, connected(gateway.url(), nursery) as second, \
+                connected(gateway.url(), nursery) as third:
+            session_id = await first.open_session()
+            await first.notify("session/prompt", {"sessionId": session_id,
+                                                  "prompt": [{"type": "text", "text": "hi"}]})
+            await first.wait_for(lambda: first.text() == "Hello ")
+            await second.open_session(load=session_id)  # mid-message
+            assert transcript(second) == [
+                {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}},
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hello "}},
+            ]
+            model.resume.set()
+            await first.wait_for(lambda: any(u.get("status") == "in_progress" for u in first.updates()))
+            await third.open_session(load=session_id)  # mid-call
+            assert [u.get("status") for u in transcript(third) if u.get("toolCallId") == "g1"] == [
+                "pending", "in_progress"]
+            release.set()
+            for client in (first, second, third):
+                await client.wait_for(lambda c=client: c.text().endswith("Done."))
+            whole = transcript(second)
+            assert [u["sessionUpdate"] for u in whole] == [
+                "user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update", "tool_call_update",
+                "agent_message_chunk"]
+            assert whole[1]["content"]["text"] == "Hello world"
+            assert transcript(third) == whole
+            assert transcript(first) == whole[1:]  # its own prompt is not echoed to it
+
+
+async def test_a_client_that_never_finishes_its_request_or_does_not_upgrade_is_let_go(workspace):
+    async with running_gateway(workspace, [], head_timeout=0.5) as gateway:
+        for request, expected in ((b"GET /acp HTTP/1.1\r\nHost: x\r\n", b""),  # no end of head, ever
+                                  (f"GET /acp?token={TOKEN} HTTP/1.1\r\nHost: x\r\n\r\n".encode(), b"HTTP/1.1 400"),
+                                  (b"NONSENSE\r\n\r\n", b"")):
+            stream = await trio.open_tcp_stream("127.0.0.1", gateway.port)
+            async with stream:
+                await stream.send_all(request)
+                answer = b""
+                with trio.fail_after(10):
+                    while chunk := await stream.receive_some(65536):
+                        answer += chunk
+            assert answer.startswith(expected)
