@@ -33,6 +33,7 @@ from .messages import (
 from .models import ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime
+from .tracing import instrument, uninstrument
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
 
 __all__ = [
@@ -75,8 +76,10 @@ __all__ = [
     "agent_tool",
     "current_initiator",
     "events",
+    "instrument",
     "project_tool_protocol",
     "tool",
+    "uninstrument",
     "with_initiator",
     "without_initiator",
 ]

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol
 import attrs
 import httpx
 
+from .. import tracing
 from .events import StreamEvent
 from .http import client_for_request
 from .provider_errors import connection_error, http_error, provider_error
@@ -96,6 +97,7 @@ class SSEModel:
             **self.headers(),
             **self.extra_headers,
         }
+        headers.update(tracing.provider_headers())
         mapper = self.mapper_for(request)
         async with client_for_request(self.http_client) as client:
             try:
