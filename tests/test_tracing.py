@@ -400,3 +400,20 @@ async def test_a_supervised_subprocess_gets_the_tool_span_as_TRACEPARENT(rt, spa
 async def test_a_subprocess_outside_any_span_gets_no_TRACEPARENT(spans):
     result = await run_process(["/bin/sh", "-c", 'echo "[$TRACEPARENT]"'])
     assert result.stdout.strip() == "[]"
+
+
+async def test_an_mcp_tool_call_carries_the_tool_span_in_its_meta(rt, spans):
+    from agentrio.tools.mcp import mcp_server
+
+    from .tools.test_mcp import CRASH_SERVER
+
+    async with mcp_server(sys.executable, CRASH_SERVER, name="crash") as server:
+        tools = server.tools_by_name()
+        model = ScriptedModel([calls(("traceparent", {})), say("ok")])
+        agent = await rt.create(AgentSpec("a", model, tools=[tools["traceparent"]]))
+        await agent.run("go")
+        agentrio.uninstrument()
+        untraced = await tools["traceparent"].execute({}, None)
+    ctx = named(spans(), "execute_tool")[0].context
+    assert agent.messages[2].text == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+    assert untraced.content == [Text("")]
