@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import trio
@@ -405,9 +406,7 @@ async def test_a_subprocess_outside_any_span_gets_no_TRACEPARENT(spans):
 async def test_an_mcp_tool_call_carries_the_tool_span_in_its_meta(rt, spans):
     from agentrio.tools.mcp import mcp_server
 
-    from .tools.test_mcp import CRASH_SERVER
-
-    async with mcp_server(sys.executable, CRASH_SERVER, name="crash") as server:
+    async with mcp_server(sys.executable, [str(Path(__file__).with_name("mcp_trace_server.py"))], name="trace") as server:
         tools = server.tools_by_name()
         model = ScriptedModel([calls(("traceparent", {})), say("ok")])
         agent = await rt.create(AgentSpec("a", model, tools=[tools["traceparent"]]))

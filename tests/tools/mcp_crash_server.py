@@ -35,12 +35,5 @@ async def count(to: int, ctx: Context) -> str:
     return "counted"
 
 
-@server.tool(annotations=ToolAnnotations(read_only_hint=True))
-def traceparent(ctx: Context) -> str:
-    """The ``traceparent`` in the call's ``_meta`` (empty: none)."""
-    meta = ctx.request_context.meta or {}
-    return str(meta.get("traceparent", ""))
-
-
 if __name__ == "__main__":
     server.run()
