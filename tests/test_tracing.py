@@ -4,6 +4,8 @@ conventions), checked with the SDK's in-memory exporter."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,9 @@ from agentrio.tools.process import run_process
 
 from .helpers import calls, echo_tool, say, sleeper
 from .models.loopback import Reply, start_server
+
+#: The environment of a subprocess that imports this tree's agentrio.
+THIS_TREE = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 
 @pytest.fixture
@@ -336,7 +341,7 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 agentrio.instrument()
 print(any(m.startswith("opentelemetry") for m in sys.modules))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=THIS_TREE).stdout
     assert out.splitlines() == ["[]", "True"]
 
 
@@ -416,3 +421,15 @@ async def test_an_mcp_tool_call_carries_the_tool_span_in_its_meta(rt, spans):
     ctx = named(spans(), "execute_tool")[0].context
     assert agent.messages[2].text == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
     assert untraced.content == [Text("")]
+
+
+def test_the_readme_tracing_example_runs_as_written(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", readme.split("### Tracing", 1)[1], re.S)[0]
+    script = tmp_path / "tracing.py"
+    script.write_text(example)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=THIS_TREE
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['chat scripted', 'invoke_agent greeter']"]
