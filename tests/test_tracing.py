@@ -197,9 +197,16 @@ async def test_a_failing_tool_marks_its_span_and_the_run_goes_on(rt, spans):
     agent = await rt.create(AgentSpec("a", ScriptedModel([calls(("fail", {})), say("sorry")]), tools=[failing]))
     assert (await agent.run("go")).stop_reason == "completed"
     run_span, _, tool_span, _ = spans()
-    assert (tool_span.status.status_code, tool_span.status.description) == (StatusCode.ERROR, "disk full")
+    # The error's text is the tool's output, hence content: not recorded.
+    assert (tool_span.status.status_code, tool_span.status.description) == (StatusCode.ERROR, "tool_error")
     assert tool_span.attributes["error.type"] == "tool_error"
     assert run_span.status.status_code == StatusCode.UNSET
+
+    agentrio.instrument(spans.provider, capture_content=True)
+    agent = await rt.create(AgentSpec("b", ScriptedModel([calls(("fail", {})), say("sorry")]), tools=[failing]))
+    await agent.run("go")
+    tool_span = named(spans(), "execute_tool")[-1]
+    assert tool_span.status.description == tool_span.attributes["gen_ai.tool.call.result"] == "disk full"
 
 
 class _RetryOnce:
@@ -433,3 +440,27 @@ def test_the_readme_tracing_example_runs_as_written(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['chat scripted', 'invoke_agent greeter']"]
+
+
+async def test_a_run_cancelled_mid_stream_ends_its_chat_span_cancelled(rt, spans):
+    streaming = trio.Event()
+
+    class Hanging(ScriptedModel):
+        async def stream(self, request):
+            async for event in super().stream(request):
+                yield event
+                if event.type == "text_delta":
+                    streaming.set()
+                    await trio.sleep_forever()
+
+    agent = await rt.create(AgentSpec("a", Hanging([say("a long answer")])))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent.run, "go")
+        await streaming.wait()
+        await agent.cancel()
+    run_span, chat = spans()
+    assert (chat.status.status_code, chat.status.description) == (StatusCode.ERROR, "cancelled")
+    assert chat.attributes["error.type"] == "cancelled"
+    assert "gen_ai.response.finish_reasons" not in chat.attributes
+    assert run_span.status.description == "aborted"
+    assert [e.name for e in run_span.events] == []

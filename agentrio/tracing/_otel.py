@@ -20,8 +20,11 @@ from . import content
 PROVIDER_NAMES = {"openai-responses": "openai"}
 
 
-def _error_type(exc: BaseException) -> str:
-    return "cancelled" if isinstance(exc, trio.Cancelled) else type(exc).__qualname__
+def _cancelled(exc: BaseException) -> bool:
+    """A cancel, also when a nursery gathered it (with its tasks' own) into a group."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return isinstance(exc, trio.Cancelled)
 
 
 class _Current:
@@ -44,7 +47,10 @@ class _Current:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
             if exc is not None and not self._outcome:
-                self._fail(_error_type(exc), "cancelled" if isinstance(exc, trio.Cancelled) else f"{exc_type.__name__}: {exc}")
+                if _cancelled(exc):
+                    self._fail("cancelled", "cancelled")
+                else:
+                    self._fail(type(exc).__qualname__, f"{type(exc).__name__}: {exc}")
         finally:
             context.detach(self._token)
             self._span.end()
@@ -114,10 +120,12 @@ class ToolSpan(_Current):
         if outcome is None:
             self._fail("cancelled", "cancelled")
             return
-        if self._capture:
-            self._span.set_attribute("gen_ai.tool.call.result", content.tool_output(outcome.content))
+        output = content.tool_output(outcome.content) if self._capture else None
+        if output is not None:
+            self._span.set_attribute("gen_ai.tool.call.result", output)
         if outcome.is_error:
-            self._fail("tool_error", content.tool_output(outcome.content)[:200])
+            # The error's text is the tool's output: content, like the rest.
+            self._fail("tool_error", output[:200] if output is not None else "tool_error")
 
 
 class Tracing:
