@@ -26,7 +26,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from loop_overhead import with_agentrio  # noqa: E402
+from loop_overhead import with_agentrio
 
 
 def _exporter():

@@ -267,10 +267,13 @@ class ToolBatch:
         )
         outcome = None
         try:
-            with slot.scope, with_initiator(Initiator(agent.agent_id, slot.call.id)):
-                with tracing.tool_span(slot.call, agent.session_id) as span:
-                    outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
-                    span.finished(outcome)
+            with (
+                slot.scope,
+                with_initiator(Initiator(agent.agent_id, slot.call.id)),
+                tracing.tool_span(slot.call, agent.session_id) as span,
+            ):
+                outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
+                span.finished(outcome)
         finally:
             # Reported even when cancelled from outside, so nobody waits for
             # a worker that has ended.

@@ -14,9 +14,9 @@ from ..journal import SQLiteStore, StoreError
 from ..messages import ToolCall
 from ..supervisors import Runtime
 from ..tools import Tool
-from ..tracing.otlp import exporting_from_env
 from ..tools.builtin import coding_tools
 from ..tools.permissions import Decision, Policy, decide
+from ..tracing.otlp import exporting_from_env
 from .errors import CommandError
 from .options import Settings, permission_policy
 

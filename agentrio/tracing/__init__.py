@@ -17,7 +17,7 @@ model request, ``execute_tool`` in a tool worker.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 #: The live tracer while instrumented (an ``_otel.Tracing``), else None.
 _active: Any = None
@@ -29,7 +29,7 @@ class _NoSpan:
 
     __slots__ = ()
 
-    def __enter__(self) -> _NoSpan:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

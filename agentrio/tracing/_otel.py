@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 import trio
 from opentelemetry import context, propagate, trace
@@ -32,7 +32,7 @@ class _Current:
     ended on exit. Leaving the block by an exception (a cancel included) marks
     it failed, unless an outcome was recorded already."""
 
-    __slots__ = ("_span", "_token", "_outcome", "_capture")
+    __slots__ = ("_capture", "_outcome", "_span", "_token")
 
     def __init__(self, span: Span, capture: bool) -> None:
         self._span = span
@@ -40,11 +40,11 @@ class _Current:
         self._outcome = False
         self._token: Any = None
 
-    def __enter__(self) -> _Current:
+    def __enter__(self) -> Self:
         self._token = context.attach(trace.set_span_in_context(self._span))
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         try:
             if exc is not None and not self._outcome:
                 if _cancelled(exc):
