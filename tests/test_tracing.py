@@ -366,6 +366,21 @@ print(any(m.startswith("opentelemetry") for m in sys.modules))
     assert out.splitlines() == ["[]", "True"]
 
 
+def test_instrument_without_the_api_says_which_extra_to_install():
+    script = """
+import sys
+sys.modules["opentelemetry"] = None  # as if not installed
+import agentrio
+try:
+    agentrio.instrument()
+except ImportError as exc:
+    print(exc)
+print(agentrio.tracing.instrumented())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=THIS_TREE).stdout
+    assert out.splitlines() == ["tracing needs the OpenTelemetry API: pip install 'agentrio[otel]'", "False"]
+
+
 # -- trace context across boundaries ------------------------------------------
 
 

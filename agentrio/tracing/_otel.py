@@ -160,7 +160,7 @@ class Tracing:
         }
         for option in ("max_tokens", "temperature"):
             value = getattr(model, option, None)
-            if isinstance(value, (int, float)):
+            if isinstance(value, int | float) and not isinstance(value, bool):
                 attributes[f"gen_ai.request.{option}"] = value
         if self.capture_content:
             if request.system_prompt:
