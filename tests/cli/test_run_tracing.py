@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
+from agentrio import tracing
 from agentrio.messages import AssistantMessage, Text, ToolCall
+from agentrio.tracing.otlp import ENDPOINTS, exporting_from_env
 
 from ..models.loopback import Reply, start_server
 
@@ -28,3 +32,19 @@ async def test_run_exports_its_spans_over_otlp_when_an_endpoint_is_set(cli, nurs
         assert name in export.body
     assert b"a line" not in export.body  # no content unless asked for
 
+
+
+async def test_without_an_endpoint_nothing_is_traced(monkeypatch):
+    for name in ENDPOINTS:
+        monkeypatch.delenv(name, raising=False)
+    async with exporting_from_env() as exporting:
+        assert (exporting, tracing.instrumented()) == (False, False)
+
+
+async def test_an_endpoint_without_the_exporter_installed_is_a_warning_not_a_failure(monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    async with exporting_from_env() as exporting:
+        assert (exporting, tracing.instrumented()) == (False, False)
+    [warning] = caplog.records
+    assert "opentelemetry-exporter-otlp-proto-http" in warning.getMessage()
