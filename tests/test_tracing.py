@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -33,7 +34,7 @@ from agentrio import (
 from agentrio.models import Anthropic
 from agentrio.tools.process import run_process
 
-from .helpers import calls, echo_tool, say, sleeper
+from .helpers import calls, echo_tool, say, sleeper, start_run
 from .models.loopback import Reply, start_server
 
 #: The environment of a subprocess that imports this tree's agentrio.
@@ -339,6 +340,25 @@ async def test_uninstrument_stops_new_spans(rt, spans):
     agentrio.uninstrument()
     await agent.run("second")
     assert [s.name for s in spans()] == ["invoke_agent a", "chat scripted"]
+
+
+async def test_spans_open_when_tracing_stops_still_end_and_no_new_one_starts(rt, spans):
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return "released"
+
+    waiter = Tool("wait", "Waits.", {"type": "object"}, wait)
+    agent = await rt.create(AgentSpec("a", ScriptedModel([calls(("wait", {})), say("done")]), tools=[waiter]))
+    async with trio.open_nursery() as nursery:
+        results = start_run(nursery, agent, "go")
+        await trio.testing.wait_all_tasks_blocked()
+        agentrio.uninstrument()
+        release.set()
+    assert results[0].stop_reason == "completed"
+    assert [s.name for s in spans()] == ["invoke_agent a", "chat scripted", "execute_tool wait"]
+    assert all(s.end_time is not None for s in spans())
 
 
 def test_nothing_from_opentelemetry_is_imported_until_instrument():
