@@ -15,7 +15,7 @@ from .actors import (
     RunResult,
     agent_tool,
 )
-from .journal import MemoryStore, SQLiteStore, Store, StoreError
+from .journal import MemoryStore, SessionHeld, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -32,7 +32,7 @@ from .messages import (
 )
 from .models import ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-from .supervisors import Runtime
+from .supervisors import Runtime, run_sync
 from .tracing import instrument, uninstrument
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
 
@@ -59,6 +59,7 @@ __all__ = [
     "Runtime",
     "SQLiteStore",
     "ScriptedModel",
+    "SessionHeld",
     "Store",
     "StoreError",
     "Text",
@@ -78,6 +79,7 @@ __all__ = [
     "events",
     "instrument",
     "project_tool_protocol",
+    "run_sync",
     "tool",
     "uninstrument",
     "with_initiator",

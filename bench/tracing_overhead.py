@@ -1,84 +1,78 @@
-"""What tracing costs the agent loop: the run of ``bench/loop_overhead.py``
-(``--turns`` model requests of 4 parallel no-op tool calls each) untraced,
-traced into the OpenTelemetry SDK's in-memory exporter, and traced with
-content capture, in the same process.
+"""What tracing costs a conversation: the turns of bench/_workload.py
+untraced, traced into the OpenTelemetry SDK's in-memory exporter, and traced
+with content capture, in the same invocation.
 
-    pip install -e '.[test]' && python bench/tracing_overhead.py [--turns 1000] [--runs 7]
+    pip install -e '.[test]' && python bench/tracing_overhead.py [--quick] [--turns 200] [--modes off,on,content]
 
-The modes alternate within each of ``--runs`` rounds; per mode, CPU time of
-the whole run per turn (each turn makes 1 ``chat`` and 4 ``execute_tool``
-spans; each run 1 ``invoke_agent``), median and spread (min-max) over the
-rounds, and the ratio of medians to the untraced run. ``--modes off`` runs
-only the untraced loop, which works on a tree without tracing too: that is
-how to check that the hooks cost nothing while tracing is off.
+One turn is one ``agent.run``: a prompt, 4 parallel calls of a no-op tool,
+a text answer; traced, it makes 7 spans (``invoke_agent``, 2 ``chat``, 4
+``execute_tool``), ended into a ``SimpleSpanProcessor``. Figure: CPU time
+per turn, the mean over one conversation of ``--turns`` turns, as median
+[min–max] of the runs, and its ratio to the first mode. With content
+capture each ``chat`` span holds its whole request, so that figure grows
+with the conversation. ``--modes off`` measures only the untraced turns and
+also runs on a tree without tracing: the way to check that the hooks cost
+nothing while tracing is off.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-import time
-from pathlib import Path
 
-import trio
+from _measure import RUNS, header, repeat
+from _workload import CALLS, conversation
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from loop_overhead import with_agentrio
+MODES = ("off", "on", "content")
 
 
-def _exporter():
+def _instrument(mode: str):
+    """Instrument for ``mode``; the exporter, or None when off."""
+    if mode == "off":
+        return None
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    import agentrio
+
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, exporter
+    agentrio.instrument(provider, capture_content=mode == "content")
+    return exporter
 
 
-def measure(mode: str, turns: int) -> float:
-    """CPU seconds per turn of one run in ``mode``."""
-    exporter = None
-    if mode != "off":
-        import agentrio
-
-        provider, exporter = _exporter()
-        agentrio.instrument(provider, capture_content=mode == "content")
+async def per_turn(mode: str, turns: int) -> dict[str, float]:
+    exporter = _instrument(mode)
     try:
-        start = time.process_time()
-        trio.run(with_agentrio, turns)
-        used = time.process_time() - start
+        times = await conversation(turns)
     finally:
         if exporter is not None:
+            import agentrio
+
             agentrio.uninstrument()
-            assert len(exporter.get_finished_spans()) == 1 + turns + 4 * (turns - 1)
-    return used / turns
+    if exporter is not None:
+        assert len(exporter.get_finished_spans()) == turns * (3 + CALLS)
+    return {"per turn": statistics.fmean(times)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--modes", default="off,on", help="comma-separated: off, on, content (content grows with history: use fewer turns)")
+    parser.add_argument("--quick", action="store_true", help="20 turns")
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ", ".join(MODES))
     args = parser.parse_args()
+    turns = 20 if args.quick else args.turns
     modes = args.modes.split(",")
-    figures: dict[str, list[float]] = {mode: [] for mode in modes}
-    measure(modes[0], min(args.turns, 100))  # warm up imports and caches
-    for _ in range(args.runs):
-        for mode in modes:
-            figures[mode].append(measure(mode, args.turns) * 1e6)
-    base = statistics.median(figures[modes[0]])
-    print(f"{args.turns:,} turns x 4 parallel no-op calls, CPU us/turn over {args.runs} runs")
-    for mode, times in figures.items():
-        median = statistics.median(times)
-        print(
-            f"  {mode:8} median {median:8.1f}  spread {min(times):.1f}-{max(times):.1f}"
-            f"  x{median / base:.2f} of {modes[0]}"
-        )
+    if unknown := set(modes) - set(MODES):
+        parser.error(f"unknown modes: {', '.join(sorted(unknown))}")
+    header(f"Tracing: CPU per turn of a {turns:,}-turn conversation, {CALLS} parallel calls a turn", args.runs)
+    figures = {mode: repeat(per_turn, mode, turns, runs=args.runs)["per turn"] for mode in modes}
+    base = figures[modes[0]]
+    for mode, spread in figures.items():
+        print(f"  {mode:8} {spread.show():32} x{spread / base:.2f} of {modes[0]}")
 
 
 if __name__ == "__main__":

@@ -513,3 +513,14 @@ async def test_a_run_cancelled_mid_stream_ends_its_chat_span_cancelled(rt, spans
     assert "gen_ai.response.finish_reasons" not in chat.attributes
     assert run_span.status.description == "aborted"
     assert [e.name for e in run_span.events] == []
+
+
+def test_the_tracing_benchmark_runs_every_mode_at_its_quick_size():
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "bench/tracing_overhead.py", "--quick"],
+        check=False, capture_output=True, text=True, timeout=300, cwd=root, env=THIS_TREE,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split()[0] for line in done.stdout.splitlines() if " of off" in line]
+    assert rows == ["off", "on", "content"]

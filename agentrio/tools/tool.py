@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -11,7 +10,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ..messages import Part, Text, ToolResultMessage, Usage
+from ..messages import Part, Text, ToolResultMessage, Usage, is_str_or_parts
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
 from .schema import ArgumentValidator, argument_errors, schema_problems
@@ -28,7 +27,7 @@ class ToolResult:
     recover from) ends the run with stop reason ``tool_error``: calls not yet
     started are not started."""
 
-    content: str | list[Part]
+    content: str | list[Part] = attrs.field(validator=is_str_or_parts)
     is_error: bool = attrs.field(default=False, kw_only=True)
     details: Any = attrs.field(default=None, kw_only=True)
     concludes_turn: bool = attrs.field(default=False, kw_only=True)
@@ -41,21 +40,8 @@ class ToolResult:
             tool_name=tool_name,
             content=content,
             is_error=self.is_error,
-            details=_storable(self.details),
+            details=self.details,
         )
-
-
-def _storable(details: Any) -> Any:
-    """``details`` as the journal can store it: JSON data as it is, anything
-    else as its ``repr``, so that a careless tool loses nothing and breaks
-    no store."""
-    if details is None:
-        return None
-    try:
-        json.dumps(details)
-    except (TypeError, ValueError):
-        return repr(details)
-    return details
 
 
 @attrs.define(eq=False)

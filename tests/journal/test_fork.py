@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, Tool
+from agentrio import AgentSpec, Runtime, ScriptedModel, Tool
 from agentrio.journal import ForkRefused, SessionNotFound
 
 from ..helpers import calls, echo_tool, say
@@ -77,16 +77,16 @@ async def test_a_stored_session_is_forked_with_the_spec_given(stores):
         ({"at_turn": 3}, "has no turn 3; its ended turns are 0 to 2"),
     ],
 )
-async def test_a_cut_that_breaks_the_history_is_refused(db, cut, error):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_a_cut_that_breaks_the_history_is_refused(new_store, cut, error):
+    async with Runtime(new_store()) as rt:
         await two_turns(rt)
         with pytest.raises(ForkRefused, match=error):
             await rt.fork("src", **cut)
         assert len(await rt.store.list_sessions()) == 1
 
 
-async def test_fork_takes_one_cut_and_an_existing_session(db):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_fork_takes_one_cut_and_an_existing_session(new_store):
+    async with Runtime(new_store()) as rt:
         await two_turns(rt)
         with pytest.raises(TypeError, match="exactly one of at_message and at_turn"):
             await rt.fork("src", at_message=2, at_turn=1)
@@ -94,7 +94,7 @@ async def test_fork_takes_one_cut_and_an_existing_session(db):
             await rt.fork("nope", at_message=0, spec=two_turn_spec())
 
 
-async def test_a_cut_inside_an_open_turn_is_refused(db):
+async def test_a_cut_inside_an_open_turn_is_refused(new_store):
     started, release = trio.Event(), trio.Event()
 
     async def block(args, ctx):
@@ -104,7 +104,7 @@ async def test_a_cut_inside_an_open_turn_is_refused(db):
 
     model = ScriptedModel([say("earlier"), calls(("echo", {"text": "a"})), calls(("block", {})), say("end")])
     tools = [echo_tool(), Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
-    async with Runtime(SQLiteStore(db)) as rt:
+    async with Runtime(new_store()) as rt:
         agent = await rt.create(AgentSpec("a", model, tools=tools), "src")
         await agent.run("before")
         await agent.followup("go")
