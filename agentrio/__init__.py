@@ -35,6 +35,7 @@ from .messages import (
 from .models import ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime, run_sync
+from .tracing import instrument, uninstrument
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
 
 __all__ = [
@@ -80,9 +81,11 @@ __all__ = [
     "agent_tool",
     "current_initiator",
     "events",
+    "instrument",
     "project_tool_protocol",
     "run_sync",
     "tool",
+    "uninstrument",
     "with_initiator",
     "without_initiator",
 ]

@@ -12,7 +12,8 @@ PACKAGE = Path(agentrio.__file__).parent
 
 #: Each top-level part of the package and its layer; a module may import
 #: its own layer and those below it, never one above. Modules that hold no
-#: layer of their own (ids, callbacks, initiators) sit at the bottom.
+#: layer of their own (ids, callbacks, initiators, the tracing hooks that
+#: models, tools and actors call) sit at the bottom.
 LAYERS = {
     "_ids": 0,
     "_callbacks": 0,
@@ -26,7 +27,7 @@ LAYERS = {
     "tools": 3,
     "actors": 4,
     "supervisors": 5,
-    "tracing": 5,
+    "tracing": 0,
     "gateway": 6,
     "cli": 7,
     "__main__": 8,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from .. import _callbacks
+from .. import _callbacks, tracing
 from ..events import (
     AgentEnd,
     AgentStart,
@@ -223,6 +223,13 @@ class Activity:
     # -- the run --------------------------------------------------------------
 
     async def execute(self) -> RunResult:
+        ports = self.ports
+        with tracing.run_span(self.spec.name, ports.agent_id, ports.session_id) as span:
+            result = await self._execute()
+            span.stopped(result)
+        return result
+
+    async def _execute(self) -> RunResult:
         self.emit(AgentStart, name=self.spec.name)
         stop = "aborted"  # unless the run gets further than an outer cancel lets it
         timeout = self.spec.limits.timeout
@@ -421,15 +428,18 @@ class Activity:
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
-            error = await stream_model(self.spec.model, request, self._on_stream_event, observe)
-            if error is None and live.assembler.done is None:
-                error = ProviderError(
-                    type=CONNECTION_ERROR, message="the stream ended without a stop reason"
-                )
+            with tracing.chat_span(self.spec.model, request, self.ports.session_id) as chat:
+                error = await stream_model(self.spec.model, request, self._on_stream_event, observe)
+                if error is None and live.assembler.done is None:
+                    error = ProviderError(
+                        type=CONNECTION_ERROR, message="the stream ended without a stop reason"
+                    )
+                chat.answered(live.assembler, error)
             if error is not None:
                 delay = await self._retry_delay(error, attempt)
                 if delay is not None:
                     self._withdraw(live, "retry")
+                    tracing.event("agentrio.retry", attempt=attempt, delay=delay, **{"error.type": error.type})
                     self.emit(RequestRetry, error=error, attempt=attempt, delay=delay)
                     await trio.sleep(delay)
                     attempt += 1
@@ -461,6 +471,7 @@ class Activity:
     def _withdraw(self, live: LiveMessage, reason: str) -> None:
         if live.announced:
             self.emit(MessageDiscard, reason=reason)
+            tracing.event("agentrio.discard", reason=reason)
         self._live = None
 
     async def _retry_delay(self, error: ProviderError, attempt: int) -> float | None:
@@ -487,6 +498,7 @@ class Activity:
                 await self.commit(message, announced=live.announced)
             elif live.announced:
                 self.emit(MessageDiscard, reason=stop)
+                tracing.event("agentrio.discard", reason=stop)
         known = await self._batch.settle() if self._batch is not None else {}
         self._batch = None
         if state.step_open:

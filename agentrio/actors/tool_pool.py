@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 import trio
 
+from .. import tracing
 from ..events import ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallFinished, ToolCallStarted
@@ -143,6 +144,7 @@ class ToolBatch:
     async def _ask(self, slot: Slot, why: str | None) -> None:
         call = slot.call
         approval = await self._agent.ask(call, slot.tool, why)
+        tracing.event("agentrio.approval", **{"gen_ai.tool.call.id": call.id, "decision": approval.decision})
         reason = f": {approval.reason}" if approval.reason else ""
         if approval.decision == "deny":
             slot.result = _error(call, f"permission denied by the user{reason}")
@@ -267,8 +269,13 @@ class ToolBatch:
         )
         outcome = None
         try:
-            with slot.scope, with_initiator(Initiator(agent.agent_id, slot.call.id)):
+            with (
+                slot.scope,
+                with_initiator(Initiator(agent.agent_id, slot.call.id)),
+                tracing.tool_span(slot.call, agent.session_id) as span,
+            ):
                 outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
+                span.finished(outcome)
         finally:
             # Reported even when cancelled from outside, so nobody waits for
             # a worker that has ended.

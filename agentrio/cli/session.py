@@ -16,6 +16,7 @@ from ..supervisors import Runtime
 from ..tools import Tool
 from ..tools.builtin import coding_tools
 from ..tools.permissions import Decision, Policy, decide
+from ..tracing.otlp import exporting_from_env
 from .errors import CommandError
 from .options import Settings, permission_policy
 
@@ -85,9 +86,10 @@ async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, ch
 
 @asynccontextmanager
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    """A Runtime on the settings' store; store errors are told plainly."""
+    """A Runtime on the settings' store; store errors are told plainly.
+    Spans are exported while it runs when an OTLP endpoint is set."""
     try:
-        async with SQLiteStore(settings.db) as store, Runtime(store) as rt:
+        async with exporting_from_env(), SQLiteStore(settings.db) as store, Runtime(store) as rt:
             yield rt
     except StoreError as exc:
         raise CommandError(str(exc)) from None

@@ -20,6 +20,7 @@ import attrs
 import httpx
 import trio
 
+from .. import tracing
 from .errors import ProviderError
 from .events import StreamEvent
 from .http import client_for_request
@@ -132,6 +133,7 @@ class SSEModel:
             **self.headers(),
             **self.extra_headers,
         }
+        headers.update(tracing.provider_headers())
         mapper = self.mapper_for(request)
         end = _at(self.attempt_timeout)
         async with client_for_request(self.http_client) as client, AsyncExitStack() as stack:

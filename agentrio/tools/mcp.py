@@ -56,6 +56,7 @@ except ModuleNotFoundError as missing:
         "agentrio.tools.mcp needs the MCP SDK: pip install 'agentrio[mcp]'", name=missing.name
     ) from missing
 
+from .. import tracing
 from ..supervision import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
 from .mcp_results import tool_result
 from .tool import ExecutionMode, Tool, ToolContext, ToolResult
@@ -116,7 +117,7 @@ class ToolServer:
             ctx.report({"progress": progress, "total": total, "message": message})
 
         try:
-            result = await session.call_tool(tool_name, args, progress_callback=report)
+            result = await session.call_tool(tool_name, args, progress_callback=report, meta=tracing.request_meta())
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 return ToolResult(

@@ -24,6 +24,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from .. import tracing
 from .output import CappedText
 
 DEFAULT_OUTPUT_CAP = 100_000
@@ -103,7 +104,7 @@ async def run_process(
         process = await trio.lowlevel.open_process(
             [sys.executable, "-I", "-S", _REAPER, str(status_write), str(grace), "--", *argv],
             cwd=cwd,
-            env=env,
+            env=tracing.subprocess_env(env),
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
