@@ -59,6 +59,7 @@ from ..messages import (
 from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart
+from .compaction import CompactionOutcome, Compactor
 from .model_stream import stream_model
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
@@ -125,6 +126,7 @@ class Activity:
         # The run's working copy of history (committed history is the
         # journal's), and its provider projection, grown a message at a time.
         self._context = GrowingProjection(self._state.messages)
+        self._compactor = Compactor(ports)
         self.new_messages: list[Message] = []
         self.usage = Usage()
         self.turns = 0
@@ -170,6 +172,7 @@ class Activity:
         self.new_messages.append(message)
         if isinstance(message, AssistantMessage):
             self.usage = self.usage + message.usage
+            self._compactor.observe(message, len(self._context.history))
         if not announced:
             self.emit(MessageStart, role=message.role, message=message)
         self.emit(MessageEnd, message=message)
@@ -316,6 +319,9 @@ class Activity:
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests >= max_turns:
             return "max_turns"
+        if self._compactor.due(self._context.history):
+            if (await self._compact("threshold")).error:
+                return "compaction_failed"
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1
@@ -358,7 +364,7 @@ class Activity:
         """One model request with its retries and its one protocol repair;
         returns the committed assistant message."""
         attempt = 1
-        repaired = False
+        repaired = compacted = False
         while True:
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
@@ -368,6 +374,19 @@ class Activity:
                 error = ProviderError(
                     type=CONNECTION_ERROR, message="the stream ended without a stop reason"
                 )
+            if error is not None and error.type == CONTEXT_OVERFLOW and not compacted:
+                # The recover path: compact, rebuild the request, retry once.
+                self._withdraw(live, "context_overflow")
+                compacted = True
+                outcome = await self._compact("overflow")
+                if outcome.compacted:
+                    request = await self._build_request()
+                    if repaired:
+                        request = _with_protocol_repair(request)
+                    continue
+                if outcome.error:
+                    error = attrs.evolve(error, message=f"{error.message} ({outcome.error})")
+                live = self._live = LiveMessage()
             if error is not None:
                 delay = await self._retry_delay(error, attempt)
                 if delay is not None:
@@ -382,14 +401,22 @@ class Activity:
                 message = live.assembler.message()
                 if not repaired and request.tools and _writes_tool_calls_as_text(message):
                     self._withdraw(live, "protocol_repair")
-                    request = attrs.evolve(
-                        request, messages=[*request.messages, UserMessage(PROTOCOL_REPAIR)]
-                    )
+                    request = _with_protocol_repair(request)
                     repaired = True
                     continue
             self._live = None
             await self.commit(message, announced=live.announced)
             return message
+
+    async def _compact(self, reason: str) -> CompactionOutcome:
+        """Compact the run's history; the run goes on from what is left."""
+        outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
+        self.add_usage(outcome.usage)
+        if outcome.compacted:
+            self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
+        elif outcome.error:
+            self.error = outcome.error
+        return outcome
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
@@ -442,6 +469,10 @@ class Activity:
         if state.turn_open:
             self.state("done")
             await self._end_turn(stop)
+
+
+def _with_protocol_repair(request: ModelRequest) -> ModelRequest:
+    return attrs.evolve(request, messages=[*request.messages, UserMessage(PROTOCOL_REPAIR)])
 
 
 def _writes_tool_calls_as_text(message: AssistantMessage) -> bool:

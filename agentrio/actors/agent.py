@@ -35,6 +35,7 @@ from ..tools import Tool
 from ..tools.permissions import summarize_call
 from .activity import Activity
 from .bus import EventBus
+from .compaction import CompactionOutcome, compact_now
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
@@ -309,6 +310,14 @@ class Agent:
         """Run ``fn`` in the agent while no activity runs; wake-ups meanwhile
         are latched."""
         return await self._call(_Maintain(fn))
+
+    async def compact(self, instructions: str | None = None) -> CompactionOutcome:
+        """Replace the older part of history by a summary now (once the
+        running activity, if any, has ended); ``instructions`` add to what
+        the summary keeps. ``compacted`` is False when history is too short
+        to compact; ``CompactionFailed`` when the summary request failed,
+        history unchanged."""
+        return await self.run_maintenance(lambda: compact_now(self._ports(), instructions))
 
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:

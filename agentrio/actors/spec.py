@@ -26,6 +26,7 @@ RunStopReason = Literal[
     "model_error",
     "max_tokens",
     "context_overflow",
+    "compaction_failed",
     "blocked",
     "error",
 ]
@@ -68,6 +69,20 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
 
 
+def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {_describe(value)}")
+    if not 0 < value <= 1:
+        raise ValueError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {value!r}")
+
+
+def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {_describe(value)}")
+    if value < 0:
+        raise ValueError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {value!r}")
+
+
 def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
@@ -78,6 +93,15 @@ class Limits:
     """Per run: ``max_turns`` model requests (retries excluded),
     ``max_tool_calls`` executed tool calls, ``timeout`` seconds.
 
+    Context: history is compacted (see ``agentrio.actors.compaction``) when a
+    request would pass ``compact_at`` of ``context_window`` tokens (the
+    model's own ``context_window`` attribute when None; no threshold when
+    neither is known), keeping about ``keep_recent_tokens`` of the most
+    recent history; a context overflow from the provider compacts and
+    retries once whatever the window. A text reply cut by the output limit
+    is continued with up to ``continue_on_max_tokens`` more requests, whose
+    output budget doubles each time up to ``max_output_tokens`` (when set).
+
     Every field is checked when the limits are made: a wrong type or a value
     that is not positive raises ``TypeError``/``ValueError`` naming it.
     """
@@ -86,6 +110,18 @@ class Limits:
     max_tool_calls: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
     timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
     max_parallel_tool_calls: int = attrs.field(default=8, validator=_positive_int(optional=False))
+    context_window: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+    compact_at: float = attrs.field(default=0.8, validator=_fraction)
+    keep_recent_tokens: int = attrs.field(default=20_000, validator=_positive_int(optional=False))
+    continue_on_max_tokens: int = attrs.field(default=0, validator=_count)
+    max_output_tokens: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+
+    def __attrs_post_init__(self) -> None:
+        if self.context_window is not None and self.keep_recent_tokens >= self.compact_at * self.context_window:
+            raise ValueError(
+                f"Limits.keep_recent_tokens ({self.keep_recent_tokens}) must be below compact_at × "
+                f"context_window ({self.compact_at} × {self.context_window}), or every request would compact"
+            )
 
 
 @attrs.define
@@ -233,6 +269,11 @@ class AgentSpec:
     name: str = attrs.field(validator=_instance_of(str, "a str, the agent's name"))
     model: Model = attrs.field(converter=_as_model)
     system_prompt: str = attrs.field(default="", kw_only=True, validator=_instance_of(str, "a str"))
+    #: What the summary request of a compaction asks for (None: the default
+    #: prompt, which keeps goals, decisions, files touched and open work).
+    compaction_prompt: str | None = attrs.field(
+        default=None, kw_only=True, validator=_instance_of(str, "a str or None", optional=True)
+    )
     tools: tuple[Tool, ...] = attrs.field(default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True)
     middleware: tuple[Callable[..., Any], ...] = attrs.field(
         default=(), converter=_sequence("AgentSpec.middleware"), validator=_middleware, kw_only=True

@@ -126,7 +126,8 @@ class Database:
                 "SELECT seq, message_count, state FROM snapshots WHERE session_id = ?", (session_id,)
             ).fetchone()
             after, message_count, state_text = snapshot or (0, 0, None)
-            # History is the first messages of the message records, in order.
+            # History reaches to the first ``message_count`` message records
+            # (the snapshot knows how many of them a compaction replaced).
             history_rows = conn.execute(
                 "SELECT seq, data FROM records WHERE session_id = ? AND kind = ? AND seq <= ? "
                 "ORDER BY seq LIMIT ?",

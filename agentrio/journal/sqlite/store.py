@@ -228,7 +228,7 @@ class SQLiteStore:
         # Encoded now, since ``state`` goes on changing; without its history
         # it is small.
         seq = self._last_seq_of(session_id)
-        self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
+        self._batch.snapshots.append((session_id, seq, state.message_records, encode_state(state)))
         self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:
