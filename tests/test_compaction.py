@@ -20,6 +20,7 @@ from agentrio import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    tool,
 )
 from agentrio.actors.compaction import (
     CHARS_PER_TOKEN,
@@ -29,6 +30,7 @@ from agentrio.actors.compaction import (
     choose_cut,
     estimate_tokens,
 )
+from agentrio.actors.continuation import CONTINUE_PROMPT
 from agentrio.cli.transcript import transcript
 from agentrio.journal import journal as journal_module
 from agentrio.journal.fork import fork_session
@@ -368,3 +370,71 @@ def test_the_transcript_shows_the_summary_and_what_it_replaced():
 def test_context_limits_are_checked_when_made(fields, error):
     with pytest.raises(error, match="Limits"):
         Limits(**fields)
+
+
+# -- replies cut by the output limit ---------------------------------------------------
+
+
+def _cut(text: str, used: int) -> AssistantMessage:
+    return AssistantMessage([Text(text)], stop_reason="max_tokens", usage=Usage(10, used))
+
+
+async def test_a_cut_text_reply_is_continued_with_a_larger_budget(rt):
+    model = ScriptedModel([_cut("Once upon", 100), say(" a time.")])
+    agent = await rt.create(_spec(model, continue_on_max_tokens=2, max_output_tokens=1000))
+    async with record(agent) as rec:
+        result = await agent.run("tell a story")
+    assert result.stop_reason == "completed"
+    assert [m.role for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+    assert agent.messages[2] == UserMessage(CONTINUE_PROMPT)
+    first, continued = model.requests
+    assert continued.messages == [*first.messages, agent.messages[1], UserMessage(CONTINUE_PROMPT)]
+    assert (first.max_tokens, continued.max_tokens) == (None, 200)
+    assert rec.types() == [
+        "agent_start", "turn_start", "step_start",
+        "message_start", "message_end",  # the prompt
+        "message_start", "message_end",  # the cut reply
+        "message_start", "message_end",  # the request to go on
+        "message_start", "message_end",  # the rest of the reply
+        "step_end", "turn_end", "agent_end",
+    ]
+
+
+async def test_the_raised_budget_doubles_up_to_the_ceiling_and_stays_for_the_run(rt):
+    model = ScriptedModel([_cut("a", 100), _cut("b", 200), calls(("echo", {"text": "c"})), say("done")])
+    agent = await rt.create(_spec(model, continue_on_max_tokens=5, max_output_tokens=300))
+    assert (await agent.run("go")).stop_reason == "completed"
+    assert [r.max_tokens for r in model.requests] == [None, 200, 300, 300]
+
+
+async def test_without_a_ceiling_the_budget_stays_the_adapters(rt):
+    model = ScriptedModel([_cut("a", 100), say("b")])
+    agent = await rt.create(_spec(model, continue_on_max_tokens=1))
+    assert (await agent.run("go")).stop_reason == "completed"
+    assert [r.max_tokens for r in model.requests] == [None, None]
+
+
+async def test_continuations_stop_after_the_limit_and_the_turn_ends_max_tokens(rt):
+    model = ScriptedModel([_cut("a", 10), _cut("b", 10)])
+    agent = await rt.create(_spec(model, continue_on_max_tokens=1))
+    result = await agent.run("go")
+    assert result.stop_reason == "max_tokens"
+    assert len(model.requests) == 2 and model.remaining == 0
+
+
+async def test_a_reply_cut_inside_a_tool_call_is_never_continued_nor_executed(rt):
+    executed = []
+
+    @tool
+    async def echo(text: str) -> str:
+        """Echo."""
+        executed.append(text)
+        return text
+
+    cut = AssistantMessage([Text("I will"), ToolCall("c1", "echo", {"text": "par"})], stop_reason="max_tokens")
+    model = ScriptedModel([cut])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo], limits=Limits(continue_on_max_tokens=3)))
+    result = await agent.run("go")
+    assert result.stop_reason == "max_tokens" and len(model.requests) == 1
+    assert agent.messages[-1].is_error and agent.messages[-1].text.startswith("TOOL_NOT_STARTED")
+    assert executed == []

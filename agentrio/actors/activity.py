@@ -60,6 +60,7 @@ from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart
 from .compaction import CompactionOutcome, Compactor
+from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
@@ -127,6 +128,8 @@ class Activity:
         # journal's), and its provider projection, grown a message at a time.
         self._context = GrowingProjection(self._state.messages)
         self._compactor = Compactor(ports)
+        #: The output budget of this run's requests (None: the adapter's).
+        self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
         self.usage = Usage()
         self.turns = 0
@@ -325,7 +328,7 @@ class Activity:
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1
-        message = await self._call_model(request)
+        message = await self._continue_cut_reply(await self._call_model(request))
         if message.truncated:
             self.error = message.error
             for call in message.tool_calls:
@@ -346,16 +349,32 @@ class Activity:
         self._batch = None
         return outcome
 
+    async def _continue_cut_reply(self, message: AssistantMessage) -> AssistantMessage:
+        """Continue a text reply cut by the output limit, up to
+        ``Limits.continue_on_max_tokens`` times (see ``continuation``)."""
+        limits = self.spec.limits
+        for _ in range(limits.continue_on_max_tokens):
+            if not should_continue(message):
+                break
+            self._max_tokens = raised_budget(message, self._max_tokens, limits.max_output_tokens)
+            await self.commit(UserMessage(CONTINUE_PROMPT))
+            self.requests += 1
+            message = await self._call_model(await self._build_request())
+        return message
+
     async def _build_request(self) -> ModelRequest:
         system_prompt = self.spec.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         if not hook:
-            return ModelRequest(system_prompt, self._context.messages(), tools)
+            return ModelRequest(system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens)
         context = RequestContext(system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
-            context.system_prompt, project_tool_protocol(context.messages), list(context.tools)
+            context.system_prompt,
+            project_tool_protocol(context.messages),
+            list(context.tools),
+            max_tokens=self._max_tokens,
         )
 
     # -- the model request ----------------------------------------------------
