@@ -5,10 +5,12 @@ output limit are continued."""
 import json
 
 import pytest
+import trio
 
 from agentrio import (
     AgentSpec,
     AssistantMessage,
+    CompactionFailed,
     Limits,
     MemoryStore,
     ProviderError,
@@ -26,7 +28,6 @@ from agentrio.actors.compaction import (
     CHARS_PER_TOKEN,
     DEFAULT_COMPACTION_PROMPT,
     SUMMARY_HEADER,
-    CompactionFailed,
     choose_cut,
     estimate_tokens,
 )
@@ -438,3 +439,17 @@ async def test_a_reply_cut_inside_a_tool_call_is_never_continued_nor_executed(rt
     assert result.stop_reason == "max_tokens" and len(model.requests) == 1
     assert agent.messages[-1].is_error and agent.messages[-1].text.startswith("TOOL_NOT_STARTED")
     assert executed == []
+
+
+def test_sessions_show_full_prints_the_replaced_history_and_the_summary(tmp_path, capsys):
+    from agentrio.cli import main
+
+    db = tmp_path / "s.db"
+    trio.run(_compacted_session, SQLiteStore(db))
+    assert main(["sessions", "show", "s1", "--full", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    replaced = out.index("user: first")
+    compacted = out.index("--- compacted (manual): the first 4 messages of history replaced by a summary")
+    summary = out.index("summary: " + SUMMARY_HEADER.splitlines()[0])
+    after = out.index("user: second")
+    assert replaced < compacted < summary < after

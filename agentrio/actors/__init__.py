@@ -2,6 +2,7 @@
 
 from .agent import Agent, AgentDisposed, Setup
 from .agent_tool import agent_tool
+from .compaction import CompactionFailed, CompactionOutcome
 from .scope import AgentScope
 from .spec import AgentSpec, Hooks, Limits, PreStep, Reject, RequestContext, RequestError, RunResult
 
@@ -10,6 +11,8 @@ __all__ = [
     "AgentDisposed",
     "AgentScope",
     "AgentSpec",
+    "CompactionFailed",
+    "CompactionOutcome",
     "Hooks",
     "Limits",
     "PreStep",

@@ -322,9 +322,8 @@ class Activity:
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests >= max_turns:
             return "max_turns"
-        if self._compactor.due(self._context.history):
-            if (await self._compact("threshold")).error:
-                return "compaction_failed"
+        if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
+            return "compaction_failed"
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1

@@ -6,7 +6,15 @@ from collections.abc import Iterable
 
 import attrs
 
-from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage, unanswered_calls
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    unanswered_calls,
+)
 from .records import (
     ActorFailed,
     Compacted,
