@@ -39,7 +39,7 @@ from agentrio.journal.records import Compacted, MessageAppended
 from agentrio.models import request_problems
 
 from .conftest import record
-from .helpers import calls, echo_tool, say
+from .helpers import calls, echo_tool, say, start_run
 
 #: 800 characters: 200 tokens by the estimate.
 LONG = "x" * 800
@@ -453,3 +453,27 @@ def test_sessions_show_full_prints_the_replaced_history_and_the_summary(tmp_path
     summary = out.index("summary: " + SUMMARY_HEADER.splitlines()[0])
     after = out.index("user: second")
     assert replaced < compacted < summary < after
+
+
+async def test_a_cancel_during_the_summary_ends_the_compaction_and_keeps_history(rt):
+    summarizing = trio.Event()
+
+    async def hang(request):
+        summarizing.set()
+        await trio.sleep_forever()
+
+    model = ScriptedModel([say(LONG), OVERFLOW, hang])
+    agent = await rt.create(_spec(model, keep_recent_tokens=100))
+    await agent.run("first")
+    before = list(agent.messages)
+    async with record(agent) as rec, trio.open_nursery() as nursery:
+        results = start_run(nursery, agent, "second")
+        await summarizing.wait()
+        await agent.cancel()
+    assert results[0].stop_reason == "aborted"
+    assert [(e.type, getattr(e, "error", None)) for e in rec.events if e.type.startswith("compaction")] == [
+        ("compaction_start", None),
+        ("compaction_end", "interrupted"),
+    ]
+    assert list(agent.messages[: len(before)]) == before and agent.messages[len(before)] == UserMessage("second")
+    assert request_problems(_next(agent)) == []

@@ -102,7 +102,7 @@ def choose_cut(messages: Sequence[Message], keep_recent_tokens: int, *, floor: i
         points.append(len(messages))
     if not points:
         return None
-    # The smallest tail that no longer fits: cut just after it.
+    # Where the longest tail within keep_recent_tokens starts.
     fits, tail = len(messages), 0
     for index in range(len(messages) - 1, -1, -1):
         tail += estimate_tokens([messages[index]])
@@ -185,7 +185,8 @@ class Compactor:
         agent's committed history (the cut stays among them)."""
         state = self._ports.journal.state
         before = self.tokens(history)
-        cut = choose_cut(history[:committed], self._limits.keep_recent_tokens, floor=state.summary is not None)
+        floor = 0 if state.summary is None else 1  # the previous summary alone is not worth summarizing
+        cut = choose_cut(history[:committed], self._limits.keep_recent_tokens, floor=floor)
         if cut is None:
             return CompactionOutcome(False, before, before)
         emit = self._ports.emit
@@ -196,6 +197,10 @@ class Compactor:
             error = f"the summary request failed: {exc}"
             emit(CompactionEnd, reason=reason, tokens_before=before, tokens_after=before, error=error)
             return CompactionOutcome(False, before, before, error=error)
+        except BaseException:
+            # Every start has its end, a cancel included.
+            emit(CompactionEnd, reason=reason, tokens_before=before, tokens_after=before, error="interrupted")
+            raise
         summary = UserMessage(SUMMARY_HEADER + text)
         kept = [summary, *history[cut:]]
         self._reported = None  # it counted the history replaced now
