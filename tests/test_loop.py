@@ -18,6 +18,7 @@ from agentrio import (
     UserMessage,
     tool,
 )
+from agentrio.actors.activity import MAX_TURNS_NOTE
 from agentrio.journal.projection import SessionState
 from agentrio.messages import TOOL_NOT_STARTED
 from agentrio.models import request_problems
@@ -199,6 +200,16 @@ async def test_max_turns_counts_model_requests(rt):
     assert result.stop_reason == "max_turns"
     assert len(model.requests) == 3
     assert request_problems(_next_request(agent)) == []
+
+
+async def test_hitting_max_turns_leaves_a_note_the_model_sees_next(rt):
+    model = ScriptedModel([calls(("echo", {"text": "x"})), say("resumed")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], limits=Limits(max_turns=1)))
+    assert (await agent.run("loop")).stop_reason == "max_turns"
+    note = agent.messages[-1]
+    assert note == UserMessage(MAX_TURNS_NOTE.format(1))
+    await agent.run("go on")
+    assert model.requests[1].messages[-2:] == [note, UserMessage("go on")]
 
 
 async def test_max_tool_calls_stops_after_the_batch_with_every_call_answered(rt):

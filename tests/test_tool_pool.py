@@ -58,6 +58,26 @@ async def test_an_exclusive_call_is_a_barrier_and_runs_alone(rt, autojump_clock)
     assert overlapping([e for e in log if e[1] in ("p3", "p4")]) == 2  # parallel again after the barrier
 
 
+async def test_sequential_execution_runs_every_call_alone_in_model_order(rt, autojump_clock):
+    log = []
+    model = ScriptedModel([calls(*[("sleep", {"seconds": d, "tag": str(i)}) for i, d in enumerate([3, 1, 2])]), say("ok")])
+    spec = AgentSpec("a", model, tools=[sleeper(log=log)], limits=Limits(tool_execution="sequential"))
+    agent = await rt.create(spec)
+    async with record(agent) as rec:
+        await agent.run("go")
+    assert [(kind, tag) for kind, tag, _ in log] == [
+        ("start", "0"), ("end", "0"), ("start", "1"), ("end", "1"), ("start", "2"), ("end", "2"),
+    ]
+    # Each result is committed before the next call starts.
+    order = [e.type for e in rec.events if e.type in ("tool_execution_start", "message_end")][2:]
+    assert order == ["tool_execution_start", "message_end"] * 3 + ["message_end"]
+
+
+def test_tool_execution_is_parallel_or_sequential():
+    with pytest.raises(ValueError, match="Limits.tool_execution: expected one of"):
+        Limits(tool_execution="serial")
+
+
 async def test_results_are_committed_in_model_order_when_later_calls_finish_first(rt, autojump_clock):
     log = []
     model = ScriptedModel([calls(*[("sleep", {"seconds": s, "tag": t}) for t, s in [("a", 3), ("b", 1), ("c", 2)]]), say("ok")])

@@ -85,6 +85,13 @@ TEXT_TOOL_CALL = re.compile(
     re.IGNORECASE,
 )
 
+#: Left in history when a run stops at ``Limits.max_turns``, so that the
+#: model knows, if the session goes on, that it was stopped.
+MAX_TURNS_NOTE = (
+    "[The run stopped here: it reached its limit of {} model requests before "
+    "the task was finished.]"
+)
+
 PROTOCOL_REPAIR = (
     "Your previous reply wrote tool calls as text (for example `<invoke>` or "
     "`<tool_call>` markup); text is never executed. Call tools only through "
@@ -321,6 +328,7 @@ class Activity:
         self.state("build_context")
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests >= max_turns:
+            await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
         if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
             return "compaction_failed"

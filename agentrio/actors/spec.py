@@ -88,6 +88,9 @@ def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) ->
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
 
 
+TOOL_EXECUTIONS = ("parallel", "sequential")
+
+
 @attrs.frozen
 class Limits:
     """Per run: ``max_turns`` model requests (retries excluded),
@@ -110,11 +113,19 @@ class Limits:
     max_tool_calls: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
     timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
     max_parallel_tool_calls: int = attrs.field(default=8, validator=_positive_int(optional=False))
+    #: ``"sequential"``: every call runs alone, after the results of the
+    #: calls before it are committed, as an exclusive tool does.
+    tool_execution: Literal["parallel", "sequential"] = attrs.field(default="parallel")
     context_window: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
     compact_at: float = attrs.field(default=0.8, validator=_fraction)
     keep_recent_tokens: int = attrs.field(default=20_000, validator=_positive_int(optional=False))
     continue_on_max_tokens: int = attrs.field(default=0, validator=_count)
     max_output_tokens: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+
+    @tool_execution.validator
+    def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in TOOL_EXECUTIONS:
+            raise ValueError(f"Limits.tool_execution: expected one of {TOOL_EXECUTIONS}, got {value!r}")
 
     def __attrs_post_init__(self) -> None:
         if self.context_window is not None and self.keep_recent_tokens >= self.compact_at * self.context_window:

@@ -85,7 +85,7 @@ class ToolBatch:
     Calls are validated and checked for permission in model order, then run
     in a rolling pool of at most ``max_parallel_tool_calls`` workers; an
     exclusive call is a barrier that waits for everything before it and runs
-    alone.
+    alone (with ``Limits(tool_execution="sequential")`` every call is).
 
     Guarantees: a call is journaled as started, durably, before its body
     runs. A result is durable the moment it finishes (committed if every
@@ -200,7 +200,7 @@ class ToolBatch:
             except Exception as exc:
                 slot.result = _error(slot.call, f"execution mode failed: {type(exc).__name__}: {exc}")
                 continue
-            if mode == "exclusive":
+            if mode == "exclusive" or limits.tool_execution == "sequential":
                 await self._start(wave, "parallel")
                 wave = []
                 await self._drain()
