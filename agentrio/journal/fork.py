@@ -8,6 +8,7 @@ from .._ids import new_id
 from ..messages import Message, unanswered_calls
 from .projection import SessionState
 from .records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
+from .repair import repaired_history
 from .store import LoadedSession, SessionInfo, Store
 
 
@@ -16,13 +17,21 @@ class ForkRefused(ValueError):
 
 
 def fork_seed(
-    session_id: str, records: Iterable[Record], *, at_message: int | None = None, at_turn: int | None = None
+    session_id: str,
+    records: Iterable[Record],
+    *,
+    at_message: int | None = None,
+    at_turn: int | None = None,
+    repair: bool = False,
 ) -> list[Message]:
     """The history a fork of ``session_id`` starts from: its first
     ``at_message`` committed messages (of its history as it is now, compacted
     or not), or its history as it was at the end of turn ``at_turn`` (0:
-    before its first turn). A cut inside a turn that is still open, or one
-    that leaves tool calls unanswered, is refused."""
+    before its first turn). A cut inside a turn that is still open is
+    refused, unless ``repair``: the open turn is then closed as crash repair
+    would close it (its messages so far, every unanswered call answered) and
+    the cut taken from that history. A cut that leaves tool calls unanswered
+    is refused."""
     if (at_message is None) == (at_turn is None):
         raise TypeError("give exactly one of at_message and at_turn")
     state = SessionState()
@@ -46,11 +55,14 @@ def fork_seed(
             if record.turn == at_turn:
                 at_turn_history = list(state.messages)
     ended.add(0)
-    messages = state.messages
+    repairing = repair and state.turn_open
+    messages = repaired_history(state) if repairing else state.messages
 
     if at_turn is not None:
         if at_turn in ended:
             messages = at_turn_history if at_turn_history is not None else messages
+            at_message = len(messages)
+        elif repairing and at_turn == state.turn:
             at_message = len(messages)
         elif state.turn_open and at_turn == state.turn:
             raise ForkRefused(
@@ -66,7 +78,7 @@ def fork_seed(
             f"at_message must be between 0 and {len(messages)} (the committed messages of "
             f"session {session_id!r}), got {at_message}"
         )
-    if at_turn is None and state.turn_open and at_message > open_turn_start:
+    if at_turn is None and state.turn_open and not repair and at_message > open_turn_start:
         raise ForkRefused(
             f"cannot fork session {session_id!r} at message {at_message}: it is inside turn "
             f"{state.turn}, which is still open; cut at message {open_turn_start} or before, "
@@ -88,11 +100,12 @@ async def fork_session(
     at_message: int | None = None,
     at_turn: int | None = None,
     fork_id: str | None = None,
+    repair: bool = False,
 ) -> LoadedSession:
     """Create the fork in ``store``; its info names its parent and how many
     messages it took."""
     _, records = await store.load_session(session_id)
-    seed = fork_seed(session_id, records, at_message=at_message, at_turn=at_turn)
+    seed = fork_seed(session_id, records, at_message=at_message, at_turn=at_turn, repair=repair)
     info = SessionInfo(fork_id or new_id("session"), parent_session_id=session_id, seed_length=len(seed))
     seed_records = [MessageAppended(m) for m in seed]
     await store.create_session(info, seed_records)

@@ -8,6 +8,7 @@ import trio
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, Tool
 from agentrio.journal import ForkRefused, SessionNotFound
+from agentrio.messages import TOOL_OUTCOME_UNKNOWN
 
 from ..helpers import calls, echo_tool, say
 
@@ -92,6 +93,37 @@ async def test_fork_takes_one_cut_and_an_existing_session(db):
             await rt.fork("src", at_message=2, at_turn=1)
         with pytest.raises(SessionNotFound):
             await rt.fork("nope", at_message=0, spec=two_turn_spec())
+
+
+async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
+    started, release = trio.Event(), trio.Event()
+
+    async def block(args, ctx):
+        started.set()
+        await release.wait()
+        return "released"
+
+    model = ScriptedModel([say("earlier"), calls(("echo", {"text": "a"})), calls(("block", {})), say("end")])
+    tools = [echo_tool(), Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
+    async with Runtime(SQLiteStore(db)) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=tools), "src")
+        await agent.run("before")
+        await agent.followup("go")
+        await started.wait()
+        # Turn 2: its first step committed, its second running the blocking call.
+        fork = await rt.fork("src", at_turn=2, repair=True, spec=AgentSpec("f", ScriptedModel([say("on")])))
+        history = list(fork.messages)
+        assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant", "tool_result"]
+        closing = history[-1]
+        assert closing.is_error and closing.text.startswith(TOOL_OUTCOME_UNKNOWN)  # it had started
+        assert texts(await rt.fork("src", at_message=5, repair=True)) == texts(fork)[:5]
+        with pytest.raises(ForkRefused, match="leaves tool calls without results"):
+            await rt.fork("src", at_message=6, repair=True)
+        assert (await fork.run("go on")).text == "on"  # a history a run can go on from
+        release.set()
+        await agent.wait_idle()
+    # The source was only read: its call ends with its own result.
+    assert agent.messages[6].text == "released" and agent.messages[-1].text == "end"
 
 
 async def test_a_cut_inside_an_open_turn_is_refused(db):
