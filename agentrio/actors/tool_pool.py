@@ -132,9 +132,13 @@ class ToolBatch:
         except Exception as exc:
             slot.result = _error(call, f"permission check failed: {type(exc).__name__}: {exc}")
             return
-        if decision == "deny":
+        if decision in ("deny", "deny_and_stop"):
             reason = f": {decision.reason}" if decision.reason else ""
-            slot.result = _error(call, f"permission denied by policy{reason}")
+            if decision == "deny_and_stop":
+                slot.result = _error(call, f"permission denied by policy, and the run stopped{reason}")
+                self.stop = "permission_denied"
+            else:
+                slot.result = _error(call, f"permission denied by policy{reason}")
         elif decision == "ask":
             await self._ask(slot, decision.reason)
 
