@@ -110,6 +110,7 @@ async def test_a_policy_may_deny_and_stop_the_run(rt):
     assert first.is_error and "TOOL_NOT_STARTED" in first.text  # nothing runs once the run stopped
     assert denied.text == "permission denied by policy, and the run stopped: never delete trees"
     assert never.is_error and "TOOL_NOT_STARTED" in never.text
+    assert [r.error_code for r in (first, denied, never)] == ["TOOL_NOT_STARTED", "PERMISSION_DENIED", "TOOL_NOT_STARTED"]
     assert not any(e.result.text.startswith("echo") for e in rec.of("tool_execution_end"))
     assert rec.of("approval_request") == []
 

@@ -165,17 +165,17 @@ async def _refuse(ctx, call_next):
 
 
 @pytest.mark.parametrize(
-    "call, expected",
+    "call, expected, code",
     [
-        (ToolCall("c", "nope", {}), "unknown tool 'nope'; available tools: echo, explode"),
-        (ToolCall("c", "echo", {"txt": "x"}), "invalid arguments for echo: 'text' is a required property"),
-        (ToolCall("c", "echo", {"text": 3}), "invalid arguments for echo: text: 3 is not of type 'string'"),
-        (ToolCall("c", "echo", {}, raw_arguments='{"text": '), "not a JSON object"),
-        (ToolCall("c", "explode", {"reason": "x"}), "RuntimeError: boom: x"),
-        (ToolCall("c", "echo", {"text": "forbidden"}), "refused: echoing that is not allowed"),
+        (ToolCall("c", "nope", {}), "unknown tool 'nope'; available tools: echo, explode", "TOOL_NOT_FOUND"),
+        (ToolCall("c", "echo", {"txt": "x"}), "invalid arguments for echo: 'text' is a required property", "TOOL_INPUT_INVALID"),
+        (ToolCall("c", "echo", {"text": 3}), "invalid arguments for echo: text: 3 is not of type 'string'", "TOOL_INPUT_INVALID"),
+        (ToolCall("c", "echo", {}, raw_arguments='{"text": '), "not a JSON object", "TOOL_INPUT_INVALID"),
+        (ToolCall("c", "explode", {"reason": "x"}), "RuntimeError: boom: x", "TOOL_FAILED"),
+        (ToolCall("c", "echo", {"text": "forbidden"}), "refused: echoing that is not allowed", "PERMISSION_DENIED"),
     ],
 )
-async def test_tool_failures_become_error_results_and_the_run_goes_on(rt, call, expected):
+async def test_tool_failures_become_error_results_with_a_code_and_the_run_goes_on(rt, call, expected, code):
     model = ScriptedModel([AssistantMessage([call]), say("recovered")])
     spec = AgentSpec("a", model, tools=[echo_tool(), explode], middleware=[_refuse])
     agent = await rt.create(spec)
@@ -185,9 +185,20 @@ async def test_tool_failures_become_error_results_and_the_run_goes_on(rt, call, 
     error = model.requests[1].messages[-1]
     assert isinstance(error, ToolResultMessage) and error.is_error
     assert expected in error.text
+    assert error.error_code == code
     end = rec.of("tool_execution_end")[0]
-    assert end.is_error and end.tool_call_id == "c"
+    assert end.is_error and end.tool_call_id == "c" and end.result.error_code == code
     assert "recover" in rec.states()
+    # The code is journaled with the result.
+    _, records = await rt.store.load_session(agent.session_id)
+    assert [r.message.error_code for r in records if getattr(r, "type", "") == "message_appended" and r.message.role == "tool_result"] == [code]
+
+
+async def test_a_successful_result_has_no_error_code(rt):
+    model = ScriptedModel([calls(("echo", {"text": "x"})), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    await agent.run("go")
+    assert agent.messages[2].error_code is None
 
 
 # -- limits --------------------------------------------------------------------
@@ -274,6 +285,7 @@ async def test_truncated_output_is_never_executed(rt, stop_reason, run_stop):
     assert result.stop_reason == run_stop
     answer = agent.messages[-1]
     assert answer.is_error and answer.text.startswith(TOOL_NOT_STARTED) and stop_reason in answer.text
+    assert answer.error_code == TOOL_NOT_STARTED
     assert request_problems(_next_request(agent)) == []
 
 

@@ -12,7 +12,19 @@ import trio
 from ..events import ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallFinished, ToolCallStarted
-from ..messages import TOOL_ABORTED, TOOL_NOT_STARTED, Text, ToolCall, ToolResultMessage, Usage, error_result
+from ..messages import (
+    PERMISSION_DENIED,
+    TOOL_ABORTED,
+    TOOL_FAILED,
+    TOOL_INPUT_INVALID,
+    TOOL_NOT_FOUND,
+    TOOL_NOT_STARTED,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    error_result,
+)
 from ..tools import Tool, ToolContext
 from ..tools.middleware import run_tool_call
 from ..tools.permissions import decide
@@ -30,8 +42,8 @@ ABANDON_AFTER = DEFAULT_GRACE + 3.0
 TOOL_ABANDONED = "TOOL_ABANDONED"
 
 
-def _error(call: ToolCall, text: str) -> ToolResultMessage:
-    return ToolResultMessage(call.id, call.name, [Text(text)], is_error=True)
+def _error(call: ToolCall, code: str, text: str) -> ToolResultMessage:
+    return ToolResultMessage(call.id, call.name, [Text(text)], is_error=True, error_code=code)
 
 
 @attrs.define(eq=False)
@@ -112,13 +124,15 @@ class ToolBatch:
         tool = self._agent.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(self._agent.tools)) or "none"
-            slot.result = _error(call, f"unknown tool {call.name!r}; available tools: {available}")
+            slot.result = _error(call, TOOL_NOT_FOUND, f"unknown tool {call.name!r}; available tools: {available}")
         elif call.raw_arguments is not None:
             slot.result = _error(
-                call, f"invalid arguments for {call.name}: not a JSON object: {call.raw_arguments!r}"
+                call,
+                TOOL_INPUT_INVALID,
+                f"invalid arguments for {call.name}: not a JSON object: {call.raw_arguments!r}",
             )
         elif errors := tool.argument_errors(call.arguments):
-            slot.result = _error(call, f"invalid arguments for {call.name}: " + "; ".join(errors))
+            slot.result = _error(call, TOOL_INPUT_INVALID, f"invalid arguments for {call.name}: " + "; ".join(errors))
         else:
             slot.tool = tool
 
@@ -130,15 +144,15 @@ class ToolBatch:
         try:
             decision = await decide(policy, call, slot.tool)
         except Exception as exc:
-            slot.result = _error(call, f"permission check failed: {type(exc).__name__}: {exc}")
+            slot.result = _error(call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}")
             return
         if decision in ("deny", "deny_and_stop"):
             reason = f": {decision.reason}" if decision.reason else ""
             if decision == "deny_and_stop":
-                slot.result = _error(call, f"permission denied by policy, and the run stopped{reason}")
+                slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy, and the run stopped{reason}")
                 self.stop = "permission_denied"
             else:
-                slot.result = _error(call, f"permission denied by policy{reason}")
+                slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy{reason}")
         elif decision == "ask":
             await self._ask(slot, decision.reason)
 
@@ -147,9 +161,9 @@ class ToolBatch:
         approval = await self._agent.ask(call, slot.tool, why)
         reason = f": {approval.reason}" if approval.reason else ""
         if approval.decision == "deny":
-            slot.result = _error(call, f"permission denied by the user{reason}")
+            slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user{reason}")
         elif approval.decision == "deny_and_stop":
-            slot.result = _error(call, f"permission denied by the user, and the run stopped{reason}")
+            slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user, and the run stopped{reason}")
             self.stop = "permission_denied"
 
     # -- execution ------------------------------------------------------------
@@ -202,7 +216,7 @@ class ToolBatch:
             try:
                 mode = tool.mode_for(slot.call.arguments)
             except Exception as exc:
-                slot.result = _error(slot.call, f"execution mode failed: {type(exc).__name__}: {exc}")
+                slot.result = _error(slot.call, TOOL_FAILED, f"execution mode failed: {type(exc).__name__}: {exc}")
                 continue
             if mode == "exclusive" or limits.tool_execution == "sequential":
                 await self._start(wave, "parallel")

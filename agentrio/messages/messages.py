@@ -69,6 +69,11 @@ class ToolResultMessage:
     is_error: bool = False
     #: Data for a UI or a log, never sent to a model. Must be JSON-serializable.
     details: Any = None
+    #: What kind of error an ``is_error`` result is, for code to act on
+    #: (``TOOL_NOT_FOUND``, ``TOOL_INPUT_INVALID``, ``TOOL_FAILED``,
+    #: ``PERMISSION_DENIED``, ``TOOL_NOT_STARTED`` … see
+    #: ``agentrio.messages.protocol``); never sent to a model.
+    error_code: str | None = None
 
     role: ClassVar[str] = "tool_result"
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ..messages import Part, Text, ToolResultMessage, Usage
+from ..messages import TOOL_FAILED, Part, Text, ToolResultMessage, Usage
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
 from .schema import ArgumentValidator, argument_errors, schema_problems
@@ -26,13 +26,15 @@ class ToolResult:
     the model; ``concludes_turn`` ends the turn once this call's batch is
     committed, without another model request; ``fatal`` (an error nothing can
     recover from) ends the run with stop reason ``tool_error``: calls not yet
-    started are not started."""
+    started are not started. An error result's ``error_code`` is
+    ``TOOL_FAILED`` unless it says otherwise."""
 
     content: str | list[Part]
     is_error: bool = attrs.field(default=False, kw_only=True)
     details: Any = attrs.field(default=None, kw_only=True)
     concludes_turn: bool = attrs.field(default=False, kw_only=True)
     fatal: bool = attrs.field(default=False, kw_only=True)
+    error_code: str | None = attrs.field(default=None, kw_only=True)
 
     def to_message(self, tool_call_id: str, tool_name: str) -> ToolResultMessage:
         content = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
@@ -42,6 +44,7 @@ class ToolResult:
             content=content,
             is_error=self.is_error,
             details=_storable(self.details),
+            error_code=(self.error_code or TOOL_FAILED) if self.is_error else None,
         )
 
 
