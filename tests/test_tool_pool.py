@@ -4,7 +4,7 @@ results committed in the order the model asked for them."""
 import pytest
 import trio
 
-from agentrio import AgentSpec, Limits, ScriptedModel, ToolResultMessage
+from agentrio import AgentSpec, Limits, ScriptedModel, Tool, ToolResult, ToolResultMessage
 from agentrio.journal.records import MessageAppended, ToolCallStarted
 
 from .conftest import record
@@ -71,6 +71,30 @@ async def test_sequential_execution_runs_every_call_alone_in_model_order(rt, aut
     # Each result is committed before the next call starts.
     order = [e.type for e in rec.events if e.type in ("tool_execution_start", "message_end")][2:]
     assert order == ["tool_execution_start", "message_end"] * 3 + ["message_end"]
+
+
+async def test_deferred_context_reaches_the_next_request_after_the_results_in_model_order(rt, autojump_clock):
+    async def note(args, ctx):
+        await trio.sleep(args["seconds"])
+        return ToolResult(f"noted {args['tag']}", context=f"context from {args['tag']}")
+
+    noting = Tool(
+        "note",
+        "Note.",
+        {"type": "object", "properties": {"seconds": {"type": "number"}, "tag": {"type": "string"}}},
+        note,
+    )
+    model = ScriptedModel([calls(("note", {"seconds": 2, "tag": "a"}), ("note", {"seconds": 1, "tag": "b"})), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[noting]))
+    async with record(agent) as rec:
+        await agent.run("go")
+    assert [m.text for m in model.requests[1].messages[2:]] == [
+        "noted a", "noted b", "context from a", "context from b",  # b ended first, yet comes second
+    ]
+    assert [e.inserted[0].message.text for e in rec.of("inbox") if e.target == "next_step" and e.inserted] == [
+        "context from a", "context from b",
+    ]
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result", "tool_result", "user", "user", "assistant"]
 
 
 def test_tool_execution_is_parallel_or_sequential():

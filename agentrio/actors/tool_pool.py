@@ -55,6 +55,8 @@ class Slot:
     #: Set once the outcome is known; committed when every earlier slot is.
     result: ToolResultMessage | None = None
     concludes_turn: bool = False
+    #: Deferred context the tool gave with its result.
+    context: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
     scope: trio.CancelScope | None = None
@@ -328,6 +330,7 @@ class ToolBatch:
         if outcome is not None:  # None: the worker was cancelled
             slot.result = outcome.to_message(slot.call.id, slot.call.name)
             slot.concludes_turn = outcome.concludes_turn
+            slot.context = outcome.context
             if outcome.fatal and not self.stop:
                 self.stop = "tool_error"  # no further call starts
 
@@ -337,6 +340,8 @@ class ToolBatch:
             self._next_commit += 1
             slot.committed = True
             await self._ports.commit_result(slot.call, slot.result, slot.duration)
+            if slot.context:
+                await self._agent.inbox.put(slot.context, "next_step")
 
     async def settle(self) -> dict[str, ToolResultMessage]:
         """After a cancel or a failure: wait for the cancelled workers to end,

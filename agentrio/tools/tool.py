@@ -27,7 +27,9 @@ class ToolResult:
     committed, without another model request; ``fatal`` (an error nothing can
     recover from) ends the run with stop reason ``tool_error``: calls not yet
     started are not started. An error result's ``error_code`` is
-    ``TOOL_FAILED`` unless it says otherwise."""
+    ``TOOL_FAILED`` unless it says otherwise. ``context`` is deferred
+    context: once this result is committed it is queued as next-step input,
+    so the model reads it with the results, before its next request."""
 
     content: str | list[Part]
     is_error: bool = attrs.field(default=False, kw_only=True)
@@ -35,6 +37,7 @@ class ToolResult:
     concludes_turn: bool = attrs.field(default=False, kw_only=True)
     fatal: bool = attrs.field(default=False, kw_only=True)
     error_code: str | None = attrs.field(default=None, kw_only=True)
+    context: str | None = attrs.field(default=None, kw_only=True)
 
     def to_message(self, tool_call_id: str, tool_name: str) -> ToolResultMessage:
         content = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
