@@ -4,7 +4,7 @@ from .agent import Agent, AgentDisposed, Setup
 from .agent_tool import agent_tool
 from .compaction import CompactionFailed, CompactionOutcome
 from .scope import AgentScope
-from .spec import AgentSpec, Hooks, Limits, PreStep, Reject, RequestContext, RequestError, RunResult
+from .spec import AgentSpec, Hooks, Limits, PostTool, PreStep, Reject, RequestContext, RequestError, RunResult
 
 __all__ = [
     "Agent",
@@ -15,6 +15,7 @@ __all__ = [
     "CompactionOutcome",
     "Hooks",
     "Limits",
+    "PostTool",
     "PreStep",
     "Reject",
     "RequestContext",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from ..messages import Message, ToolCall, Usage
+from ..messages import Message, ToolCall, ToolResultMessage, Usage
 from ..models import Model, ProviderError, ToolSpec, from_string
 from ..tools import Tool
 
@@ -156,6 +156,16 @@ class PreStep:
 
 
 @attrs.frozen
+class PostTool:
+    """A tool call's result, before it is made durable (journaled,
+    committed, shown); ``post_tool`` may return a replacement."""
+
+    agent: Agent
+    call: ToolCall
+    result: ToolResultMessage
+
+
+@attrs.frozen
 class Reject:
     """Returned by ``pre_step`` to end the turn ``blocked``. The rejected input
     is not re-queued unless the hook puts it back itself."""
@@ -191,6 +201,10 @@ class Hooks:
       next-step input makes it go on.
     - ``on_assistant_stream(event: StreamEvent) -> None``: observes the live
       model stream.
+    - ``post_tool(p: PostTool) -> ToolResultMessage | None``: sees each tool
+      result before it is journaled or committed and may return a
+      replacement (to redact or rewrite it); the journal never holds what it
+      removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
     """
 
     prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
@@ -198,6 +212,7 @@ class Hooks:
     on_request_error: Callable[[RequestError], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 import trio
 
+from .. import _callbacks
 from ..events import ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallFinished, ToolCallStarted
@@ -30,6 +31,7 @@ from ..tools.middleware import run_tool_call
 from ..tools.permissions import decide
 from ..tools.process import DEFAULT_GRACE
 from .ports import ActivityPorts
+from .spec import PostTool
 
 #: How long a cancelled batch waits for its workers to end. Longer than a
 #: supervised process's TERM-to-KILL grace, so that a process that ignores
@@ -67,6 +69,8 @@ class Slot:
     #: Journaled as finished ahead of its turn to be committed.
     recorded: bool = False
     committed: bool = False
+    #: The ``post_tool`` hook has seen the result.
+    posted: bool = False
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
@@ -85,7 +89,7 @@ class BatchPorts:
 
     agent: ActivityPorts
     state: Callable[[str], None]
-    tool_started: Callable[[ToolCall, "str | None"], None]
+    tool_started: Callable[[ToolCall, str | None], None]
     commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
     add_usage: Callable[[Usage], None]
     #: Tool calls the run has started so far, and a way to count more.
@@ -317,6 +321,7 @@ class ToolBatch:
         await self._commit_ready()
         early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
         for slot in early:
+            await self._post(slot)
             slot.recorded = True
         if early:
             await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
@@ -338,10 +343,29 @@ class ToolBatch:
         while self._next_commit < len(self.slots) and self.slots[self._next_commit].result is not None:
             slot = self.slots[self._next_commit]
             self._next_commit += 1
+            await self._post(slot)
             slot.committed = True
             await self._ports.commit_result(slot.call, slot.result, slot.duration)
             if slot.context:
                 await self._agent.inbox.put(slot.context, "next_step")
+
+    async def _post(self, slot: Slot) -> None:
+        """Let the ``post_tool`` hook see (and replace) ``slot``'s result, once."""
+        hooks = self._agent.spec.hooks
+        if slot.posted or hooks is None or hooks.post_tool is None:
+            return
+        slot.posted = True
+        call = slot.call
+        try:
+            replaced = await _callbacks.call(hooks.post_tool, PostTool(self._agent.handle, call, slot.result))
+        except Exception as exc:
+            replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
+        if replaced is None:
+            return
+        if not isinstance(replaced, ToolResultMessage):
+            replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
+        # A replacement answers this call, whatever ids it was given.
+        slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
 
     async def settle(self) -> dict[str, ToolResultMessage]:
         """After a cancel or a failure: wait for the cancelled workers to end,
@@ -359,6 +383,10 @@ class ToolBatch:
             if slot.committed:
                 continue
             if slot.result is not None:
+                with trio.move_on_after(ABANDON_AFTER) as waited:
+                    await self._post(slot)
+                if waited.cancelled_caught:  # never commit what the hook may have meant to remove
+                    slot.result = _error(slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld")
                 known[slot.call.id] = slot.result
             elif slot.scope is not None and not slot.ended:
                 self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)
