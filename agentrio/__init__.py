@@ -15,6 +15,7 @@ from .actors import (
     Reject,
     RequestContext,
     RequestError,
+    Route,
     RunResult,
     agent_tool,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "Reject",
     "RequestContext",
     "RequestError",
+    "Route",
     "RunResult",
     "Runtime",
     "SQLiteStore",

@@ -4,7 +4,18 @@ from .agent import Agent, AgentDisposed, Setup
 from .agent_tool import agent_tool
 from .compaction import CompactionFailed, CompactionOutcome
 from .scope import AgentScope
-from .spec import AgentSpec, Hooks, Limits, PostTool, PreStep, Reject, RequestContext, RequestError, RunResult
+from .spec import (
+    AgentSpec,
+    Hooks,
+    Limits,
+    PostTool,
+    PreStep,
+    Reject,
+    RequestContext,
+    RequestError,
+    Route,
+    RunResult,
+)
 
 __all__ = [
     "Agent",
@@ -20,6 +31,7 @@ __all__ = [
     "Reject",
     "RequestContext",
     "RequestError",
+    "Route",
     "RunResult",
     "Setup",
     "agent_tool",

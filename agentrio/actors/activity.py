@@ -57,11 +57,12 @@ from ..messages import (
     project_tool_protocol,
 )
 from ..messages.protocol import GrowingProjection
-from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, ModelRequest, ProviderError
+from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart
 from .compaction import CompactionOutcome, Compactor
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
+from .routing import choose_model
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
 
@@ -391,11 +392,13 @@ class Activity:
         returns the committed assistant message."""
         attempt = 1
         repaired = compacted = False
+        error = None
         while True:
+            model = await choose_model(self.ports, request, "step", attempt, error)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
-            error = await stream_model(self.spec.model, request, self._on_stream_event, observe)
+            error = await stream_model(model, request, self._on_stream_event, observe)
             if error is None and live.assembler.done is None:
                 error = ProviderError(
                     type=CONNECTION_ERROR, message="the stream ended without a stop reason"
@@ -414,7 +417,7 @@ class Activity:
                     error = attrs.evolve(error, message=f"{error.message} ({outcome.error})")
                 live = self._live = LiveMessage()
             if error is not None:
-                delay = await self._retry_delay(error, attempt)
+                delay = await self._retry_delay(model, error, attempt)
                 if delay is not None:
                     self._withdraw(live, "retry")
                     self.emit(RequestRetry, error=error, attempt=attempt, delay=delay)
@@ -458,8 +461,8 @@ class Activity:
             self.emit(MessageDiscard, reason=reason)
         self._live = None
 
-    async def _retry_delay(self, error: ProviderError, attempt: int) -> float | None:
-        policy = getattr(self.spec.model, "retry_policy", None)
+    async def _retry_delay(self, model: Model, error: ProviderError, attempt: int) -> float | None:
+        policy = getattr(model, "retry_policy", None)
         default = policy.delay(error, attempt) if policy is not None else None
         hook = self._hooks and self._hooks.on_request_error
         if not hook:

@@ -34,6 +34,7 @@ from ..messages import (
 )
 from ..models import MessageAssembler, ModelRequest, ProviderError
 from .model_stream import stream_model
+from .routing import choose_model
 
 if TYPE_CHECKING:
     from .ports import ActivityPorts
@@ -231,7 +232,8 @@ class Compactor:
             [tool.spec for tool in self._ports.tools.values()],
         )
         assembler = MessageAssembler()
-        error = await stream_model(spec.model, request, assembler.feed)
+        model = await choose_model(self._ports, request, "summary")
+        error = await stream_model(model, request, assembler.feed)
         if error is not None:
             raise error
         if assembler.done is None:

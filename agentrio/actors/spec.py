@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from ..messages import Message, ToolCall, ToolResultMessage, Usage
-from ..models import Model, ProviderError, ToolSpec, from_string
+from ..models import Model, ModelRequest, ProviderError, ToolSpec, from_string
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -184,6 +184,20 @@ class RequestError:
     default_delay: float | None
 
 
+@attrs.frozen
+class Route:
+    """A model request about to be sent, for ``choose_model``: ``purpose``
+    is ``step`` (the run's own request) or ``summary`` (a compaction's);
+    ``attempt`` counts from 1, and ``error`` is what the previous attempt
+    failed with."""
+
+    agent: Agent
+    request: ModelRequest
+    purpose: Literal["step", "summary"]
+    attempt: int = 1
+    error: ProviderError | None = None
+
+
 MaybeAwaitable = Any
 
 
@@ -205,6 +219,9 @@ class Hooks:
       result before it is journaled or committed and may return a
       replacement (to redact or rewrite it); the journal never holds what it
       removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
+    - ``choose_model(route: Route) -> Model | None``: the model for one
+      request (a cheaper one for summaries, a fallback after errors); None
+      keeps the spec's.
     """
 
     prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
@@ -213,6 +230,7 @@ class Hooks:
     turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    choose_model: Callable[[Route], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
