@@ -411,6 +411,21 @@ async def test_protocol_repair_is_tried_only_once(rt):
     assert agent.messages[-1].text == fake
 
 
+async def test_the_protocol_repair_text_is_the_hooks_to_choose(rt):
+    fake = "<tool_call>{}</tool_call>"
+    seen = []
+
+    def repair(message):
+        seen.append(message.text)
+        return "Use the tools API, please."
+
+    model = ScriptedModel([say(fake), say("fixed")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], hooks=Hooks(on_protocol_violation=repair)))
+    assert (await agent.run("go")).text == "fixed"
+    assert seen == [fake]
+    assert model.requests[1].messages[-1] == UserMessage("Use the tools API, please.")
+
+
 async def test_markup_is_not_a_violation_without_tools(rt):
     model = ScriptedModel([say("XML example: <tool_call>x</tool_call>")])
     agent = await rt.create(AgentSpec("a", model))

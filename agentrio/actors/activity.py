@@ -391,7 +391,8 @@ class Activity:
         """One model request with its retries and its one protocol repair;
         returns the committed assistant message."""
         attempt = 1
-        repaired = compacted = False
+        repair: str | None = None  # the protocol-repair text, once sent
+        compacted = False
         error = None
         while True:
             model = await choose_model(self.ports, request, "step", attempt, error)
@@ -410,8 +411,8 @@ class Activity:
                 outcome = await self._compact("overflow")
                 if outcome.compacted:
                     request = await self._build_request()
-                    if repaired:
-                        request = _with_protocol_repair(request)
+                    if repair is not None:
+                        request = _with_protocol_repair(request, repair)
                     continue
                 if outcome.error:
                     error = attrs.evolve(error, message=f"{error.message} ({outcome.error})")
@@ -428,10 +429,10 @@ class Activity:
                 message = live.assembler.interrupted(stop, str(error))
             else:
                 message = live.assembler.message()
-                if not repaired and request.tools and _writes_tool_calls_as_text(message):
+                if repair is None and request.tools and _writes_tool_calls_as_text(message):
                     self._withdraw(live, "protocol_repair")
-                    request = _with_protocol_repair(request)
-                    repaired = True
+                    repair = await self._repair_text(message)
+                    request = _with_protocol_repair(request, repair)
                     continue
             self._live = None
             await self.commit(message, announced=live.announced)
@@ -446,6 +447,12 @@ class Activity:
         elif outcome.error:
             self.error = outcome.error
         return outcome
+
+    async def _repair_text(self, message: AssistantMessage) -> str:
+        """What the model is told after writing tool calls as text."""
+        hook = self._hooks and self._hooks.on_protocol_violation
+        text = await _callbacks.call(hook, message) if hook else None
+        return text or PROTOCOL_REPAIR
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
@@ -500,8 +507,8 @@ class Activity:
             await self._end_turn(stop)
 
 
-def _with_protocol_repair(request: ModelRequest) -> ModelRequest:
-    return attrs.evolve(request, messages=[*request.messages, UserMessage(PROTOCOL_REPAIR)])
+def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:
+    return attrs.evolve(request, messages=[*request.messages, UserMessage(text)])
 
 
 def _writes_tool_calls_as_text(message: AssistantMessage) -> bool:

@@ -219,6 +219,9 @@ class Hooks:
       result before it is journaled or committed and may return a
       replacement (to redact or rewrite it); the journal never holds what it
       removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
+    - ``on_protocol_violation(message: AssistantMessage) -> str | None``: the
+      model wrote tool calls as text in ``message`` (discarded, and retried
+      once): what to tell it (None: the default repair text).
     - ``choose_model(route: Route) -> Model | None``: the model for one
       request (a cheaper one for summaries, a fallback after errors); None
       keeps the spec's.
@@ -231,6 +234,7 @@ class Hooks:
     on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     choose_model: Callable[[Route], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    on_protocol_violation: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
