@@ -6,7 +6,7 @@ import pytest
 from agentrio import AgentSpec, AssistantMessage, Hooks, Runtime, ScriptedModel, Text
 
 from .conftest import record
-from .helpers import say
+from .helpers import calls, echo_tool, say
 
 
 async def test_a_pre_step_that_empties_the_first_input_ends_the_turn_completed_without_a_step(rt):
@@ -46,3 +46,23 @@ async def test_a_session_already_live_in_the_runtime_is_refused():
             await rt.create(AgentSpec("b", ScriptedModel([])), "s1")
         # The live agent is untouched.
         assert (await agent.run("hi")).text == "one"
+
+
+async def test_the_state_walk_of_invalid_arguments_then_fixed_ones_then_an_answer(rt):
+    """The QueryEngine seed's sample: call_model -> validate_tool -> recover
+    -> call_model -> execute_tool -> call_model -> final."""
+    model = ScriptedModel([calls(("echo", {"txt": "hi"})), calls(("echo", {"text": "hi"})), say("echoed")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    async with record(agent) as rec:
+        result = await agent.run("echo hi")
+    assert result.stop_reason == "completed" and result.turns == 1
+    assert rec.states() == [
+        "build_context", "call_model", "validate_tools", "check_permission", "execute_tools", "append_results",
+        "recover",
+        "build_context", "call_model", "validate_tools", "check_permission", "execute_tools", "append_results",
+        "build_context", "call_model", "done",
+    ]
+    invalid, valid = [m for m in agent.messages if m.role == "tool_result"]
+    assert invalid.error_code == "TOOL_INPUT_INVALID" and "'text' is a required property" in invalid.text
+    assert valid.text == "echo: hi"
+    assert model.requests[1].messages[-1] == invalid  # the model saw why, and fixed its arguments
