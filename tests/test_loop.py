@@ -344,6 +344,22 @@ async def test_a_retried_attempt_is_discarded_and_never_enters_history(rt, autoj
     assert (retry.attempt, retry.delay, retry.error.type) == (1, 2.0, "connection_error")
 
 
+async def test_each_retry_rebuilds_the_request(rt, autojump_clock):
+    built = []
+
+    def stamp(ctx):
+        built.append(trio.current_time())
+        ctx.system_prompt = f"now: {trio.current_time():.0f}"
+
+    model = ScriptedModel([ProviderError(529, "overloaded_error", "busy"), say("ok")])
+    model.retry_policy = _FixedRetry(attempts=2)
+    agent = await rt.create(AgentSpec("a", model, hooks=Hooks(prepare_context=stamp)))
+    start = trio.current_time()
+    assert (await agent.run("go")).text == "ok"
+    assert [t - start for t in built] == [0, 2.0]
+    assert [r.system_prompt for r in model.requests] == [f"now: {start:.0f}", f"now: {start + 2:.0f}"]
+
+
 async def test_retries_stop_when_the_policy_gives_up(rt, autojump_clock):
     error = ProviderError(529, "overloaded_error", "busy")
     model = ScriptedModel([error, error, error, say("unreached")])

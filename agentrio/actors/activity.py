@@ -410,9 +410,7 @@ class Activity:
                 compacted = True
                 outcome = await self._compact("overflow")
                 if outcome.compacted:
-                    request = await self._build_request()
-                    if repair is not None:
-                        request = _with_protocol_repair(request, repair)
+                    request = await self._rebuild_request(repair)
                     continue
                 if outcome.error:
                     error = attrs.evolve(error, message=f"{error.message} ({outcome.error})")
@@ -424,6 +422,8 @@ class Activity:
                     self.emit(RequestRetry, error=error, attempt=attempt, delay=delay)
                     await trio.sleep(delay)
                     attempt += 1
+                    # Rebuilt: a prepare_context that reads the time or the inbox sees the retry.
+                    request = await self._rebuild_request(repair)
                     continue
                 stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"
                 message = live.assembler.interrupted(stop, str(error))
@@ -447,6 +447,10 @@ class Activity:
         elif outcome.error:
             self.error = outcome.error
         return outcome
+
+    async def _rebuild_request(self, repair: str | None) -> ModelRequest:
+        request = await self._build_request()
+        return request if repair is None else _with_protocol_repair(request, repair)
 
     async def _repair_text(self, message: AssistantMessage) -> str:
         """What the model is told after writing tool calls as text."""
