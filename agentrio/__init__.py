@@ -19,7 +19,7 @@ from .actors import (
     RunResult,
     agent_tool,
 )
-from .journal import MemoryStore, SQLiteStore, Store, StoreError
+from .journal import MemoryStore, SessionHeld, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -36,7 +36,7 @@ from .messages import (
 )
 from .models import ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-from .supervisors import Runtime
+from .supervisors import Runtime, run_sync
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "Runtime",
     "SQLiteStore",
     "ScriptedModel",
+    "SessionHeld",
     "Store",
     "StoreError",
     "Text",
@@ -84,6 +85,7 @@ __all__ = [
     "current_initiator",
     "events",
     "project_tool_protocol",
+    "run_sync",
     "tool",
     "with_initiator",
     "without_initiator",

@@ -40,6 +40,10 @@ class AgentEnd(_Event):
     usage: Usage
     turns: int
     error: str | None = None
+    #: Model requests of the run.
+    steps: int = 0
+    #: Who cancelled the run, when it was aborted.
+    cancel_cause: str | None = None
 
     type: ClassVar[str] = "agent_end"
 
@@ -55,6 +59,7 @@ class TurnStart(_Event):
 class TurnEnd(_Event):
     turn: int
     stop_reason: str
+    cancel_cause: str | None = None
 
     type: ClassVar[str] = "turn_end"
 
@@ -207,6 +212,20 @@ class ToolAbandoned(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class Lagged(_Event):
+    """This subscriber fell behind: ``dropped`` deltas (text or progress
+    pieces) were left out here; the ``message_end`` / ``tool_execution_end``
+    that follow still carry the whole message or result. ``closed``: the
+    subscriber fell so far behind that its subscription ended; subscribe
+    again. Its ``seq`` is that of the event before it."""
+
+    dropped: int = 0
+    closed: bool = False
+
+    type: ClassVar[str] = "lagged"
+
+
+@attrs.frozen(kw_only=True)
 class AgentFailed(_Event):
     """The agent itself failed (not its model or a tool): ``restarted`` when it
     was restored from its journal, ``escalated`` when it stopped for good."""
@@ -283,6 +302,7 @@ Event = (
     | ToolExecutionUpdate
     | ToolExecutionEnd
     | ToolAbandoned
+    | Lagged
     | AgentFailed
     | ApprovalRequest
     | Inbox

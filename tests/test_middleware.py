@@ -117,7 +117,7 @@ async def test_nothing_a_tool_does_to_its_arguments_reaches_history(rt):
     assert agent.messages[1].tool_calls[0].arguments == {"items": ["a"]}
 
 
-async def test_details_that_are_not_json_are_kept_as_text(rt):
+async def test_details_that_are_not_json_keep_their_shape_with_values_as_text(rt):
     class Handle:
         def __repr__(self):
             return "<Handle 7>"
@@ -126,4 +126,4 @@ async def test_details_that_are_not_json_are_kept_as_text(rt):
         return ToolResult("opened", details={"handle": Handle()})
 
     result = await _run(rt, [], Tool("open", "", {"type": "object"}, execute), {})
-    assert result.text == "opened" and result.details == "{'handle': <Handle 7>}"
+    assert result.text == "opened" and result.details == {"handle": "<Handle 7>"}

@@ -73,7 +73,7 @@ async def test_steer_while_idle_starts_a_turn(rt):
     assert [m.text for m in agent.messages] == ["look at the logs", "on it"]
 
 
-async def test_run_while_busy_queues_and_returns_with_the_activity_that_handled_it(rt, autojump_clock):
+async def test_run_while_busy_queues_and_each_run_gets_the_turn_that_answered_it(rt, autojump_clock):
     model = ScriptedModel([calls(("sleep", {"seconds": 2, "tag": "x"})), say("one"), say("two")])
     agent = await rt.create(AgentSpec("a", model, tools=[sleeper()]))
     results = {}
@@ -85,8 +85,11 @@ async def test_run_while_busy_queues_and_returns_with_the_activity_that_handled_
         nursery.start_soon(run, "first", "one")
         await trio.sleep(1)
         nursery.start_soon(run, "second", "two")
-    assert results["first"] == results["second"]
-    assert results["second"].turns == 2 and results["second"].text == "two"
+    # One activity answered both, each prompt with its own turn.
+    first, second = results["first"], results["second"]
+    assert [m.text for m in first.new_messages][0] == "one" and first.text == "one" and first.steps == 2
+    assert [m.text for m in second.new_messages] == ["two", "two"] and second.steps == 1
+    assert (first.turns, second.turns, first.joined, second.joined) == (1, 1, False, False)
 
 
 async def test_agent_end_only_when_both_queues_are_empty(rt):

@@ -79,6 +79,9 @@ TRUNCATION_STOPS = {
     "aborted": "aborted",
 }
 
+#: Stop reasons that are errors: their result carries ``error``.
+ERROR_STOPS = frozenset({"error", "model_error", "tool_error", "context_overflow", "compaction_failed"})
+
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
     r"<\s*(?:invoke|function_calls|function_call|tool_call|tool_use|antml:invoke)\b"
@@ -98,6 +101,20 @@ PROTOCOL_REPAIR = (
     "`<tool_call>` markup); text is never executed. Call tools only through "
     "the native tool-calling interface, and do not write tool-call markup."
 )
+
+
+@attrs.define(eq=False)
+class TurnMark:
+    """Where the turn being run started in the activity's counters."""
+
+    messages: int
+    requests: int
+    tool_calls: int
+    claimed: int
+    usage: Usage = attrs.field(factory=Usage)
+    #: The input that started the turn (its next-turn prompt, else the
+    #: first next-step input); every other input claimed in the turn joined it.
+    owner: str | None = None
 
 
 @attrs.define(eq=False)
@@ -144,7 +161,10 @@ class Activity:
         self.requests = 0
         self.tool_calls = 0
         self.claimed: list[QueuedInput] = []
+        #: The result each claimed input gets: that of the turn it was in.
+        self.answers: dict[str, RunResult] = {}
         self.error: str | None = None
+        self._mark: TurnMark | None = None
         self._live: LiveMessage | None = None
         self._batch: ToolBatch | None = None
         self._batch_ports = BatchPorts(
@@ -153,7 +173,7 @@ class Activity:
             tool_started=self.tool_started,
             commit_result=self.commit_tool_result,
             add_usage=self.add_usage,
-            calls_so_far=lambda: self.tool_calls,
+            calls_so_far=lambda: self.tool_calls - self._mark.tool_calls,
             count_calls=self._count_calls,
         )
 
@@ -171,6 +191,8 @@ class Activity:
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent on the run's behalf (a sub-agent's, say)."""
         self.usage = self.usage + usage
+        if self._mark is not None:
+            self._mark.usage = self._mark.usage + usage
 
     def cancel(self, cause: str) -> None:
         self.cancel_cause = cause
@@ -182,7 +204,7 @@ class Activity:
         self._context.append(message)
         self.new_messages.append(message)
         if isinstance(message, AssistantMessage):
-            self.usage = self.usage + message.usage
+            self.add_usage(message.usage)
             self._compactor.observe(message, len(self._context.history))
         if not announced:
             self.emit(MessageStart, role=message.role, message=message)
@@ -233,15 +255,21 @@ class Activity:
             # is torn down; it is bounded by ABANDON_AFTER.
             with trio.CancelScope(shield=True):
                 await self._settle(stop)
+            error = self.error if stop in ERROR_STOPS else None
+            cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
                 AgentEnd,
                 stop_reason=stop,
                 new_messages=list(self.new_messages),
                 usage=self.usage,
                 turns=self.turns,
-                error=self.error,
+                error=error,
+                steps=self.requests,
+                cancel_cause=cause,
             )
-        return RunResult(stop, list(self.new_messages), self.usage, self.turns, self.error)
+        return RunResult(
+            stop, list(self.new_messages), self.usage, self.turns, error, steps=self.requests, cancel_cause=cause
+        )
 
     async def _turns(self) -> str:
         inbox = self.ports.inbox
@@ -253,6 +281,7 @@ class Activity:
 
     async def _turn(self) -> str:
         self.turns += 1
+        self._mark = TurnMark(len(self.new_messages), self.requests, self.tool_calls, len(self.claimed))
         turn = self._state.turn + 1
         await self.journal.append(TurnStarted(turn))
         self.emit(TurnStart, turn=turn)
@@ -263,9 +292,30 @@ class Activity:
 
     async def _end_turn(self, stop: str) -> None:
         turn = self._state.turn
-        await self.journal.append(TurnEnded(turn, stop))
+        cause = self.cancel_cause if stop == "aborted" else None
+        await self.journal.append(TurnEnded(turn, stop, cause))
         await self.journal.sync()
-        self.emit(TurnEnd, turn=turn, stop_reason=stop)
+        self.emit(TurnEnd, turn=turn, stop_reason=stop, cancel_cause=cause)
+        self._answer_turn(stop, cause)
+
+    def _answer_turn(self, stop: str, cause: str | None) -> None:
+        """Give every input the turn claimed the turn's own result."""
+        mark = self._mark
+        if mark is None:
+            return
+        self._mark = None
+        messages = self.new_messages[mark.messages :]
+        for queued in self.claimed[mark.claimed :]:
+            self.answers[queued.id] = RunResult(
+                stop,
+                messages,
+                mark.usage,
+                1,
+                self.error if stop in ERROR_STOPS else None,
+                steps=self.requests - mark.requests,
+                joined=queued.id != mark.owner,
+                cancel_cause=cause,
+            )
 
     async def _end_step(self) -> None:
         step = self._state.step
@@ -280,7 +330,12 @@ class Activity:
         max_tokens_seen = False
         first = True
         while True:
+            if target == "next_turn":
+                prompt = inbox.next_turn[0].id if inbox.next_turn else None
             claimed = await inbox.claim(target)
+            if target == "next_turn" and claimed:
+                ids = [q.id for q in claimed]
+                self._mark.owner = prompt if prompt in ids else ids[0]
             target = "next_step"
             self.claimed += claimed
             admitted = await self._pre_step(claimed) if claimed else []
@@ -328,7 +383,7 @@ class Activity:
     async def _step_body(self) -> str | None:
         self.state("build_context")
         max_turns = self.spec.limits.max_turns
-        if max_turns is not None and self.requests >= max_turns:
+        if max_turns is not None and self.requests - self._mark.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
         if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
@@ -354,6 +409,8 @@ class Activity:
             return "completed"
         self._batch = ToolBatch(self._batch_ports, message.tool_calls)
         outcome = await self._batch.run()
+        if self._batch.error is not None:
+            self.error = self._batch.error
         self._batch = None
         return outcome
 

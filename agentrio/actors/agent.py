@@ -34,7 +34,7 @@ from ..supervision import RestartIntensity
 from ..tools import Tool
 from ..tools.permissions import summarize_call
 from .activity import Activity
-from .bus import EventBus
+from .bus import EventBus, Subscription
 from .compaction import CompactionOutcome, compact_now
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
@@ -95,6 +95,11 @@ class _Answer:
 @attrs.frozen
 class _Maintain:
     fn: Callable[[], Awaitable[Any]]
+
+
+@attrs.frozen
+class _Resume:
+    """Start the pending input a restored session holds."""
 
 
 @attrs.frozen
@@ -320,11 +325,36 @@ class Agent:
         return await self.run_maintenance(lambda: compact_now(self._ports(), instructions))
 
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
+    async def subscribe(self) -> AsyncIterator[Subscription]:
         """``async with agent.subscribe() as events: async for event in events``.
-        Iteration ends when the agent is disposed."""
+        Iteration ends when the agent is disposed. The buffer is bounded:
+        see ``Subscription`` for what a reader that lags gets."""
         async with self._bus.subscribe() as events:
             yield events
+
+    @asynccontextmanager
+    async def stream(self, prompt: Input) -> AsyncIterator[RunStream]:
+        """``async with agent.stream(prompt) as run: async for event in run``:
+        queue ``prompt`` as ``run`` does and iterate every event from then
+        on, in order, up to and including the ``agent_end`` of the activity
+        that answered it; ``run.result`` then holds its ``RunResult``.
+        Leaving the block early withdraws the prompt if it is still queued."""
+        async with self._bus.subscribe() as events:
+            queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, wait=True))
+            try:
+                yield RunStream(events, waiter)
+            finally:
+                if not waiter.done.is_set():
+                    with trio.CancelScope(shield=True):
+                        try:
+                            await self._mailbox.call(_Withdraw(queued.id))
+                        except (MailboxClosed, ActorStopped):
+                            pass
+
+    async def resume(self) -> None:
+        """Start the pending input of a restored session (a restored agent
+        waits for this, or for new input, before it runs)."""
+        await self._call(_Resume())
 
     async def dispose(self) -> None:
         """Tear the agent down, in order: stop accepting work, dispose its
@@ -460,6 +490,9 @@ class Agent:
                 await self._cancel(cause, keep_inbox)
             case _Answer():
                 self._answer(message)
+            case _Resume():
+                if self.inbox:
+                    self._wake()
             case _Close():
                 self._closing = True
             case _:
@@ -584,9 +617,11 @@ class Agent:
                 await repair(self._journal)
         finally:
             self._activity = None
+        # Each prompt gets the result of the turn that answered it, once the
+        # whole activity (and its agent_end event) is over.
         for queued in activity.claimed if activity is not None else ():
             if waiter := self._waiters.pop(queued.id, None):
-                waiter.resolve(result)
+                waiter.resolve(activity.answers.get(queued.id, result))
         self._set_phase("idle")
         if result.stop_reason == "error" and self.spec.restart == "on_crash":
             if not await self._crashed(result.error or "the run failed"):
@@ -772,6 +807,38 @@ class Agent:
 
 class AgentStoppedForGood(Exception):
     """Raised inside the actor when a failure is past restarting."""
+
+
+class RunStream:
+    """The events of one ``stream(prompt)``, then its ``result``."""
+
+    def __init__(self, events: Subscription, waiter: _RunWaiter) -> None:
+        self._events = events
+        self._waiter = waiter
+        self._ended = False
+
+    @property
+    def result(self) -> RunResult | None:
+        """The prompt's ``RunResult`` once the stream has ended, else None."""
+        return self._waiter.result if self._ended else None
+
+    def __aiter__(self) -> RunStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._ended:
+            raise StopAsyncIteration
+        try:
+            event = await self._events.receive()
+        except trio.EndOfChannel:
+            await self._waiter.done.wait()  # the agent stopped: its waiters are answered
+            self._ended = True
+            raise StopAsyncIteration from None
+        # The activity that answered the prompt resolves it right after
+        # emitting its agent_end, before any reader can see that event.
+        if event.type == "agent_end" and self._waiter.done.is_set():
+            self._ended = True
+        return event
 
 
 def _check_target(target: str) -> Target:

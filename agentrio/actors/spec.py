@@ -350,11 +350,23 @@ class AgentSpec:
 
 @attrs.frozen
 class RunResult:
+    """How a run ended. ``run(prompt)`` gives the result of the turn that
+    answered that prompt: its own ``new_messages``, ``usage`` and ``steps``
+    (model requests; what ``Limits.max_turns`` counts), ``turns`` (1, or
+    more for a whole activity). ``joined`` is true when the prompt was
+    taken into a turn another input started (steering). ``error`` is set
+    whenever the stop reason is an error (``error``, ``model_error``,
+    ``tool_error``); ``cancel_cause`` whenever it is ``aborted``.
+    """
+
     stop_reason: RunStopReason
     new_messages: list[Message]
     usage: Usage
     turns: int
     error: str | None = None
+    steps: int = attrs.field(default=0, kw_only=True)
+    joined: bool = attrs.field(default=False, kw_only=True)
+    cancel_cause: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def text(self) -> str:

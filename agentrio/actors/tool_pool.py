@@ -122,6 +122,8 @@ class ToolBatch:
         # Each worker reports exactly once, so this never fills up.
         self._send, self._finished = trio.open_memory_channel[tuple[Slot, Any]](max(len(calls), 1))
         self.stop: str | None = None
+        #: What stopped the run, when a tool did (``ToolFatal``).
+        self.error: str | None = None
 
     # -- validation and permission, in model order ---------------------------
 
@@ -338,6 +340,7 @@ class ToolBatch:
             slot.context = outcome.context
             if outcome.fatal and not self.stop:
                 self.stop = "tool_error"  # no further call starts
+                self.error = f"{slot.call.name}: {slot.result.text}"
 
     async def _commit_ready(self) -> None:
         while self._next_commit < len(self.slots) and self.slots[self._next_commit].result is not None:

@@ -1,11 +1,23 @@
-"""The JSON text of records and snapshots, through the package converter."""
+"""The JSON text of records and snapshots, through the package converter.
+
+``orjson`` does the JSON where it can: it is several times faster than the
+standard library, which restores and appends pay for on every record. What
+orjson refuses and ``json`` round-trips (a lone surrogate in a string, an
+integer beyond 64 bits) falls back to ``json``, so nothing that was stored
+before becomes unstorable or unreadable. One difference remains: orjson
+writes a float NaN or infinity as ``null``.
+"""
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
+import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ..messages import Message, converter
@@ -20,7 +32,17 @@ converter.register_unstructure_hook(
 
 
 def _dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    try:
+        return orjson.dumps(data).decode()
+    except TypeError:
+        return json.dumps(data, separators=(",", ":"))
+
+
+def _loads(text: str | bytes) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def encode_record(record: Record) -> str:
@@ -32,16 +54,33 @@ def encode_record(record: Record) -> str:
         raise TypeError(f"a {record.type} record cannot be stored as JSON: {exc}") from exc
 
 
-def decode_record(text: str) -> Record:
-    return converter.structure(json.loads(text), Record)
+def decode_record(text: str | bytes) -> Record:
+    return converter.structure(_loads(text), Record)
 
 
-def decode_message_record(text: str) -> Message:
-    """The message of a ``MessageAppended`` record."""
-    record = decode_record(text)
-    if not isinstance(record, MessageAppended):
-        raise ValueError(f"a {record.type} record where a message was expected")
-    return record.message
+def decode_message_record(text: str | bytes) -> Message:
+    """The message of a ``MessageAppended`` record, without building the
+    record around it."""
+    data = _loads(text)
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind != MessageAppended.type or "message" not in data:
+        raise ValueError(f"a {kind or 'malformed'} record where a message was expected")
+    return converter.structure(data["message"], Message)
+
+
+@contextmanager
+def many_objects() -> Iterator[None]:
+    """Around decoding a whole journal: the garbage collector waits until
+    the end. Decoding builds objects and frees none, so collections during
+    it find nothing and cost a quarter of a restore; a collector already
+    off (by the application or by another decoding thread) is left off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def encode_state(state: SessionState) -> str:
@@ -50,10 +89,10 @@ def encode_state(state: SessionState) -> str:
     return _dumps(converter.unstructure(attrs.evolve(state, messages=[])))
 
 
-def decode_state(text: str, messages: list[Message]) -> SessionState:
+def decode_state(text: str | bytes, messages: list[Message]) -> SessionState:
     """``messages``: the first ``state.message_records`` messages of the
     session's message records."""
-    state = converter.structure(json.loads(text), SessionState)
+    state = converter.structure(_loads(text), SessionState)
     summary = [state.summary] if state.summary is not None else []
     state.messages = summary + messages[state.replaced :]
     return state

@@ -93,6 +93,8 @@ class StepEnded:
 class TurnEnded:
     turn: int
     stop_reason: str
+    #: Who cancelled the turn, when it was aborted.
+    cancel_cause: str | None = None
 
     type: ClassVar[str] = "turn_ended"
 

@@ -34,6 +34,11 @@ class StoreCorrupt(StoreError):
     """The store's file is damaged, or is not a database at all."""
 
 
+class SessionHeld(StoreError):
+    """Another writer has claimed the session (``Store.claim_session``): a
+    session has one writer at a time."""
+
+
 class ForeignDatabase(StoreError):
     """The database belongs to something else."""
 
@@ -73,6 +78,37 @@ class LoadedSession:
     unsnapshotted: int
 
 
+class Claims:
+    """Which sessions are claimed for writing, each by one holder (a store
+    object). Bookkeeping in this process only, for stores to build
+    ``claim_session`` on; it never waits."""
+
+    def __init__(self) -> None:
+        self._holders: dict[str, object] = {}
+
+    def claim(self, session_id: str, holder: object) -> None:
+        """Raises ``SessionHeld`` if the session is claimed, by anyone."""
+        if session_id in self._holders:
+            by = "this store" if self._holders[session_id] is holder else f"{self._holders[session_id]!r}"
+            raise SessionHeld(
+                f"session {session_id!r} is already claimed by a writer of {by}: a session has one "
+                "writer at a time; use the agent that has it open, or close it first"
+            )
+        self._holders[session_id] = holder
+
+    def release(self, session_id: str, holder: object) -> None:
+        """Idempotent; a claim of another holder is left alone."""
+        if self._holders.get(session_id) is holder:
+            del self._holders[session_id]
+
+    def release_all(self, holder: object) -> None:
+        for session_id in [s for s, h in self._holders.items() if h is holder]:
+            del self._holders[session_id]
+
+    def __bool__(self) -> bool:
+        return bool(self._holders)
+
+
 class Store(Protocol):
     """A place for many sessions' journals.
 
@@ -88,6 +124,15 @@ class Store(Protocol):
     the state projected from every record appended so far, so that
     ``load_state`` need not replay them; the store may ignore it, and must
     take what it keeps at once, since ``state`` goes on changing.
+
+    Damage is never a new session nor a changed history. ``SessionNotFound``
+    means only that the session was never created: a session whose own row
+    is gone while its records remain, or a store whose file lost its
+    contents, is ``StoreCorrupt``. A store that keeps records outside this
+    process stores with each one ``checksum.record_checksum`` of the exact
+    bytes it keeps (and ``snapshot_checksum`` with each snapshot), and
+    checks it on every read: a mismatch raises ``StoreCorrupt`` naming the
+    session and the record (``"session 's1': record 7 is damaged"``).
     """
 
     async def __aenter__(self) -> Self: ...
@@ -117,6 +162,20 @@ class Store(Protocol):
 
     async def list_summaries(self) -> list[SessionSummary]: ...
 
+    async def claim_session(self, session_id: str) -> None:
+        """Make the caller the session's one writer, until ``release_session``
+        or the store's closing; raises ``SessionHeld`` at once if another
+        writer has claimed it, through this store object or (where the store
+        can tell) another. The session need not exist yet: restore-or-create
+        claims it first, then loads or creates it, then repairs it. Claiming
+        guards writers that claim; ``append`` does not check claims."""
+        ...
+
+    async def release_session(self, session_id: str) -> None:
+        """End this store's claim of the session (nothing if it has none).
+        It must work in a cancelled scope: teardown releases."""
+        ...
+
     async def delete_session(self, session_id: str) -> None:
         """Remove the session and its journal (``SessionNotFound`` if there
         is none). Forks of it keep their own copies and are not touched."""
@@ -131,12 +190,22 @@ class MemoryStore:
     def __init__(self) -> None:
         self._sessions: dict[str, tuple[SessionInfo, list[Record]]] = {}
         self._updated_at: dict[str, float] = {}
+        self._claims = Claims()
+        self._open_blocks = 0
+
+    def __repr__(self) -> str:
+        return f"<MemoryStore at {id(self):#x}>"
 
     async def __aenter__(self) -> Self:
+        self._open_blocks += 1
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        pass
+        # Claims end when the last block using the store ends.
+        self._open_blocks -= 1
+        if self._open_blocks <= 0:
+            self._open_blocks = 0
+            self._claims.release_all(self)
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         if info.session_id in self._sessions:
@@ -164,6 +233,12 @@ class MemoryStore:
 
     async def sync(self, session_id: str) -> None:
         pass
+
+    async def claim_session(self, session_id: str) -> None:
+        self._claims.claim(session_id, self)
+
+    async def release_session(self, session_id: str) -> None:
+        self._claims.release(session_id, self)
 
     async def list_sessions(self) -> list[SessionInfo]:
         return [info for info, _ in self._sessions.values()]

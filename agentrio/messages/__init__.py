@@ -1,5 +1,6 @@
 """Messages, their parts, usage, the cattrs converter and the tool-call protocol."""
 
+from .checks import json_data, json_problem
 from .converter import converter, register_tagged_union
 from .messages import (
     TRUNCATED_STOP_REASONS,
@@ -8,6 +9,7 @@ from .messages import (
     StopReason,
     ToolResultMessage,
     UserMessage,
+    is_str_or_parts,
 )
 from .parts import Part, Text, Thinking, ToolCall
 from .protocol import (
@@ -49,6 +51,9 @@ __all__ = [
     "UserMessage",
     "converter",
     "error_result",
+    "is_str_or_parts",
+    "json_data",
+    "json_problem",
     "project_tool_protocol",
     "register_tagged_union",
     "unanswered_calls",

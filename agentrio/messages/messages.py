@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, ClassVar, Literal
 
 import attrs
 
-from .parts import Part, Text, ToolCall
+from .checks import is_bool, is_optional_str, is_str, json_data, parts_of
+from .parts import Part, Text, Thinking, ToolCall
 from .usage import Usage
 
 StopReason = Literal["stop", "tool_use", "max_tokens", "context_overflow", "error", "aborted"]
@@ -16,11 +18,30 @@ StopReason = Literal["stop", "tool_use", "max_tokens", "context_overflow", "erro
 TRUNCATED_STOP_REASONS: frozenset[str] = frozenset(
     {"max_tokens", "context_overflow", "error", "aborted"}
 )
+_STOP_REASONS = typing.get_args(StopReason)
+
+_is_content = parts_of(Text, Thinking, ToolCall)
+#: The check of a field that takes a str or a list of parts
+#: (``UserMessage.content``; tools use it for ``ToolResult.content``).
+is_str_or_parts = parts_of(Text, Thinking, ToolCall, string=True)
+
+
+def _is_stop_reason(instance: Any, attribute: Any, value: Any) -> None:
+    if value not in _STOP_REASONS or type(value) is not str:
+        raise TypeError(f"AssistantMessage.stop_reason: expected one of {list(_STOP_REASONS)}, got {value!r}")
+
+
+def _is_usage(instance: Any, attribute: Any, value: Any) -> None:
+    if type(value) is not Usage:
+        raise TypeError(f"AssistantMessage.usage: expected a Usage, got a value of type {type(value).__name__}")
 
 
 @attrs.frozen
 class UserMessage:
-    content: str | list[Part]
+    """What a person (or a host) says. ``content`` is checked when the
+    message is made: a ``TypeError`` names what is wrong."""
+
+    content: str | list[Part] = attrs.field(validator=is_str_or_parts)
 
     role: ClassVar[str] = "user"
 
@@ -32,19 +53,21 @@ class UserMessage:
 
 
 def _default_stop_reason(self: AssistantMessage) -> str:
-    return "tool_use" if any(isinstance(p, ToolCall) for p in self.content) else "stop"
+    # Runs before the validators: content may not be a list yet.
+    content = self.content if type(self.content) is list else ()
+    return "tool_use" if any(type(p) is ToolCall for p in content) else "stop"
 
 
 @attrs.frozen
 class AssistantMessage:
-    content: list[Part] = attrs.field(factory=list)
+    content: list[Part] = attrs.field(factory=list, validator=_is_content)
     stop_reason: StopReason = attrs.field(
-        default=attrs.Factory(_default_stop_reason, takes_self=True)
+        default=attrs.Factory(_default_stop_reason, takes_self=True), validator=_is_stop_reason
     )
-    usage: Usage = attrs.field(factory=Usage)
-    model: str = ""
-    provider: str = ""
-    error: str | None = None
+    usage: Usage = attrs.field(factory=Usage, validator=_is_usage)
+    model: str = attrs.field(default="", validator=is_str)
+    provider: str = attrs.field(default="", validator=is_str)
+    error: str | None = attrs.field(default=None, validator=is_optional_str)
 
     role: ClassVar[str] = "assistant"
 
@@ -63,17 +86,18 @@ class AssistantMessage:
 
 @attrs.frozen
 class ToolResultMessage:
-    tool_call_id: str
-    tool_name: str
-    content: list[Part] = attrs.field(factory=list)
-    is_error: bool = False
-    #: Data for a UI or a log, never sent to a model. Must be JSON-serializable.
-    details: Any = None
+    tool_call_id: str = attrs.field(validator=is_str)
+    tool_name: str = attrs.field(validator=is_str)
+    content: list[Part] = attrs.field(factory=list, validator=_is_content)
+    is_error: bool = attrs.field(default=False, validator=is_bool)
+    #: Data for a UI or a log, never sent to a model. Kept as plain JSON data:
+    #: anything else becomes what JSON makes of it, or its ``repr``.
+    details: Any = attrs.field(default=None, converter=json_data)
     #: What kind of error an ``is_error`` result is, for code to act on
     #: (``TOOL_NOT_FOUND``, ``TOOL_INPUT_INVALID``, ``TOOL_FAILED``,
     #: ``PERMISSION_DENIED``, ``TOOL_NOT_STARTED`` … see
     #: ``agentrio.messages.protocol``); never sent to a model.
-    error_code: str | None = None
+    error_code: str | None = attrs.field(default=None, validator=is_optional_str)
 
     role: ClassVar[str] = "tool_result"
 

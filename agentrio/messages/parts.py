@@ -6,10 +6,12 @@ from typing import Any, ClassVar
 
 import attrs
 
+from .checks import is_bool, is_json_object, is_optional_str, is_str
+
 
 @attrs.frozen
 class Text:
-    text: str
+    text: str = attrs.field(validator=is_str)
 
     type: ClassVar[str] = "text"
 
@@ -24,10 +26,10 @@ class Thinking:
     ``id`` is the provider's item id where replay needs it.
     """
 
-    text: str
-    signature: str | None = None
-    redacted: bool = False
-    id: str | None = None
+    text: str = attrs.field(validator=is_str)
+    signature: str | None = attrs.field(default=None, validator=is_optional_str)
+    redacted: bool = attrs.field(default=False, validator=is_bool)
+    id: str | None = attrs.field(default=None, validator=is_optional_str)
 
     type: ClassVar[str] = "thinking"
 
@@ -41,10 +43,10 @@ class ToolCall:
     what was wrong, and ``arguments`` is then empty.
     """
 
-    id: str
-    name: str
-    arguments: dict[str, Any] = attrs.field(factory=dict)
-    raw_arguments: str | None = None
+    id: str = attrs.field(validator=is_str)
+    name: str = attrs.field(validator=is_str)
+    arguments: dict[str, Any] = attrs.field(factory=dict, validator=is_json_object)
+    raw_arguments: str | None = attrs.field(default=None, validator=is_optional_str)
 
     type: ClassVar[str] = "tool_call"
 

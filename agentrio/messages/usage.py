@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import attrs
 
+from .checks import is_count
+
 
 @attrs.frozen
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    input_tokens: int = attrs.field(default=0, validator=is_count)
+    output_tokens: int = attrs.field(default=0, validator=is_count)
+    cache_read_tokens: int = attrs.field(default=0, validator=is_count)
+    cache_write_tokens: int = attrs.field(default=0, validator=is_count)
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._ids import new_id
 from ..messages import StopReason, Usage
 from .blocks import Blocks
 from .events import (
@@ -28,7 +29,7 @@ from .events import (
 )
 from .provider_errors import connection_error, provider_error
 from .sse import ServerSentEvent
-from .sse_model import parse_json
+from .sse_model import parse_json, token_count
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
@@ -109,7 +110,7 @@ class AnthropicStreamMapper:
             return out
         if kind == "tool_use":
             index = self._indexes[anthropic_index] = self._blocks.start(ToolCallEnd)
-            return [ToolCallStart(index, block["id"], block["name"])]
+            return [ToolCallStart(index, block.get("id") or new_id("toolu"), block["name"])]
         if kind == "thinking":
             index = self._indexes[anthropic_index] = self._blocks.start(ThinkingEnd)
             out = [ThinkingStart(index)]
@@ -124,8 +125,8 @@ class AnthropicStreamMapper:
     def _add_usage(self, usage: dict[str, Any] | None) -> None:
         # message_delta repeats the counts of message_start, updated.
         for name, value in (usage or {}).items():
-            if name in _USAGE_FIELDS and isinstance(value, int):
-                self._usage[_USAGE_FIELDS[name]] = value
+            if name in _USAGE_FIELDS and value is not None:
+                self._usage[_USAGE_FIELDS[name]] = token_count(value)
 
     def finish(self) -> list[StreamEvent]:
         if not self._finished:

@@ -6,7 +6,7 @@ import json
 
 import attrs
 
-from ..messages import AssistantMessage, Part, Text, Thinking, ToolCall, Usage
+from ..messages import AssistantMessage, Part, Text, Thinking, ToolCall, Usage, json_problem
 from .events import (
     Done,
     StreamEvent,
@@ -44,14 +44,16 @@ class _Block:
 
 
 def parse_tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
-    """A ``ToolCall`` from streamed JSON arguments (empty means no arguments)."""
+    """A ``ToolCall`` from streamed JSON arguments (empty means no arguments).
+    Arguments that are not a JSON object a journal can hold (NaN, nesting
+    too deep to parse or store) are kept raw, for the model to be told."""
     if not arguments.strip():
         return ToolCall(call_id, name, {})
     try:
         parsed = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
-    if isinstance(parsed, dict):
+    if type(parsed) is dict and json_problem(parsed) is None:
         return ToolCall(call_id, name, parsed)
     return ToolCall(call_id, name, {}, raw_arguments=arguments)
 

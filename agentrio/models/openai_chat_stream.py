@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._ids import new_id
 from ..messages import StopReason, Usage
 from .blocks import Blocks
 from .events import (
@@ -22,7 +23,7 @@ from .events import (
 )
 from .provider_errors import connection_error, provider_error
 from .sse import ServerSentEvent
-from .sse_model import parse_json
+from .sse_model import parse_json, token_count
 
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "stop",
@@ -36,10 +37,10 @@ _STOP_REASONS: dict[str, StopReason] = {
 def chat_usage(usage: dict[str, Any]) -> Usage:
     """``prompt_tokens`` counts cached tokens too; ``Usage.input_tokens`` does not."""
     details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0
+    cached = token_count(details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens"))
     return Usage(
-        input_tokens=max(0, (usage.get("prompt_tokens") or 0) - cached),
-        output_tokens=usage.get("completion_tokens") or 0,
+        input_tokens=max(0, token_count(usage.get("prompt_tokens")) - cached),
+        output_tokens=token_count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
     )
 
@@ -106,7 +107,9 @@ class ChatStreamMapper:
             self._close_text(out)
             self._close_thinking(out)
             index = self._calls[key] = self._blocks.start(ToolCallEnd)
-            call_id = call.get("id") or f"call_{index}"
+            # A server that omits ids gets random ones: an id must stay unique
+            # across the steps of a session, not only within one stream.
+            call_id = call.get("id") or new_id("call")
             out.append(ToolCallStart(index, call_id, function.get("name") or ""))
         # A repeated header (same index, id and name again) only adds arguments.
         if arguments := function.get("arguments"):

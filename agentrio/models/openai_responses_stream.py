@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from .._ids import new_id
 from ..messages import StopReason, Usage
 from .blocks import Blocks
 from .events import (
@@ -31,7 +32,7 @@ from .events import (
 )
 from .provider_errors import connection_error, provider_error
 from .sse import ServerSentEvent
-from .sse_model import parse_json
+from .sse_model import parse_json, token_count
 
 _INCOMPLETE_REASONS: dict[str, StopReason] = {
     "max_output_tokens": "max_tokens",
@@ -43,11 +44,11 @@ def responses_usage(usage: dict[str, Any]) -> Usage:
     """``input_tokens`` counts cached and cache-written tokens too;
     ``Usage.input_tokens`` does not."""
     details = usage.get("input_tokens_details") or {}
-    cached = details.get("cached_tokens") or 0
-    written = details.get("cache_write_tokens") or 0
+    cached = token_count(details.get("cached_tokens"))
+    written = token_count(details.get("cache_write_tokens"))
     return Usage(
-        input_tokens=max(0, (usage.get("input_tokens") or 0) - cached - written),
-        output_tokens=usage.get("output_tokens") or 0,
+        input_tokens=max(0, token_count(usage.get("input_tokens")) - cached - written),
+        output_tokens=token_count(usage.get("output_tokens")),
         cache_read_tokens=cached,
         cache_write_tokens=written,
     )
@@ -131,7 +132,7 @@ class ResponsesStreamMapper:
         elif item.kind == "function_call":
             self._has_calls = True
             item.index = self._blocks.start(ToolCallEnd)
-            out.append(ToolCallStart(item.index, data.get("call_id") or data.get("id") or "", data.get("name", "")))
+            out.append(ToolCallStart(item.index, data.get("call_id") or data.get("id") or new_id("call"), data.get("name", "")))
 
     def _item_done(self, output_index: int, data: dict[str, Any], out: list[StreamEvent]) -> None:
         item = self._items.get(output_index)

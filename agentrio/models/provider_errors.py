@@ -23,6 +23,8 @@ from .errors import ProviderError
 
 CONTEXT_OVERFLOW = "context_overflow"
 CONNECTION_ERROR = "connection_error"
+#: The stream stalled or outlasted its adapter's deadline (worth a retry).
+TIMEOUT = "timeout"
 
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "context_window_exceeded"})
 _OVERFLOW_MESSAGE = re.compile(
@@ -120,3 +122,7 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
 
 def connection_error(message: str) -> ProviderError:
     return ProviderError(None, CONNECTION_ERROR, message)
+
+
+def timeout_error(message: str) -> ProviderError:
+    return ProviderError(None, TIMEOUT, message)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import attrs
 
 from .errors import ProviderError
-from .provider_errors import CONNECTION_ERROR
+from .provider_errors import CONNECTION_ERROR, TIMEOUT
 
 #: Statuses that say "not now" rather than "never": request timeout,
 #: conflict, rate limit; every 5xx (529 is Anthropic's "overloaded") is
@@ -20,7 +20,7 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 #: Error types that are transient whatever the status (errors met mid-stream
 #: have none).
 RETRYABLE_TYPES = frozenset(
-    {CONNECTION_ERROR, "overloaded_error", "rate_limit_error", "api_error", "server_error"}
+    {CONNECTION_ERROR, TIMEOUT, "overloaded_error", "rate_limit_error", "api_error", "server_error"}
 )
 
 

@@ -11,20 +11,37 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, aclosing
 from typing import Any, ClassVar, Protocol
 
 import attrs
 import httpx
+import trio
 
+from .errors import ProviderError
 from .events import StreamEvent
 from .http import client_for_request
-from .provider_errors import connection_error, http_error, provider_error
+from .provider_errors import connection_error, http_error, provider_error, timeout_error
 from .request import ModelRequest
 from .retry import RetryPolicy
-from .sse import ServerSentEvent, SSEDecoder
+from .sse import MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from .stream_check import StreamChecker
 
 option = functools.partial(attrs.field, kw_only=True)
+
+DEFAULT_IDLE_TIMEOUT = 600.0
+DEFAULT_ATTEMPT_TIMEOUT = 3600.0
+
+
+def _positive_or_none(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number of seconds or None, got {value!r}")
+
+
+def _at(timeout: float | None) -> float:
+    return math.inf if timeout is None else trio.current_time() + timeout
 
 
 class StreamMapper(Protocol):
@@ -42,10 +59,18 @@ class StreamMapper(Protocol):
 def parse_json(sse: ServerSentEvent) -> Any:
     try:
         return json.loads(sse.data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise provider_error(
             {"type": "invalid_response", "message": f"not JSON: {sse.data[:200]!r}"}
         ) from None
+
+
+def token_count(value: Any) -> int:
+    """A token count as a server wrote it: an int, or a whole float from a
+    lax server; anything else (null, text, a negative number) counts 0."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and value > 0 else 0
 
 
 @attrs.define
@@ -61,6 +86,17 @@ class SSEModel:
     #: Merged last into every request body, for options this adapter does not name.
     extra_body: Mapping[str, Any] = option(factory=dict)
     retry_policy: RetryPolicy = option(factory=RetryPolicy)
+    #: The largest line or event the stream may send (``invalid_response`` past it).
+    max_event_bytes: int = option(default=MAX_EVENT_BYTES, validator=attrs.validators.gt(0))
+    #: Seconds the body may go without an event (comments and keep-alives
+    #: do not count) before the attempt fails with a retryable ``timeout``.
+    #: As long as the read timeout: a reasoning model may think for minutes
+    #: before its first event. None: no limit.
+    idle_timeout: float | None = option(default=DEFAULT_IDLE_TIMEOUT, validator=_positive_or_none)
+    #: Seconds one attempt may take in all, from sending the request to the
+    #: end of the answer (a long answer at a slow rate fits in an hour).
+    #: None: no limit.
+    attempt_timeout: float | None = option(default=DEFAULT_ATTEMPT_TIMEOUT, validator=_positive_or_none)
     #: Recorded on every message this adapter produces; thinking is replayed
     #: only to messages' own provider.
     provider: str = option()
@@ -97,28 +133,66 @@ class SSEModel:
             **self.extra_headers,
         }
         mapper = self.mapper_for(request)
-        async with client_for_request(self.http_client) as client:
+        end = _at(self.attempt_timeout)
+        async with client_for_request(self.http_client) as client, AsyncExitStack() as stack:
             try:
-                async with client.stream("POST", self.url, json=body, headers=headers) as response:
+                with trio.move_on_at(end):
+                    response = await stack.enter_async_context(
+                        client.stream("POST", self.url, content=_encode(body), headers=headers)
+                    )
                     await _raise_for_response(response)
-                    decoder = SSEDecoder()
-                    try:
-                        async for chunk in response.aiter_bytes():
-                            for sse in decoder.feed(chunk):
-                                for event in mapper.feed(sse):
-                                    yield event
-                        for sse in decoder.close():
-                            for event in mapper.feed(sse):
+                if trio.current_time() >= end:
+                    raise self._too_slow()
+                decoder = SSEDecoder(max_event_bytes=self.max_event_bytes)
+                checker = StreamChecker()
+                chunks = await stack.enter_async_context(aclosing(response.aiter_bytes()))
+                try:
+                    # Only reads that complete an event restart the idle
+                    # clock: keep-alive comments cannot hold a stalled stream.
+                    idle_end = _at(self.idle_timeout)
+                    while (chunk := await self._next_chunk(chunks, idle_end, end)) is not None:
+                        if events := decoder.feed(chunk):
+                            idle_end = _at(self.idle_timeout)
+                        for sse in events:
+                            for event in checker.check(mapper.feed(sse)):
                                 yield event
-                        for event in mapper.finish():
+                    for sse in decoder.close():
+                        for event in checker.check(mapper.feed(sse)):
                             yield event
-                    except (KeyError, TypeError, AttributeError) as exc:
-                        # A payload without the fields its type promises.
-                        raise provider_error(
-                            {"type": "invalid_response", "message": f"unexpected event: {exc!r}"}
-                        ) from exc
+                    for event in checker.check(mapper.finish()):
+                        yield event
+                    checker.finish()
+                except (LookupError, TypeError, AttributeError, ValueError) as exc:
+                    # A payload without the fields its type promises.
+                    raise provider_error(
+                        {"type": "invalid_response", "message": f"unexpected event: {exc!r}"}
+                    ) from exc
             except httpx.TransportError as exc:
                 raise connection_error(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _next_chunk(self, chunks: AsyncIterator[bytes], idle_end: float, end: float) -> bytes | None:
+        """The next read of the body (None at its end), or a ``timeout``
+        error at ``idle_end`` or the attempt's ``end``. The scope covers
+        the read alone, never the consumer's code between events."""
+        with trio.move_on_at(min(idle_end, end)):
+            return await anext(chunks, None)
+        if trio.current_time() >= end:
+            raise self._too_slow()
+        raise timeout_error(f"no event for {self.idle_timeout} s")
+
+    def _too_slow(self) -> ProviderError:
+        return timeout_error(f"the answer took longer than {self.attempt_timeout} s")
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request body as UTF-8 JSON. A lone surrogate (a file name read
+    with ``surrogateescape``, say) cannot be encoded: it is sent as ``?``
+    rather than failing every later request of the session."""
+    try:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ProviderError(type="invalid_request", message=f"the request cannot be sent as JSON: {exc}") from None
+    return text.encode("utf-8", "replace")
 
 
 async def _raise_for_response(response: httpx.Response) -> None:

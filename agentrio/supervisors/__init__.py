@@ -3,7 +3,7 @@ supervisors that restart long-lived children by strategy."""
 
 from ..initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .registry import AgentRegistry
-from .runtime import Runtime
+from .runtime import Runtime, run_sync
 from ..supervision import (
     ChildExit,
     ChildRestart,
@@ -32,6 +32,7 @@ __all__ = [
     "one_for_all",
     "one_for_one",
     "rest_for_one",
+    "run_sync",
     "with_initiator",
     "without_initiator",
 ]

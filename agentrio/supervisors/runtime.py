@@ -9,7 +9,7 @@ import trio
 
 from .._ids import new_id
 from ..actors.agent import Agent, Setup
-from ..actors.spec import AgentSpec
+from ..actors.spec import AgentSpec, RunResult
 from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
@@ -23,8 +23,12 @@ class Runtime:
     waits for anything they still supervise. The store is opened for the
     block (unless it already is) and closed last."""
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(self, store: Store | None = None, *, resume: bool = False) -> None:
         self.store: Store = store if store is not None else MemoryStore()
+        #: Restored agents start their pending input at once (else they wait
+        #: for ``agent.resume()`` or new input).
+        self.resume = resume
+        self._opening: set[str] = set()
         self.registry = AgentRegistry()
         self._nursery: trio.Nursery | None = None
         self._stack: AsyncExitStack | None = None
@@ -86,17 +90,26 @@ class Runtime:
         closed, and the error is raised here."""
         nursery = self.nursery
         session_id = session_id or new_id("session")
-        if session_id in self.registry:
+        if session_id in self.registry or session_id in self._opening:
             raise ValueError(f"session {session_id!r} is already open in this runtime")
+        # Claimed before the first await: two concurrent opens of one stored
+        # session cannot both load (and repair) it.
+        self._opening.add(session_id)
         try:
-            loaded = await self.store.load_state(session_id)
-        except SessionNotFound:
-            # Only a missing session starts afresh: a damaged or foreign
-            # store raises a StoreError instead.
-            info = SessionInfo(session_id)
-            await self.store.create_session(info)
-            loaded = LoadedSession(info, SessionState(), 0)
-        return await self._start(spec, loaded, parent, nursery, setup)
+            try:
+                loaded = await self.store.load_state(session_id)
+            except SessionNotFound:
+                # Only a missing session starts afresh: a damaged or foreign
+                # store raises a StoreError instead.
+                info = SessionInfo(session_id)
+                await self.store.create_session(info)
+                loaded = LoadedSession(info, SessionState(), 0)
+            agent = await self._start(spec, loaded, parent, nursery, setup)
+        finally:
+            self._opening.discard(session_id)
+        if self.resume:
+            await agent.resume()
+        return agent
 
     async def fork(
         self,
@@ -151,3 +164,17 @@ class Runtime:
     async def dispose(self, agent: Agent) -> None:
         """Tear ``agent`` down; see ``Agent.dispose``."""
         await agent.dispose()
+
+
+def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **options: object) -> RunResult:
+    """Run ``prompt`` on a new agent of ``spec`` from plain (non-trio) code:
+    one Runtime, one run, a clean teardown; returns the ``RunResult``.
+    ``options`` go to ``Runtime.create`` (``session_id=`` continues a stored
+    session)."""
+
+    async def main() -> RunResult:
+        async with Runtime(store) as runtime:
+            agent = await runtime.create(spec, **options)
+            return await agent.run(prompt)
+
+    return trio.run(main)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -11,7 +10,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ..messages import TOOL_FAILED, Part, Text, ToolResultMessage, Usage
+from ..messages import TOOL_FAILED, Part, Text, ToolResultMessage, Usage, is_str_or_parts
+from ..messages.checks import is_optional_str
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
 from .schema import ArgumentValidator, argument_errors, schema_problems
@@ -31,13 +31,13 @@ class ToolResult:
     context: once this result is committed it is queued as next-step input,
     so the model reads it with the results, before its next request."""
 
-    content: str | list[Part]
+    content: str | list[Part] = attrs.field(validator=is_str_or_parts)
     is_error: bool = attrs.field(default=False, kw_only=True)
     details: Any = attrs.field(default=None, kw_only=True)
     concludes_turn: bool = attrs.field(default=False, kw_only=True)
     fatal: bool = attrs.field(default=False, kw_only=True)
-    error_code: str | None = attrs.field(default=None, kw_only=True)
-    context: str | None = attrs.field(default=None, kw_only=True)
+    error_code: str | None = attrs.field(default=None, kw_only=True, validator=is_optional_str)
+    context: str | None = attrs.field(default=None, kw_only=True, validator=is_optional_str)
 
     def to_message(self, tool_call_id: str, tool_name: str) -> ToolResultMessage:
         content = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
@@ -46,22 +46,9 @@ class ToolResult:
             tool_name=tool_name,
             content=content,
             is_error=self.is_error,
-            details=_storable(self.details),
+            details=self.details,
             error_code=(self.error_code or TOOL_FAILED) if self.is_error else None,
         )
-
-
-def _storable(details: Any) -> Any:
-    """``details`` as the journal can store it: JSON data as it is, anything
-    else as its ``repr``, so that a careless tool loses nothing and breaks
-    no store."""
-    if details is None:
-        return None
-    try:
-        json.dumps(details)
-    except (TypeError, ValueError):
-        return repr(details)
-    return details
 
 
 @attrs.define(eq=False)

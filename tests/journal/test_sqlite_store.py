@@ -11,6 +11,9 @@ import trio
 from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, StoreError
 from agentrio.journal import SessionExists, SessionInfo, SessionNotFound, SessionState
 from agentrio.journal.records import MessageAppended, TurnStarted
+from agentrio.journal.sqlite import database as database_module
+from agentrio.journal.sqlite.database import Batch, Database
+from agentrio.journal.sqlite.store import _rows
 from agentrio.messages import ToolResultMessage
 
 from ..helpers import say
@@ -70,7 +73,9 @@ async def test_append_needs_a_session_this_store_created_or_loaded(store, db):
 async def test_an_append_that_cannot_be_encoded_writes_nothing(store):
     await store.create_session(SessionInfo("s1"))
     good = MessageAppended(say("fine"))
-    bad = MessageAppended(ToolResultMessage("c", "t", details=object()))
+    unstorable = ToolResultMessage("c", "t")
+    object.__setattr__(unstorable, "details", object())  # past the message's own checks
+    bad = MessageAppended(unstorable)
     with pytest.raises(TypeError, match="a message_appended record cannot be stored as JSON"):
         await store.append("s1", [good, bad])
     await store.append("s1", [good])
@@ -173,6 +178,72 @@ async def test_a_failed_write_nobody_synced_fails_the_close(db):
             await store.create_session(SessionInfo("s1"))
             break_the_file(db)
             await store.append("s1", [TurnStarted(1)])
+
+
+async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(store, db):
+    """Lone surrogates and integers beyond 64 bits, which orjson refuses and
+    the standard json round-trips, come back as they went in."""
+    odd = [
+        MessageAppended(say("half a pair: \udc80")),
+        MessageAppended(ToolResultMessage("c", "t", details={"big": 2**70, "text": "\ud800"})),
+    ]
+    await store.create_session(SessionInfo("s1"), odd[:1])
+    await store.append("s1", odd[1:])
+    async with SQLiteStore(db) as other:
+        assert (await other.load_session("s1"))[1] == odd
+        assert (await other.load_state("s1")).state.messages == [r.message for r in odd]
+
+
+def test_a_commit_that_must_not_wait_leaves_the_batch_to_a_later_one(db):
+    database = Database(db, create=True, synchronous="NORMAL")
+    database.create_session(SessionInfo("s1"), [])
+    batch = Batch(_rows("s1", 0, tool_turn(1, 1)))
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    # With the store's usual busy timeout this would wait 10 s, then fail.
+    assert database.try_write(batch) is False
+    other.execute("COMMIT")
+    other.close()
+    assert database.load_records("s1")[1] == []
+    assert database.try_write(batch) is True
+    assert database.load_records("s1")[1] == tool_turn(1, 1)
+    database.close()
+
+
+async def test_a_barrier_while_another_process_writes_waits_in_the_thread(store, db):
+    await store.create_session(SessionInfo("s1"))
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    order = []
+
+    async def barrier():
+        await store.append("s1", tool_turn(1, 1))
+        await store.sync("s1")
+        order.append("synced")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(barrier)
+        for _ in range(10):  # the event loop goes on while the barrier waits
+            await trio.sleep(0.001)
+        order.append("other commits")
+        other.execute("COMMIT")
+    other.close()
+    assert order == ["other commits", "synced"]
+    assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
+
+
+async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):
+    monkeypatch.setattr(database_module, "CHECKPOINT_COMMITS", 4)
+    wal = db.with_name(db.name + "-wal")
+    async with SQLiteStore(db) as store:
+        await store.create_session(SessionInfo("s1"))
+        sizes = []
+        for turn in range(1, 301):
+            await store.append("s1", tool_turn(turn, 2 * turn - 1))
+            await store.sync("s1")
+            sizes.append(wal.stat().st_size)
+    # 300 commits of a few pages each, without checkpoints: over 2 MB.
+    assert max(sizes) < 300_000
 
 
 async def test_deleting_a_session_removes_its_journal_and_keeps_its_forks(stores):

@@ -27,6 +27,13 @@ class Reply:
     hang: bool = False
     #: After the chunks, close the connection without ending the body.
     drop: bool = False
+    #: After the chunks, send this every ``every`` seconds until the client goes away.
+    repeat: bytes = b""
+    every: float = 1.0
+    #: Seconds to wait before sending each chunk.
+    pause: float = 0.0
+    #: Seconds to wait before sending the response headers.
+    headers_after: float = 0.0
 
 
 def split(body: bytes, size: int) -> list[bytes]:
@@ -75,11 +82,16 @@ class LoopbackServer:
                 return
             self.requests.append(received)
             reply = self.replies.popleft()
+            await trio.sleep(reply.headers_after)
             headers = [("content-type", reply.content_type), ("transfer-encoding", "chunked")]
             await stream.send_all(conn.send(h11.Response(status_code=reply.status, headers=headers + reply.headers)))
             for chunk in reply.chunks:
+                await trio.sleep(reply.pause)
                 if chunk:
                     await stream.send_all(conn.send(h11.Data(data=chunk)))
+            while reply.repeat:
+                await trio.sleep(reply.every)
+                await stream.send_all(conn.send(h11.Data(data=reply.repeat)))
             if reply.hang:
                 while await stream.receive_some(65536):
                     pass

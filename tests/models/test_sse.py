@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentrio.models import ProviderError
 from agentrio.models.sse import ServerSentEvent, SSEDecoder
 
 
@@ -114,3 +118,54 @@ def _stream(draw):
 def test_any_split_and_framing_gives_the_written_events(stream):
     chunks, expected = stream
     assert decode(*chunks) == expected
+
+
+# Bounds: a line or an event past ``max_event_bytes`` is an invalid response,
+# and an endless line never makes the decoder hold more than that.
+
+
+def test_a_line_longer_than_the_limit_is_an_invalid_response():
+    decoder = SSEDecoder(max_event_bytes=1000)
+    assert decoder.feed(b"data: " + b"x" * 900) == []
+    with pytest.raises(ProviderError) as raised:
+        decoder.feed(b"x" * 200)
+    assert raised.value.type == "invalid_response"
+    assert "a line of the event stream is longer than 1000 bytes" in raised.value.message
+
+
+def test_an_event_of_many_lines_longer_than_the_limit_is_an_invalid_response():
+    decoder = SSEDecoder(max_event_bytes=1000)
+    with pytest.raises(ProviderError, match="an event of the event stream is longer than 1000 bytes"):
+        for _ in range(100):
+            decoder.feed(b"data: " + b"y" * 50 + b"\n")
+
+
+def test_events_up_to_the_limit_pass_and_the_count_restarts_with_each_event():
+    decoder = SSEDecoder(max_event_bytes=1000)
+    events = []
+    for _ in range(50):
+        events += decoder.feed(b"data: " + b"z" * 900 + b"\n\n")
+    assert [len(e.data) for e in events] == [900] * 50
+
+
+def test_an_endless_line_never_holds_more_than_the_limit():
+    limit = 2**20
+    decoder = SSEDecoder(max_event_bytes=limit)
+    chunk = b"a" * 4096
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProviderError):
+            for _ in range(64 * 2**20 // len(chunk)):  # a 64 MiB line, if it were read to its end
+                decoder.feed(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * limit
+
+
+def test_a_long_line_in_small_reads_is_one_event():
+    decoder = SSEDecoder()
+    line = b"data: " + b"q" * (2**20)
+    events = [e for i in range(0, len(line), 1000) for e in decoder.feed(line[i : i + 1000])]
+    events += decoder.feed(b"\r\n\r\n")
+    assert [len(e.data) for e in events] == [2**20]

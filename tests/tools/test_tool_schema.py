@@ -82,7 +82,7 @@ def test_an_unresolvable_ref_is_an_error_of_the_call():
 async def test_in_a_run_deep_arguments_and_a_broken_schema_are_error_results_and_the_run_goes_on():
     deep = schema_tool(x={"type": "array"})
     broken = Tool("broken", "", {"type": "object", "properties": {"x": {"$ref": "#/$defs/missing"}}}, execute)
-    model = ScriptedModel([calls(("t", {"x": nested(300)}), ("broken", {"x": 1})), say("done")])
+    model = ScriptedModel([calls(("t", {"x": nested(150)}), ("broken", {"x": 1})), say("done")])
     async with Runtime() as rt:
         agent = await rt.create(AgentSpec("a", model, tools=[deep, broken]))
         result = await agent.run("go")

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+from ..checksum import record_checksum, snapshot_checksum
 from ..store import StoreCorrupt, StoreError, StoreNotFound
 
 Synchronous = Literal["NORMAL", "FULL"]
@@ -26,14 +27,27 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"{path}: {exc}")
 
 
-def connect(path: Path, *, create: bool) -> sqlite3.Connection:
+def connect(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode: transactions are explicit. WAL mode
     and the durability level are set later, once the file is known to be a
-    store (setting them writes to the file)."""
-    if not create and not path.exists():
+    store (setting them writes to the file).
+
+    A store's file is never empty (``schema.create_file``), so an empty file
+    is a store that lost its contents: refused, never a new store."""
+    if not path.exists():
         raise StoreNotFound(f"no store at {path}")
-    conn = sqlite3.connect(path, isolation_level=None)
+    if path.is_file() and path.stat().st_size == 0:
+        raise StoreCorrupt(
+            f"{path} is damaged: the file is empty (a store truncated to nothing, or an empty file "
+            "made for one); remove it to start a new store there"
+        )
+    # Used by the store's thread and, while that thread is idle, by the trio
+    # thread (``Database.try_write``): never by both at once.
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # For the migration that adds checksums to rows written before them.
+    conn.create_function("agentrio_record_checksum", 4, record_checksum, deterministic=True)
+    conn.create_function("agentrio_snapshot_checksum", 4, snapshot_checksum, deterministic=True)
     return conn
 
 
@@ -52,6 +66,8 @@ def configure(conn: sqlite3.Connection, path: Path, synchronous: Synchronous) ->
     if mode != "wal":
         raise StoreError(f"{path}: SQLite cannot use write-ahead logging here (journal mode {mode!r})")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
+    # A checkpoint syncs the file: the store runs its own, in its thread.
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
 
 
 @contextmanager

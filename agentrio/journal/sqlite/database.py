@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 import attrs
 
 from ...messages import Message
-from ..codec import decode_message_record, decode_record, decode_state
+from ..checksum import record_checksum, snapshot_checksum
+from ..codec import decode_message_record, decode_record, decode_state, many_objects
 from ..projection import SessionState
 from ..records import MessageAppended, Record
 from ..store import (
@@ -24,18 +25,24 @@ from ..store import (
     StoreCorrupt,
     StoreError,
 )
-from .connection import Synchronous, configure, connect, store_error, transaction
-from .schema import MIGRATIONS, check_identity, migrate
+from .connection import BUSY_TIMEOUT_MS, Synchronous, configure, connect, store_error, transaction
+from .schema import MIGRATIONS, check_identity, create_file, migrate
 
 T = TypeVar("T")
 
-#: A row of the records table: ``(session_id, seq, kind, written_at, JSON)``.
-RecordRow = tuple[str, int, str, float, str]
+#: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
+#: checksum)``.
+RecordRow = tuple[str, int, str, float, str, int]
 #: session id, the seq of the last record it covers, its message count, the
-#: encoded state without its history.
-SnapshotRow = tuple[str, int, int, str]
+#: encoded state without its history, its checksum.
+SnapshotRow = tuple[str, int, int, str, int]
+#: A record as read back: its seq, kind, JSON bytes and stored checksum.
+StoredRecord = tuple[int, str, bytes, int | None]
 
 MESSAGE = MessageAppended.type
+#: The columns of a ``StoredRecord``: the JSON as the bytes stored, which
+#: the checksum covers (and which need not be valid UTF-8 any more).
+_STORED = "seq, kind, CAST(data AS BLOB), checksum"
 
 
 @attrs.define
@@ -47,6 +54,13 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots)
+
+
+#: A checkpoint (moving the WAL's pages into the database file, with an
+#: fsync) is due after this many commits or bytes of records since the last
+#: one: about what SQLite's automatic checkpoint of 1,000 pages allows.
+CHECKPOINT_COMMITS = 250
+CHECKPOINT_BYTES = 2_000_000
 
 
 @contextmanager
@@ -68,7 +82,9 @@ class Database:
     ) -> None:
         self.path = path
         with translated(path):
-            self._conn = connect(path, create=create)
+            if create:
+                create_file(path)
+            self._conn = connect(path)
             try:
                 # Refuse a foreign or newer file before writing anything to it.
                 with transaction(self._conn, "DEFERRED"):
@@ -79,6 +95,9 @@ class Database:
             except BaseException:
                 self._conn.close()
                 raise
+        # Commits and record bytes since the last checkpoint.
+        self._commits = 0
+        self._bytes = 0
 
     def close(self) -> None:
         with translated(self.path):
@@ -96,21 +115,65 @@ class Database:
                 )
             except sqlite3.IntegrityError:
                 raise SessionExists(f"session {info.session_id!r} already exists in {self.path}") from None
-            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?)", rows)
+            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def write(self, batch: Batch) -> None:
+        """Commit ``batch``, waiting for another process's write to end, then
+        checkpoint if one is due. In the store's thread."""
+        with translated(self.path):
+            self._commit(batch)
+        if self.checkpoint_due:
+            self.checkpoint()
+
+    def try_write(self, batch: Batch) -> bool:
+        """Commit ``batch`` unless another connection holds the write lock,
+        without waiting for it: ``False`` when nothing was written. Never a
+        checkpoint (see ``checkpoint_due``). With ``synchronous=NORMAL``
+        a commit writes to the OS's cache without syncing, so this may run
+        in the trio thread while the store's thread is idle."""
         conn = self._conn
-        with translated(self.path), transaction(conn, "IMMEDIATE"):
+        with translated(self.path):
+            conn.execute("PRAGMA busy_timeout = 0")
             try:
-                conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?)", batch.records)
+                self._commit(batch)
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorname == "SQLITE_BUSY" and not conn.in_transaction:
+                    return False
+                raise
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return True
+
+    def _commit(self, batch: Batch) -> None:
+        conn = self._conn
+        with transaction(conn, "IMMEDIATE"):
+            try:
+                conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", batch.records)
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
-            conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?)", batch.snapshots)
+            if batch.snapshots:
+                conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
+        self._commits += 1
+        self._bytes += sum(len(row[4]) for row in batch.records) + sum(len(row[3]) for row in batch.snapshots)
+
+    @property
+    def checkpoint_due(self) -> bool:
+        return self._commits >= CHECKPOINT_COMMITS or self._bytes >= CHECKPOINT_BYTES
+
+    def checkpoint(self) -> None:
+        """Copy what the WAL holds into the database file, as far as readers
+        allow. In the store's thread: it syncs the file."""
+        with translated(self.path):
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        self._commits = self._bytes = 0
 
     def delete_session(self, session_id: str) -> None:
         conn = self._conn
         with translated(self.path), transaction(conn, "IMMEDIATE"):
-            self._info(session_id)  # SessionNotFound
+            try:
+                self._info(session_id)  # SessionNotFound
+            except StoreCorrupt:
+                pass  # records left without their session row go too
             for table in ("records", "snapshots", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
@@ -123,25 +186,30 @@ class Database:
         with translated(self.path), transaction(conn, "DEFERRED"):
             info = self._info(session_id)
             snapshot = conn.execute(
-                "SELECT seq, message_count, state FROM snapshots WHERE session_id = ?", (session_id,)
+                "SELECT seq, message_count, CAST(state AS BLOB), checksum FROM snapshots "
+                "WHERE session_id = ?",
+                (session_id,),
             ).fetchone()
-            after, message_count, state_text = snapshot or (0, 0, None)
+            after, message_count, state_data, state_checksum = snapshot or (0, 0, None, None)
             # History reaches to the first ``message_count`` message records
             # (the snapshot knows how many of them a compaction replaced).
             history_rows = conn.execute(
-                "SELECT seq, data FROM records WHERE session_id = ? AND kind = ? AND seq <= ? "
+                f"SELECT {_STORED} FROM records WHERE session_id = ? AND kind = ? AND seq <= ? "
                 "ORDER BY seq LIMIT ?",
                 (session_id, MESSAGE, after, message_count),
             ).fetchall()
             rows = self._records(session_id, after)
-        if state_text is None:
-            state = SessionState()
-        else:
-            history = self._history(session_id, history_rows, message_count)
-            state = self._decoded(session_id, "its snapshot", decode_state, state_text, history)
-        last_seq = after
-        for last_seq, record in self._decode(session_id, rows, after):
-            state.apply(record)
+        with many_objects():
+            if state_data is None:
+                state = SessionState()
+            else:
+                if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
+                    raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
+                history = self._history(session_id, history_rows, message_count)
+                state = self._decoded(session_id, "its snapshot", decode_state, state_data, history)
+            last_seq = after
+            for last_seq, record in self._decode(session_id, rows, after):
+                state.apply(record)
         return LoadedSession(info, state, len(rows)), last_seq
 
     def load_records(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
@@ -149,7 +217,8 @@ class Database:
         with translated(self.path), transaction(conn, "DEFERRED"):
             info = self._info(session_id)
             rows = self._records(session_id, 0)
-        return info, [record for _, record in self._decode(session_id, rows, 0)]
+        with many_objects():
+            return info, [record for _, record in self._decode(session_id, rows, 0)]
 
     def summaries(self) -> list[SessionSummary]:
         with translated(self.path):
@@ -168,12 +237,21 @@ class Database:
             (session_id,),
         ).fetchone()
         if row is None:
+            # Never created, unless what the session wrote is still there.
+            orphans = self._conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM records WHERE session_id = ?) "
+                "OR EXISTS (SELECT 1 FROM snapshots WHERE session_id = ?)",
+                (session_id, session_id),
+            ).fetchone()[0]
+            if orphans:
+                raise StoreCorrupt(f"{self.path}: session {session_id!r} has records but no session row")
             raise SessionNotFound(session_id)
         return SessionInfo(session_id, *row)
 
-    def _records(self, session_id: str, after: int) -> list[tuple[int, str]]:
+    def _records(self, session_id: str, after: int) -> list[StoredRecord]:
         return self._conn.execute(
-            "SELECT seq, data FROM records WHERE session_id = ? AND seq > ? ORDER BY seq", (session_id, after)
+            f"SELECT {_STORED} FROM records WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (session_id, after),
         ).fetchall()
 
     # -- decoding -------------------------------------------------------------
@@ -184,15 +262,28 @@ class Database:
         except Exception as exc:
             raise StoreCorrupt(f"{self.path}: session {session_id!r}: {what} cannot be read: {exc}") from exc
 
-    def _decode(
-        self, session_id: str, rows: list[tuple[int, str]], after: int
-    ) -> Iterator[tuple[int, Record]]:
-        for expected, (seq, data) in enumerate(rows, after + 1):
+    def _checked(self, session_id: str, row: StoredRecord) -> bytes:
+        """The record's JSON, once its checksum shows it undamaged."""
+        seq, kind, data, checksum = row
+        if record_checksum(session_id, seq, kind, data) != checksum:
+            raise StoreCorrupt(
+                f"{self.path}: session {session_id!r}: record {seq} is damaged (checksum mismatch)"
+            )
+        return data
+
+    def _decode(self, session_id: str, rows: list[StoredRecord], after: int) -> Iterator[tuple[int, Record]]:
+        for expected, row in enumerate(rows, after + 1):
+            seq = row[0]
             if seq != expected:
                 raise StoreCorrupt(f"{self.path}: session {session_id!r}: record {expected} is missing")
+            data = self._checked(session_id, row)
             yield seq, self._decoded(session_id, f"record {seq}", decode_record, data)
 
-    def _history(self, session_id: str, rows: list[tuple[int, str]], count: int) -> list[Message]:
+    def _history(self, session_id: str, rows: list[StoredRecord], count: int) -> list[Message]:
         if len(rows) != count:
             raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot's history is incomplete")
-        return [self._decoded(session_id, f"record {seq}", decode_message_record, data) for seq, data in rows]
+        history = []
+        for row in rows:
+            data = self._checked(session_id, row)
+            history.append(self._decoded(session_id, f"record {row[0]}", decode_message_record, data))
+        return history

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,9 +45,46 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             state TEXT NOT NULL
         )""",
     ),
+    # Checksums (see ``journal.checksum``) of every record and snapshot, so
+    # that damage is noticed on reading. Rows written before have theirs
+    # computed here: they are taken as they are.
+    (
+        "ALTER TABLE records ADD COLUMN checksum INTEGER",
+        "ALTER TABLE snapshots ADD COLUMN checksum INTEGER",
+        "UPDATE records SET checksum = agentrio_record_checksum(session_id, seq, kind, CAST(data AS BLOB))",
+        "UPDATE snapshots SET checksum = "
+        "agentrio_snapshot_checksum(session_id, seq, message_count, CAST(state AS BLOB))",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def create_file(path: Path) -> None:
+    """Make a new store file at ``path`` unless a file is there: one holding
+    just the header that names it a store, written under a temporary name
+    and linked into place whole. So a store's file is never empty, and an
+    empty file is a damaged store, not a new one."""
+    if path.exists():
+        return
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.new")
+    try:
+        conn = sqlite3.connect(temp)
+        try:
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        finally:
+            conn.close()
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another process made it first
+        except OSError:
+            # No hard links on this file system: a rename, which would
+            # replace a store made by another process since the check above.
+            if not path.exists():
+                os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def check_identity(conn: sqlite3.Connection, path: Path, migrations: Sequence[tuple[str, ...]]) -> int:

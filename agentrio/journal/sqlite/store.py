@@ -12,13 +12,19 @@ from typing import Self
 
 import trio
 
+from ..checksum import record_checksum, snapshot_checksum
 from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
-from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
+from ..store import Claims, LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
 from .thread import DatabaseThread, Result
+
+#: The claims of every SQLiteStore in this process, one set per file (by
+#: device and inode, however its path is spelled), so that two store objects
+#: on one file cannot both write a session. An entry per file ever opened.
+_claims_by_file: dict[tuple[int, int], Claims] = {}
 
 
 class SQLiteStore:
@@ -28,9 +34,14 @@ class SQLiteStore:
     ``append`` encodes its records at once (a record that is not JSON fails
     there) and buffers them. Once the appending task yields, the buffer goes
     to the store's own thread, which commits it in one transaction; what is
-    appended meanwhile waits for the next one. So the trio thread never
-    waits for the disk, and batches grow with the load. ``sync`` waits for
-    the commit that covers everything appended before it.
+    appended meanwhile waits for the next one. So batches grow with the
+    load. ``sync`` waits for the commit that covers everything appended
+    before it. The trio thread never waits for the disk nor for another
+    process: with ``synchronous="NORMAL"`` a commit only writes to the OS's
+    cache, so a ``sync`` that finds the store's thread idle commits right
+    there, without a round trip to the thread, unless another process holds
+    the write lock; checkpoints, which sync the file, and every commit with
+    ``synchronous="FULL"`` run in the store's thread.
 
     A crash loses what was appended but not yet committed. That is safe
     because the agent syncs wherever it matters: before a tool's body runs,
@@ -40,12 +51,19 @@ class SQLiteStore:
     A committed batch survives the process being killed. With
     ``synchronous="FULL"`` it also survives an OS crash or a power cut, at
     the cost of an fsync a commit. With ``create=False`` a missing file is an
-    error rather than a new store.
+    error rather than a new store. A new file is made whole, so an empty one
+    is a damaged store (``StoreCorrupt``), never a new one; every record and
+    snapshot carries a checksum checked when it is read.
 
     ``async with store`` opens it; the block that opened it closes it, after
     committing what is buffered, and blocks entered meanwhile in the same
     task nest. A store opened by one task can be used, and entered, by
     others until then.
+
+    ``claim_session`` claims a session for its writer until
+    ``release_session`` or the store's closing; a claim by any SQLiteStore
+    of this process on the same file makes it raise ``SessionHeld``. Other
+    processes' claims are not seen.
     """
 
     def __init__(
@@ -53,6 +71,8 @@ class SQLiteStore:
     ) -> None:
         self.path = Path(path)
         self._open_database = functools.partial(Database, self.path, create=create, synchronous=synchronous)
+        #: Whether a barrier may commit in the trio thread (see above).
+        self._commit_here = synchronous == "NORMAL"
         self._db: Database | None = None
         self._thread: DatabaseThread | None = None
         self._nursery: trio.Nursery | None = None
@@ -60,6 +80,7 @@ class SQLiteStore:
         self._owner: trio.lowlevel.Task | None = None
         self._depth = 0
         self._stack: AsyncExitStack | None = None
+        self._claims = Claims()
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
         self._batch = Batch()
@@ -117,6 +138,8 @@ class SQLiteStore:
             else:
                 failure = None
                 self._thread, self._nursery = thread, nursery
+                stat = os.stat(self.path)
+                self._claims = _claims_by_file.setdefault((stat.st_dev, stat.st_ino), Claims())
                 self._failure, self._failure_told = None, False
                 nursery.start_soon(self._flush_when_asked)
                 self._stack = stack.pop_all()
@@ -136,6 +159,7 @@ class SQLiteStore:
                 self._thread.stop()
                 self._db = self._thread = self._owner = None
                 self._last_seq.clear()
+                self._claims.release_all(self)
         return self._failure
 
     # -- the writer -----------------------------------------------------------
@@ -166,14 +190,40 @@ class SQLiteStore:
         _, error = result
         if error is None:
             self._committed = upto
-        elif isinstance(error, StoreError):
-            self._failure = error
-        else:  # raising here would end the trio run
-            self._failure = StoreError(f"{self.path}: a write failed: {error!r}")
-            self._failure.__cause__ = error
+        else:
+            self._fail(error)
         self._commit.set()
         self._commit = trio.Event()
         self._write()
+
+    def _fail(self, error: BaseException) -> None:
+        if isinstance(error, StoreError):
+            self._failure = error
+        else:  # raising in a delivery would end the trio run
+            self._failure = StoreError(f"{self.path}: a write failed: {error!r}")
+            self._failure.__cause__ = error
+
+    def _write_here(self) -> None:
+        """Commit the buffer in the trio thread, if the store's thread is
+        idle and no other process holds the write lock; else leave it."""
+        if self._writing or not self._batch or self._failure is not None or not self._thread.idle:
+            return
+        db, upto = self._db, self._buffered
+        try:
+            if not db.try_write(self._batch):
+                return
+        except Exception as exc:
+            self._written(upto, (None, exc))
+            return
+        self._batch = Batch()
+        self._written(upto, (None, None))
+        if db.checkpoint_due:
+            self._thread.submit(db.checkpoint, (), self._checkpointed)
+
+    def _checkpointed(self, result: Result) -> None:
+        _, error = result
+        if error is not None:
+            self._fail(error)
 
     def _check_usable(self) -> Database:
         if self._failure is not None:
@@ -228,17 +278,33 @@ class SQLiteStore:
         # Encoded now, since ``state`` goes on changing; without its history
         # it is small.
         seq = self._last_seq_of(session_id)
-        self._batch.snapshots.append((session_id, seq, state.message_records, encode_state(state)))
+        count, data = state.message_records, encode_state(state)
+        checksum = snapshot_checksum(session_id, seq, count, data.encode())
+        self._batch.snapshots.append((session_id, seq, count, data, checksum))
         self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:
         """Every session's appends so far are committed together."""
         self._check_usable()
+        await trio.lowlevel.checkpoint_if_cancelled()
         target = self._buffered
+        if self._commit_here:
+            self._write_here()
+            self._check_usable()
+            if self._committed >= target:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return
         self._write()  # now rather than when the scheduled call runs
         while self._committed < target:
             await self._commit.wait()
             self._check_usable()
+
+    async def claim_session(self, session_id: str) -> None:
+        self._check_usable()
+        self._claims.claim(session_id, self)
+
+    async def release_session(self, session_id: str) -> None:
+        self._claims.release(session_id, self)
 
     async def list_sessions(self) -> list[SessionInfo]:
         return [summary.info for summary in await self.list_summaries()]
@@ -255,7 +321,9 @@ class SQLiteStore:
 
 def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
     now = time.time()
-    return [
-        (session_id, seq, record.type, now, encode_record(record))
-        for seq, record in enumerate(records, last_seq + 1)
-    ]
+    rows = []
+    for seq, record in enumerate(records, last_seq + 1):
+        data = encode_record(record)
+        checksum = record_checksum(session_id, seq, record.type, data.encode())
+        rows.append((session_id, seq, record.type, now, data, checksum))
+    return rows

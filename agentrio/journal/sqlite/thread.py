@@ -26,6 +26,14 @@ class DatabaseThread:
     def __init__(self, name: str) -> None:
         self._name = name
         self._calls: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
+        #: Calls handed over whose result is not delivered yet.
+        self._pending = 0
+
+    @property
+    def idle(self) -> bool:
+        """Whether every call handed over has run and been delivered, so that
+        the trio thread may use what the calls use. Read in the trio thread."""
+        return not self._pending
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         token = trio.lowlevel.current_trio_token()
@@ -39,7 +47,11 @@ class DatabaseThread:
                 result: Result = (fn(*args), None)
             except BaseException as exc:  # the caller's to handle
                 result = (None, exc)
-            token.run_sync_soon(deliver, result)
+            token.run_sync_soon(self._deliver, deliver, result)
+
+    def _deliver(self, deliver: Callable[[Result], None], result: Result) -> None:
+        self._pending -= 1
+        deliver(result)
 
     def stop(self) -> None:
         self._calls.put(None)
@@ -49,6 +61,7 @@ class DatabaseThread:
     ) -> None:
         """Run ``fn(*args)`` in the thread, then ``deliver((value, exception))``
         in the trio thread."""
+        self._pending += 1
         self._calls.put((fn, args, deliver))
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:

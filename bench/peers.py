@@ -1,0 +1,180 @@
+"""agentrio against pydantic-ai, openai-agents and langgraph, same work, same run.
+
+    pip install -e '.[bench]' && python bench/peers.py [--quick]
+
+Every framework does the same work through its public API with a scripted
+model: one turn is one run of a conversation, a prompt, a model reply
+asking for 4 parallel calls of a no-op tool, the results, and a text answer
+("done"). What each framework does per turn is printed with the results.
+Figures, in CPU time:
+
+* per turn, N-turn conversation (``--turns``): the mean CPU of a run over
+  a whole conversation of N runs, from an empty history;
+* per turn, last W of L turns (``--long``, ``--window``): the mean CPU of
+  runs L-W+1 to L. agentrio holds all L runs. A peer carries its history
+  from run to run itself, so its first L-W turns are copies of one real
+  turn (fresh call ids): the same history, without paying 5 times for the
+  runs that built it;
+* K agents, one tool turn each (``--agents``): K one-turn conversations at
+  once; for agentrio, entering a Runtime, creating K agents, running them
+  and leaving the Runtime; a peer shares one agent (or graph) between its K
+  conversations.
+
+The ratios are the peer's median over agentrio's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Callable
+from functools import partial
+from types import ModuleType
+
+import attrs
+import trio
+from _measure import RUNS, Runner, Spread, cpu, each, header, on_asyncio, repeat
+from _workload import CALLS, conversation, crowd
+
+PEERS = ("_pydantic_ai", "_openai_agents", "_langgraph")
+
+
+@attrs.frozen
+class Framework:
+    """One framework's side of the benchmark: how it holds a conversation
+    and runs many at once, and the event loop it runs on."""
+
+    name: str
+    work: str
+    conversation: Callable  # (turns, prefill, calls) -> CPU of each run
+    crowd: Callable  # (count, calls) -> CPU of them all
+    runner: Runner = on_asyncio
+
+
+async def _agentrio_conversation(turns: int, prefill: int, calls: int) -> list[float]:
+    return (await conversation(prefill + turns, calls, True))[prefill:]
+
+
+async def _agentrio_crowd(count: int, calls: int) -> float:
+    return await crowd(count, True)
+
+
+AGENTRIO = Framework(
+    "agentrio",
+    "agent.run(prompt) on one agent, which keeps the history; ScriptedModel streamed in chunks; "
+    "4 calls of a Tool in parallel; one subscriber reading every event",
+    _agentrio_conversation,
+    _agentrio_crowd,
+    trio.run,
+)
+
+
+async def _peer_conversation(peer: ModuleType, turns: int, prefill: int, calls: int) -> list[float]:
+    """CPU of each of ``turns`` runs, after a history of ``prefill`` turns:
+    deep copies of one real turn, with their own ids."""
+    turn = peer.turn(calls)
+    template = await turn([])
+    history = [peer.copied(item, k) for k in range(prefill) for item in template]
+    return await each(turn, history, turns)
+
+
+async def _peer_crowd(peer: ModuleType, count: int, calls: int) -> float:
+    """CPU of ``count`` one-turn conversations run at once, sharing one agent."""
+    start = cpu()
+    turn = peer.turn(calls)
+    await asyncio.gather(*(turn([]) for _ in range(count)))
+    return cpu() - start
+
+
+def peers(names: list[str]) -> tuple[list[Framework], list[str]]:
+    """The peers that are installed, and a note for each that is not."""
+    found, missing = [], []
+    for module in PEERS:
+        name = module.strip("_").replace("_", "-")
+        if name not in names:
+            continue
+        try:
+            peer = importlib.import_module(module)
+        except ImportError as error:
+            missing.append(f"{name}: not installed ({error.name}); pip install -e '.[bench]'")
+            continue
+        found.append(
+            Framework(peer.NAME, peer.WORK, partial(_peer_conversation, peer), partial(_peer_crowd, peer))
+        )
+    return found, missing
+
+
+async def _per_turn(framework: Framework, turns: int, prefill: int) -> dict[str, float]:
+    times = await framework.conversation(turns, prefill, CALLS)
+    return {"cpu": sum(times) / len(times)}
+
+
+async def _all_at_once(framework: Framework, count: int) -> dict[str, float]:
+    return {"cpu": await framework.crowd(count, CALLS)}
+
+
+def measure(framework: Framework, rows: dict[str, tuple], runs: int) -> dict[str, Spread]:
+    results = {}
+    for row, (measured, *args) in rows.items():
+        print(f"  {framework.name}: {row}...", file=sys.stderr, flush=True)
+        results[row] = repeat(measured, framework, *args, runs=runs, runner=framework.runner)["cpu"]
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200, help="turns of the first conversation")
+    parser.add_argument("--long", type=int, default=1000, help="turns of the long conversation")
+    parser.add_argument("--window", type=int, default=100, help="its last turns that are timed")
+    parser.add_argument("--agents", type=int, default=1000, help="agents running one turn each")
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument(
+        "--frameworks",
+        default="agentrio,pydantic-ai,openai-agents,langgraph",
+        help="comma-separated (default: %(default)s)",
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
+    args = parser.parse_args()
+    if args.quick:
+        args.turns, args.long, args.window, args.agents = 10, 20, 5, 20
+    names = args.frameworks.split(",")
+    found, missing = peers(names)
+    frameworks = [AGENTRIO, *found]
+
+    header(
+        f"agentrio and its peers, one turn = a prompt, {CALLS} parallel no-op calls, a text answer", args.runs
+    )
+    for framework in frameworks:
+        print(f"  {framework.name}: {framework.work}")
+    for note in missing:
+        print(f"  {note}")
+
+    rows = {
+        f"per turn, {args.turns:,}-turn conversation": (_per_turn, args.turns, 0),
+        f"per turn, last {args.window:,} of {args.long:,} turns": (
+            _per_turn,
+            args.window,
+            args.long - args.window,
+        ),
+        f"{args.agents:,} agents, one tool turn each": (_all_at_once, args.agents),
+    }
+    table = {framework.name: measure(framework, rows, args.runs) for framework in frameworks}
+
+    print()
+    print("| | " + " | ".join(table) + " |")
+    print("|---" * (len(table) + 1) + "|")
+    for row in rows:
+        print(f"| {row} | " + " | ".join(table[name][row].show() for name in table) + " |")
+    if found:
+        print("\npeer / agentrio (ratio of medians)\n")
+        print("| | " + " | ".join(peer.name for peer in found) + " |")
+        print("|---" * (len(found) + 1) + "|")
+        for row in rows:
+            ours = table["agentrio"][row]
+            print(f"| {row} | " + " | ".join(f"{table[peer.name][row] / ours:.1f}x" for peer in found) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""What many agents cost agentrio: idle ones, and ones running at once.
+
+    python bench/scale.py [--quick]
+
+* idle agents (``--idle``): one Runtime creates N agents that never run;
+  CPU per creation, CPU to leave the Runtime (which disposes them all), and
+  Python memory held per agent;
+* running agents (``--running``): one Runtime creates N agents and runs one
+  turn of each at once (a prompt, 4 parallel no-op tool calls, a text
+  answer, see bench/_workload.py); CPU per agent from entering the Runtime
+  to leaving it, and the peak of Python memory over the whole.
+
+Memory is traced by tracemalloc in one more run of its own (tracing slows
+everything down): it counts bytes, not time, and five runs agree to three
+digits, so one is enough.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import trio
+from _measure import RUNS, duration, header, repeat, size
+from _workload import CALLS, crowd, crowd_memory, idle, idle_memory
+
+
+async def _per_run(count: int) -> dict[str, float]:
+    return {"cpu": await crowd(count) / count}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--idle", default="1000,3000,10000", help="idle agent counts (default: %(default)s)")
+    parser.add_argument(
+        "--running", default="100,1000,3000", help="running agent counts (default: %(default)s)"
+    )
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
+    args = parser.parse_args()
+    if args.quick:
+        args.idle, args.running = "100,300", "10,30"
+
+    header("agentrio at scale", args.runs)
+    print("\n| idle agents | create, per agent | leave the Runtime | memory per agent |")
+    print("|---|---|---|---|")
+    for count in (int(n) for n in args.idle.split(",")):
+        cpu = repeat(idle, count, runs=args.runs)
+        memory = trio.run(idle_memory, count)["memory"]
+        print(f"| {count:,} | {cpu['create'].show()} | {cpu['exit'].show()} | {size(memory)} |")
+
+    print(f"\n| running agents, one turn of {CALLS} calls each | CPU per agent | peak memory | per agent |")
+    print("|---|---|---|---|")
+    for count in (int(n) for n in args.running.split(",")):
+        cpu = repeat(_per_run, count, runs=args.runs)["cpu"]
+        peak = trio.run(crowd_memory, count)["peak"]
+        print(f"| {count:,} | {cpu.show()} | {size(peak)} | {size(peak / count)} |")
+    print(
+        f"\n(agents per second at the largest count: {1 / cpu.median:,.0f}; "
+        f"{duration(cpu.median * count)} of CPU in all)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The benchmarks run: each at its --quick sizes, agentrio only, so that
+neither the peers nor any timing is needed. No figure is checked."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench(*argv: str, prelude: str = "") -> list[str]:
+    """Run ``python bench/...`` from the project root, after ``prelude``;
+    return the lines it printed."""
+    script = f"{prelude}import runpy, sys; sys.argv = {list(argv)!r}; runpy.run_path(sys.argv[0], run_name='__main__')"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "bench")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _rows(lines: list[str]) -> list[list[str]]:
+    """The cells of every markdown table row but the rules."""
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in lines
+        if line.startswith("|") and not line.startswith("|---")
+    ]
+
+
+def test_peers_quick_runs_for_agentrio_alone_and_prints_the_issue_table():
+    lines = _bench("bench/peers.py", "--quick", "--frameworks", "agentrio")
+    assert "  command: python bench/peers.py --quick --frameworks agentrio" in lines
+    header, *rows = _rows(lines)
+    assert header == ["", "agentrio"]
+    assert [row[0] for row in rows] == [
+        "per turn, 10-turn conversation",
+        "per turn, last 5 of 20 turns",
+        "20 agents, one tool turn each",
+    ]
+    # Each figure is a median and the range of the runs.
+    assert all(re.fullmatch(r"\S+ \S+ \[\S+ \S+–\S+ \S+\]", row[1]) for row in rows)
+    assert not any("peer / agentrio" in line for line in lines)
+
+
+def test_a_peer_that_is_not_installed_is_reported_not_fatal():
+    hide = "import sys; sys.modules['pydantic_ai'] = None; "
+    lines = _bench("bench/peers.py", "--quick", "--frameworks", "agentrio,pydantic-ai", prelude=hide)
+    assert any(line.startswith("  pydantic-ai: not installed") for line in lines)
+    assert _rows(lines)[0] == ["", "agentrio"]
+
+
+def test_loop_overhead_quick_reports_each_turn_and_the_fixed_costs():
+    lines = _bench("bench/loop_overhead.py", "--quick")
+    assert [row[0] for row in _rows(lines)] == [
+        "per turn of a 30-turn conversation, one agent.run each",
+        "turn 10",
+        "turn 30",
+        "fixed and marginal costs (20 runs each)",
+        "per parallel call (4 -> 8)",
+        "per run (answered at once)",
+        "idle agents (tracemalloc)",
+        "50",
+    ]
+
+
+def test_scale_quick_reports_idle_and_running_agents():
+    lines = _bench("bench/scale.py", "--quick")
+    assert [row[0] for row in _rows(lines)] == [
+        "idle agents",
+        "100",
+        "300",
+        "running agents, one turn of 4 calls each",
+        "10",
+        "30",
+    ]
