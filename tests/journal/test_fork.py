@@ -3,6 +3,8 @@ message or at the end of a turn, never inside an open turn."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 import trio
 
@@ -95,7 +97,11 @@ async def test_fork_takes_one_cut_and_an_existing_session(db):
             await rt.fork("nope", at_message=0, spec=two_turn_spec())
 
 
-async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
+@asynccontextmanager
+async def turn_two_running(db):
+    """A session "src" whose turn 2 has committed its first step (3
+    messages) and is running a blocking call; yields the runtime, the
+    agent, and the event that releases the call."""
     started, release = trio.Event(), trio.Event()
 
     async def block(args, ctx):
@@ -110,7 +116,11 @@ async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
         await agent.run("before")
         await agent.followup("go")
         await started.wait()
-        # Turn 2: its first step committed, its second running the blocking call.
+        yield rt, agent, release
+
+
+async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
+    async with turn_two_running(db) as (rt, agent, release):
         fork = await rt.fork("src", at_turn=2, repair=True, spec=AgentSpec("f", ScriptedModel([say("on")])))
         history = list(fork.messages)
         assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant", "tool_result"]
@@ -127,21 +137,7 @@ async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
 
 
 async def test_a_cut_inside_an_open_turn_is_refused(db):
-    started, release = trio.Event(), trio.Event()
-
-    async def block(args, ctx):
-        started.set()
-        await release.wait()
-        return "released"
-
-    model = ScriptedModel([say("earlier"), calls(("echo", {"text": "a"})), calls(("block", {})), say("end")])
-    tools = [echo_tool(), Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
-    async with Runtime(SQLiteStore(db)) as rt:
-        agent = await rt.create(AgentSpec("a", model, tools=tools), "src")
-        await agent.run("before")
-        await agent.followup("go")
-        await started.wait()
-        # Turn 2 has committed its first step (3 messages) and is still running.
+    async with turn_two_running(db) as (rt, agent, release):
         assert len(agent.messages) == 2 + 3
         with pytest.raises(
             ForkRefused, match="inside turn 2, which is still open; cut at message 2 or before"
