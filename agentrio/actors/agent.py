@@ -43,7 +43,10 @@ from .spec import AgentSpec, RunResult
 
 log = logging.getLogger("agentrio")
 
-Setup = Callable[["Agent", AgentScope], Awaitable[None]]
+#: ``setup(agent, scope)``; it may return a commit callback: a synchronous
+#: final re-check, run as the last thing before the agent is published
+#: (nothing else runs between the two), whose failure fails the creation.
+Setup = Callable[["Agent", AgentScope], Awaitable["Callable[[], None] | None"]]
 
 T = TypeVar("T")
 
@@ -439,7 +442,11 @@ class Agent:
             stack.push(self._collect_teardown_error)
             if setup is not None:
                 try:
-                    await setup(self, AgentScope(stack, background))
+                    commit = await setup(self, AgentScope(stack, background))
+                    if commit is not None:
+                        if not callable(commit):
+                            raise TypeError(f"setup returned {commit!r}: expected a commit callback or None")
+                        commit()  # synchronous: nothing runs between it and publishing
                 except BaseException:
                     background.cancel_scope.cancel()  # what setup started stops before what it opened closes
                     raise

@@ -86,8 +86,10 @@ class Runtime:
 
         ``setup(agent, scope)`` runs in the agent's own task before the agent
         is published: what it enters in ``scope`` lives as long as the agent.
-        If it fails, the agent is unregistered, everything it opened is
-        closed, and the error is raised here."""
+        It may return a commit callback, a synchronous final re-check run as
+        the last thing before publishing. If either fails, the agent is
+        unregistered, everything setup opened is closed, and the error is
+        raised here."""
         nursery = self.nursery
         session_id = session_id or new_id("session")
         if session_id in self.registry or session_id in self._opening:
