@@ -6,6 +6,7 @@ import json
 
 import pytest
 import trio
+import trio.testing
 
 from agentrio import (
     AgentSpec,
@@ -18,6 +19,7 @@ from agentrio import (
     ScriptedModel,
     SQLiteStore,
     Text,
+    Tool,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -36,7 +38,7 @@ from agentrio.cli.transcript import transcript
 from agentrio.journal import journal as journal_module
 from agentrio.journal.fork import fork_session
 from agentrio.journal.records import Compacted, MessageAppended
-from agentrio.models import request_problems
+from agentrio.models import Anthropic, request_problems
 
 from .conftest import record
 from .helpers import calls, echo_tool, say, start_run
@@ -477,3 +479,57 @@ async def test_a_cancel_during_the_summary_ends_the_compaction_and_keeps_history
     ]
     assert list(agent.messages[: len(before)]) == before and agent.messages[len(before)] == UserMessage("second")
     assert request_problems(_next(agent)) == []
+
+
+async def test_the_models_own_context_window_sets_the_threshold(rt):
+    model = ScriptedModel([say(LONG, usage=Usage(850, 5)), say("summary"), say("ok")])
+    model.context_window = 1000  # as an adapter's context_window option sets it
+    agent = await rt.create(_spec(model, keep_recent_tokens=100))
+    await agent.run("first")
+    async with record(agent) as rec:
+        await agent.run("second")
+    assert [e.reason for e in rec.of("compaction_start")] == ["threshold"]
+    assert Anthropic("claude", api_key="k", context_window=200_000).context_window == 200_000
+
+
+async def test_compact_waits_for_the_running_activity(rt):
+    release = trio.Event()
+
+    async def slow(args, ctx):
+        await release.wait()
+        return "slow done"
+
+    slow_tool = Tool("slow", "Slow.", {"type": "object", "properties": {}}, slow)
+    model = ScriptedModel([calls(("slow", {})), say(LONG), say("summary")])
+    agent = await rt.create(AgentSpec("a", model, tools=[slow_tool], limits=Limits(keep_recent_tokens=100)))
+    async with record(agent) as rec, trio.open_nursery() as nursery:
+        start_run(nursery, agent, "go")
+        await trio.testing.wait_all_tasks_blocked()
+        assert agent.running_tools
+        outcomes = []
+
+        async def compact():
+            outcomes.append(await agent.compact())
+
+        nursery.start_soon(compact)
+        await trio.testing.wait_all_tasks_blocked()
+        assert outcomes == []  # waits: history is never compacted under a run
+        release.set()
+    assert outcomes[0].compacted
+    types = rec.types()
+    assert types.index("agent_end") < types.index("compaction_start")
+
+
+def test_compaction_events_and_records_round_trip_through_json():
+    from agentrio.events import CompactionEnd, CompactionStart, Event
+    from agentrio.journal.codec import decode_record, encode_record
+    from agentrio.messages import converter
+
+    fields = {"agent_id": "a", "session_id": "s", "seq": 1, "time": 0.0}
+    for event in (
+        CompactionStart(reason="overflow", tokens_before=900, **fields),
+        CompactionEnd(reason="overflow", tokens_before=900, tokens_after=120, messages_summarized=7, usage=Usage(5, 1), **fields),
+    ):
+        assert converter.structure(json.loads(json.dumps(converter.unstructure(event))), Event) == event
+    record = Compacted(_summary("s"), 3, "manual", 90, 30, Usage(5, 1))
+    assert decode_record(encode_record(record)) == record
