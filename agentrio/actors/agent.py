@@ -386,7 +386,7 @@ class Agent:
             self._mailbox.close()  # the actor's loop ends: it closes the scope, then the handle
             await self._stopped.wait()
         finally:
-            self._runtime.registry.remove(self)
+            await self._runtime.detach(self)
         errors += self._teardown_errors
         if errors:
             raise ExceptionGroup(f"tearing down agent {self.id} failed", errors)

@@ -35,6 +35,9 @@ class AgentHost(Protocol):
         self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None, *, setup: Any = None
     ) -> Agent: ...
 
+    async def detach(self, agent: Agent) -> None:
+        """Forget ``agent`` once it is disposed (registry, session claim)."""
+
 
 @attrs.frozen
 class Approval:

@@ -2,8 +2,10 @@
 
 from .fork import ForkRefused
 from .journal import Journal
+from .ownership import Lease, LeaseHeld, LeaseLost
 from .projection import JournalCorrupt, SessionState
 from .records import Record
+from .remote import RemoteInput
 from .sqlite import SQLiteStore
 from .store import (
     ForeignDatabase,
@@ -26,9 +28,14 @@ __all__ = [
     "ForkRefused",
     "Journal",
     "JournalCorrupt",
+    "Lease",
+    "LeaseHeld",
+    "LeaseLost",
     "LoadedSession",
     "MemoryStore",
+    "PostgresStore",
     "Record",
+    "RemoteInput",
     "SQLiteStore",
     "SchemaTooNew",
     "SessionExists",
@@ -42,3 +49,12 @@ __all__ = [
     "StoreError",
     "StoreNotFound",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use: it needs psycopg, an optional dependency.
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

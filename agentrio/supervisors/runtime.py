@@ -98,6 +98,9 @@ class Runtime:
         # session cannot both load (and repair) it.
         self._opening.add(session_id)
         try:
+            # One writer per session: another runtime on this store (in this
+            # process; across hosts, the store's lease) is refused at once.
+            await self.store.claim_session(session_id)
             try:
                 loaded = await self.store.load_state(session_id)
             except SessionNotFound:
@@ -107,6 +110,10 @@ class Runtime:
                 await self.store.create_session(info)
                 loaded = LoadedSession(info, SessionState(), 0)
             agent = await self._start(spec, loaded, parent, nursery, setup)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.store.release_session(session_id)
+            raise
         finally:
             self._opening.discard(session_id)
         if self.resume:
@@ -137,7 +144,13 @@ class Runtime:
         loaded = await fork_session(
             self.store, session_id, at_message=at_message, at_turn=at_turn, repair=repair
         )
-        return await self._start(spec, loaded, None, self.nursery)
+        await self.store.claim_session(loaded.info.session_id)
+        try:
+            return await self._start(spec, loaded, None, self.nursery)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.store.release_session(loaded.info.session_id)
+            raise
 
     async def _start(
         self,
@@ -166,6 +179,13 @@ class Runtime:
     async def dispose(self, agent: Agent) -> None:
         """Tear ``agent`` down; see ``Agent.dispose``."""
         await agent.dispose()
+
+    async def detach(self, agent: Agent) -> None:
+        """Forget a disposed agent: out of the registry, its session no
+        longer claimed (called by ``Agent.dispose``; works when cancelled)."""
+        self.registry.remove(agent)
+        with trio.CancelScope(shield=True):
+            await self.store.release_session(agent.session_id)
 
 
 def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **options: object) -> RunResult:

@@ -1,26 +1,65 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-from agentrio import MemoryStore, SQLiteStore
+from agentrio import MemoryStore
+
+from ..pgcluster import Cluster, ServerMissing
+from .places import DURABLE, Place
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of our own for the whole test session."""
+    try:
+        cluster = Cluster.start(fsync=False)
+    except ServerMissing as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must test the PostgreSQL store: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture
-def db(tmp_path):
+def db(tmp_path) -> Path:
     return tmp_path / "sessions.db"
 
 
 @pytest.fixture
-async def store(db):
-    async with SQLiteStore(db) as store:
+def dsn(postgres) -> str:
+    """A new, empty database, dropped after the test."""
+    dsn = postgres.new_database()
+    yield dsn
+    postgres.drop_database(dsn)
+
+
+def _place(request, kind: str) -> Place:
+    if kind == "sqlite":
+        return Place("sqlite", str(request.getfixturevalue("db")))
+    return Place("postgres", request.getfixturevalue("dsn"))
+
+
+@pytest.fixture(params=DURABLE)
+def new_store(request) -> Place:
+    """Each durable store in turn (a test using it runs once for each)."""
+    return _place(request, request.param)
+
+
+@pytest.fixture
+async def store(new_store):
+    async with new_store() as store:
         yield store
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def stores(request, db):
+@pytest.fixture(params=["memory", *DURABLE])
+def stores(request):
     """Makes the store for each Runtime of a test: the same MemoryStore each
-    time, or a new SQLiteStore on the same file."""
+    time, or a new store object on the same database."""
     if request.param == "memory":
         memory = MemoryStore()
         return lambda: memory
-    return lambda: SQLiteStore(db)
+    return _place(request, request.param)

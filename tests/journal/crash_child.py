@@ -1,13 +1,15 @@
-"""A process to be killed: it runs an agent on an SQLite store up to the
-point a scenario names, prints READY and waits for SIGKILL.
+"""A process to be killed: it runs an agent on a store up to the point a
+scenario names, prints READY and waits for SIGKILL.
 
-    python -m tests.journal.crash_child DB SCENARIO
+    python -m tests.journal.crash_child KIND LOCATION SCENARIO
 
-The tools and the model stop inside the agent, so what the file holds when
+(KIND and LOCATION as in ``places.Place``.)
+
+The tools and the model stop inside the agent, so what the store holds when
 the process dies is exactly what the agent's own durability barriers made
 durable. Where a scenario stops between barriers (inside a model stream,
 between turns) it first waits for the store's writer, so that the test
-knows which records the file holds.
+knows which records the store holds.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import sys
 
 import trio
 
-from agentrio import AgentSpec, Hooks, Runtime, ScriptedModel, SQLiteStore, Tool
+from agentrio import AgentSpec, Hooks, Runtime, ScriptedModel, Store, Tool
 from agentrio.models.events import TextDelta
 
 from ..helpers import calls, echo_tool, say
+from .places import Place
 
 SESSION = "crashed"
 EMPTY = {"type": "object", "properties": {}}
@@ -49,7 +52,7 @@ def signalling_tool(name: str, done: trio.Event) -> Tool:
     return Tool(name, "Returns at once.", EMPTY, execute)
 
 
-async def during_model_stream(rt: Runtime, store: SQLiteStore) -> None:
+async def during_model_stream(rt: Runtime, store: Store) -> None:
     agent = None
 
     async def on_stream(event):
@@ -63,7 +66,7 @@ async def during_model_stream(rt: Runtime, store: SQLiteStore) -> None:
     await agent.run("first")
 
 
-async def during_parallel_tool(rt: Runtime, store: SQLiteStore) -> None:
+async def during_parallel_tool(rt: Runtime, store: Store) -> None:
     # ``blocker`` and ``quick`` both start; ``quick`` finishes, but its result
     # waits behind ``blocker`` (results commit in model order) and is only
     # recorded as finished; ``later``, exclusive, waits for both and never
@@ -89,7 +92,7 @@ async def during_parallel_tool(rt: Runtime, store: SQLiteStore) -> None:
     await agent.run("go")
 
 
-async def during_exclusive_tool(rt: Runtime, store: SQLiteStore) -> None:
+async def during_exclusive_tool(rt: Runtime, store: Store) -> None:
     # ``before`` runs and is committed; ``exclusive`` stops the process;
     # ``after`` never starts.
     model = ScriptedModel(
@@ -100,7 +103,7 @@ async def during_exclusive_tool(rt: Runtime, store: SQLiteStore) -> None:
     await agent.run("go")
 
 
-async def between_turns(rt: Runtime, store: SQLiteStore) -> None:
+async def between_turns(rt: Runtime, store: Store) -> None:
     agent = await rt.create(AgentSpec("a", ScriptedModel([say("one")])), SESSION)
     await agent.run("first")
     await agent.inject("context for the next turn")
@@ -116,8 +119,8 @@ SCENARIOS = {
 }
 
 
-async def main(db: str, scenario: str) -> None:
-    async with SQLiteStore(db) as store, Runtime(store) as rt:
+async def main(kind: str, location: str, scenario: str) -> None:
+    async with Place(kind, location)() as store, Runtime(store) as rt:
         await SCENARIOS[scenario](rt, store)
     raise SystemExit(f"scenario {scenario} ended without stopping")
 

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, Tool
+from agentrio import AgentSpec, Runtime, ScriptedModel, Tool
 from agentrio.journal import ForkRefused, SessionNotFound
 from agentrio.messages import TOOL_OUTCOME_UNKNOWN
 
@@ -80,16 +80,16 @@ async def test_a_stored_session_is_forked_with_the_spec_given(stores):
         ({"at_turn": 3}, "has no turn 3; its ended turns are 0 to 2"),
     ],
 )
-async def test_a_cut_that_breaks_the_history_is_refused(db, cut, error):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_a_cut_that_breaks_the_history_is_refused(new_store, cut, error):
+    async with Runtime(new_store()) as rt:
         await two_turns(rt)
         with pytest.raises(ForkRefused, match=error):
             await rt.fork("src", **cut)
         assert len(await rt.store.list_sessions()) == 1
 
 
-async def test_fork_takes_one_cut_and_an_existing_session(db):
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_fork_takes_one_cut_and_an_existing_session(new_store):
+    async with Runtime(new_store()) as rt:
         await two_turns(rt)
         with pytest.raises(TypeError, match="exactly one of at_message and at_turn"):
             await rt.fork("src", at_message=2, at_turn=1)
@@ -98,7 +98,7 @@ async def test_fork_takes_one_cut_and_an_existing_session(db):
 
 
 @asynccontextmanager
-async def turn_two_running(db):
+async def turn_two_running(new_store):
     """A session "src" whose turn 2 has committed its first step (3
     messages) and is running a blocking call; yields the runtime, the
     agent, and the event that releases the call."""
@@ -111,7 +111,7 @@ async def turn_two_running(db):
 
     model = ScriptedModel([say("earlier"), calls(("echo", {"text": "a"})), calls(("block", {})), say("end")])
     tools = [echo_tool(), Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
-    async with Runtime(SQLiteStore(db)) as rt:
+    async with Runtime(new_store()) as rt:
         agent = await rt.create(AgentSpec("a", model, tools=tools), "src")
         await agent.run("before")
         await agent.followup("go")
@@ -119,8 +119,8 @@ async def turn_two_running(db):
         yield rt, agent, release
 
 
-async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
-    async with turn_two_running(db) as (rt, agent, release):
+async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(new_store):
+    async with turn_two_running(new_store) as (rt, agent, release):
         fork = await rt.fork("src", at_turn=2, repair=True, spec=AgentSpec("f", ScriptedModel([say("on")])))
         history = list(fork.messages)
         assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant", "tool_result"]
@@ -136,8 +136,8 @@ async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(db):
     assert agent.messages[6].text == "released" and agent.messages[-1].text == "end"
 
 
-async def test_a_cut_inside_an_open_turn_is_refused(db):
-    async with turn_two_running(db) as (rt, agent, release):
+async def test_a_cut_inside_an_open_turn_is_refused(new_store):
+    async with turn_two_running(new_store) as (rt, agent, release):
         assert len(agent.messages) == 2 + 3
         with pytest.raises(
             ForkRefused, match="inside turn 2, which is still open; cut at message 2 or before"

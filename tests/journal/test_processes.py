@@ -1,26 +1,33 @@
-"""Several processes sharing one SQLite file, each writing its own session."""
+"""Several processes sharing one store, each writing its own session."""
 
 from __future__ import annotations
 
-import sqlite3
-
-from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
+from agentrio import AgentSpec, Runtime, ScriptedModel
 
 from .processes import read_line, start
 
 TURNS = 40
 
 
-async def test_two_processes_write_their_sessions_to_one_file(tmp_path):
-    db = tmp_path / "shared.db"
+async def test_two_processes_write_their_sessions_to_one_store(new_store, tmp_path):
     sessions = ["left", "right"]
     children = []
     for session_id in sessions:
         stderr = tmp_path / f"{session_id}.stderr"
         children.append(
-            (await start("tests.journal.writer_child", db, session_id, TURNS, stderr=stderr), stderr)
+            (
+                await start(
+                    "tests.journal.writer_child",
+                    new_store.kind,
+                    new_store.location,
+                    session_id,
+                    TURNS,
+                    stderr=stderr,
+                ),
+                stderr,
+            )
         )
-    # Both have the file open before either writes.
+    # Both have the store open before either writes.
     for process, stderr in children:
         assert await read_line(process, stderr) == "OPEN"
     for process, _ in children:
@@ -29,9 +36,9 @@ async def test_two_processes_write_their_sessions_to_one_file(tmp_path):
         assert await read_line(process, stderr) == "DONE"
         assert await process.wait() == 0
 
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    async with Runtime(SQLiteStore(db)) as rt:
+    if new_store.kind == "sqlite":
+        assert new_store.execute("PRAGMA integrity_check") == [("ok",)]
+    async with Runtime(new_store()) as rt:
         assert sorted(info.session_id for info in await rt.store.list_sessions()) == sessions
         for session_id in sessions:
             agent = await rt.create(AgentSpec("a", ScriptedModel([])), session_id)

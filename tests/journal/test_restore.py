@@ -1,4 +1,4 @@
-"""Restore-or-create through the Runtime on an SQLite file."""
+"""Restore-or-create through the Runtime, on every store."""
 
 from __future__ import annotations
 
@@ -45,15 +45,10 @@ async def test_an_unknown_session_id_creates_the_session(stores):
     assert ids == {"fresh", unnamed.session_id}
 
 
-async def test_accepted_input_is_committed_when_send_returns(db):
-    import sqlite3
-
-    from agentrio import SQLiteStore
-
-    async with Runtime(SQLiteStore(db)) as rt:
+async def test_accepted_input_is_committed_when_send_returns(new_store):
+    async with Runtime(new_store()) as rt:
         agent = await rt.create(AgentSpec("a", ScriptedModel([])), "s1")
         await agent.inject("do not lose me")
-        # Read the file at once, without yielding to the store's writer.
-        with sqlite3.connect(db) as reader:
-            kinds = [k for (k,) in reader.execute("SELECT kind FROM records WHERE session_id = 's1'")]
-        assert kinds == ["inbox_spliced"]
+        # Read the database at once, without yielding to the store's writer.
+        kinds = new_store.execute("SELECT kind FROM records WHERE session_id = 's1'")
+        assert kinds == [("inbox_spliced",)]

@@ -73,7 +73,7 @@ async def test_a_damaged_session_is_an_error_not_a_fresh_session(db):
         ("UPDATE records SET kind = 'turn_started' WHERE seq = 3", "record 3 is damaged"),
     ],
 )
-async def test_a_bad_journal_names_the_session_and_the_record(db, tampering, error):
+async def test_a_tampered_sqlite_journal_names_the_session_and_the_record(db, tampering, error):
     await make_store(db)
     with sqlite3.connect(db) as conn:
         conn.create_function("record_checksum", 4, record_checksum)

@@ -8,7 +8,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
+from agentrio import AgentSpec, Runtime, ScriptedModel
 from agentrio.journal import SessionInfo, SessionState
 from agentrio.journal import journal as journal_module
 
@@ -20,12 +20,12 @@ _sessions = itertools.count()
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=journals(), cuts=st.lists(st.integers(0, 200), max_size=4))
-async def test_restoring_from_snapshots_equals_a_full_replay(db, records, cuts):
+async def test_restoring_from_snapshots_equals_a_full_replay(new_store, records, cuts):
     """Snapshots are taken at arbitrary records (mid-step included), in
-    batches of any size; the file is reopened before the restore."""
+    batches of any size; the store is reopened before the restore."""
     session_id = f"s{next(_sessions)}"
     cuts = sorted({min(c, len(records)) for c in cuts})
-    async with SQLiteStore(db) as store:
+    async with new_store() as store:
         await store.create_session(SessionInfo(session_id))
         start = 0
         for cut in cuts:
@@ -33,23 +33,23 @@ async def test_restoring_from_snapshots_equals_a_full_replay(db, records, cuts):
             await store.save_snapshot(session_id, SessionState.replay(records[:cut]))
             start = cut
         await store.append(session_id, records[start:])
-    async with SQLiteStore(db) as store:
+    async with new_store() as store:
         loaded = await store.load_state(session_id)
         assert (await store.load_session(session_id))[1] == records
     assert loaded.state == SessionState.replay(records)
     assert loaded.unsnapshotted == len(records) - (cuts[-1] if cuts else 0)
 
 
-async def test_the_journal_offers_snapshots_and_a_restore_replays_only_the_rest(db, monkeypatch):
+async def test_the_journal_offers_snapshots_and_a_restore_replays_only_the_rest(new_store, monkeypatch):
     monkeypatch.setattr(journal_module, "SNAPSHOT_EVERY", 7)
     replies = [r for i in range(6) for r in (calls(("echo", {"text": str(i)})), say(f"done {i}"))]
     spec = AgentSpec("a", ScriptedModel(replies), tools=[echo_tool()])
-    async with Runtime(SQLiteStore(db)) as rt:
+    async with Runtime(new_store()) as rt:
         agent = await rt.create(spec, "s1")
         for i in range(6):
             await agent.run(f"turn {i}")
         history = list(agent.messages)
-    async with SQLiteStore(db) as store:
+    async with new_store() as store:
         loaded = await store.load_state("s1")
         _, records = await store.load_session("s1")
     assert len(records) > 7 * 5

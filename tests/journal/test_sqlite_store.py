@@ -1,194 +1,48 @@
-"""SQLiteStore: the Store interface on a real file."""
+"""What only the SQLite store does (the Store interface is tested on every
+store in test_store.py)."""
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 
 import pytest
 import trio
 
-from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, StoreError
-from agentrio.journal import SessionExists, SessionInfo, SessionNotFound, SessionState
-from agentrio.journal.records import MessageAppended, TurnStarted
+from agentrio import SQLiteStore
+from agentrio.journal import SessionInfo
+from agentrio.journal.records import MessageAppended
 from agentrio.journal.sqlite import database as database_module
 from agentrio.journal.sqlite.database import Batch, Database
 from agentrio.journal.sqlite.store import _rows
 from agentrio.messages import ToolResultMessage
 
 from ..helpers import say
-from .records import tool_turn, tool_turns
+from .records import tool_turn
 
 
-async def test_records_and_info_survive_closing(db):
-    records = tool_turns(3)
-    info = SessionInfo("s1", created_at=1000.5, parent_session_id="s0", seed_length=4)
+@pytest.fixture
+async def sqlite_store(db):
     async with SQLiteStore(db) as store:
-        await store.create_session(info, records[:2])
-        await store.append("s1", records[2:7])
-        await store.append("s1", records[7:])
-    async with SQLiteStore(db) as store:
-        assert await store.load_session("s1") == (info, records)
-        loaded = await store.load_state("s1")
-    assert loaded.info == info
-    assert loaded.state == SessionState.replay(records)
-    assert loaded.unsnapshotted == len(records)
+        yield store
 
 
-async def test_sync_makes_appends_visible_to_another_connection(store, db):
-    await store.create_session(SessionInfo("s1"))
-    await store.append("s1", tool_turn(1, 1))
-    await store.sync("s1")
-    async with SQLiteStore(db) as other:
-        _, records = await other.load_session("s1")
-    assert records == tool_turn(1, 1)
-
-
-async def test_only_a_missing_session_is_not_found(store):
-    with pytest.raises(SessionNotFound):
-        await store.load_state("nope")
-    with pytest.raises(SessionNotFound):
-        await store.load_session("nope")
-
-
-async def test_a_session_is_created_once_even_by_two_stores(store, db):
-    await store.create_session(SessionInfo("s1"))
-    with pytest.raises(SessionExists):
-        await store.create_session(SessionInfo("s1"))
-    async with SQLiteStore(db) as other:
-        with pytest.raises(SessionExists):
-            await other.create_session(SessionInfo("s1"))
-
-
-async def test_append_needs_a_session_this_store_created_or_loaded(store, db):
-    async with SQLiteStore(db) as other:
-        await other.create_session(SessionInfo("theirs"))
-    with pytest.raises(SessionNotFound):
-        await store.append("theirs", [TurnStarted(1)])
-    await store.load_state("theirs")
-    await store.append("theirs", [TurnStarted(1)])
-    assert (await store.load_session("theirs"))[1] == [TurnStarted(1)]
-
-
-async def test_an_append_that_cannot_be_encoded_writes_nothing(store):
-    await store.create_session(SessionInfo("s1"))
-    good = MessageAppended(say("fine"))
-    unstorable = ToolResultMessage("c", "t")
-    object.__setattr__(unstorable, "details", object())  # past the message's own checks
-    bad = MessageAppended(unstorable)
-    with pytest.raises(TypeError, match="a message_appended record cannot be stored as JSON"):
-        await store.append("s1", [good, bad])
-    await store.append("s1", [good])
-    assert (await store.load_session("s1"))[1] == [good]
-
-
-async def test_append_is_never_interrupted_by_a_cancel(store):
-    await store.create_session(SessionInfo("s1"))
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        await store.append("s1", tool_turn(1, 1))
-    assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
-
-
-async def test_closing_commits_what_is_buffered(db):
+async def test_closing_the_last_connection_removes_the_wal_file(db):
     async with SQLiteStore(db) as store:
         await store.create_session(SessionInfo("s1"))
         await store.append("s1", tool_turn(1, 1))
-    async with SQLiteStore(db) as store:
-        assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
-
-
-async def test_a_cancelled_block_still_commits_what_it_appended(db):
-    with trio.CancelScope() as scope:
-        async with SQLiteStore(db) as store:
-            await store.create_session(SessionInfo("s1"))
-            await store.append("s1", tool_turn(1, 1))
-            scope.cancel()
-            await trio.sleep_forever()
-    async with SQLiteStore(db) as store:
-        assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
-
-
-async def test_a_closed_store_says_so(db):
-    store = SQLiteStore(db)
-    with pytest.raises(StoreError, match="is not open"):
-        await store.list_sessions()
-    async with store:
-        pass
-    with pytest.raises(StoreError, match="is not open"):
-        await store.sync("s1")
-
-
-async def test_a_runtime_leaves_an_open_store_open_and_closes_its_own(db):
-    spec = AgentSpec("a", ScriptedModel([say("one")]))
-    async with SQLiteStore(db) as store:
-        async with Runtime(store) as rt:
-            await (await rt.create(spec, "s1")).run("hi")
-        assert len((await store.load_session("s1"))[1]) > 0
-    store = SQLiteStore(db)
-    async with Runtime(store) as rt:
-        await rt.create(spec, "s2")
-    with pytest.raises(StoreError, match="is not open"):
-        await store.list_sessions()
-
-
-async def test_no_thread_of_the_store_outlives_it(db):
-    async with SQLiteStore(db) as store:
-        await store.create_session(SessionInfo("s1"))
-        await store.append("s1", tool_turn(1, 1))
-    # The connection is closed (the last one removes the WAL file), and no
-    # thread is left but trio's cache of idle workers.
+        assert db.with_name(db.name + "-wal").exists()
     assert not db.with_name(db.name + "-wal").exists()
-    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-    assert all(t.name.startswith("Trio thread") for t in others)
 
 
-async def test_summaries_count_messages_and_name_the_parent(store):
-    await store.create_session(SessionInfo("s1", created_at=1.0))
-    await store.create_session(SessionInfo("s2", created_at=2.0, parent_session_id="s1", seed_length=2))
-    await store.append("s1", tool_turns(2))
-    summaries = await store.list_summaries()
-    assert [(s.info.session_id, s.messages, s.info.parent_session_id) for s in summaries] == [
-        ("s1", 8, None),
-        ("s2", 0, "s1"),
-    ]
-    assert summaries[0].updated_at > summaries[0].info.created_at
-    assert [info.session_id for info in await store.list_sessions()] == ["s1", "s2"]
-
-
-def break_the_file(db):
-    with sqlite3.connect(db) as conn:
-        conn.execute("DROP TABLE records")
-
-
-async def test_a_failed_write_fails_every_barrier_after_it(db):
-    async with SQLiteStore(db) as store:
-        await store.create_session(SessionInfo("s1"))
-        break_the_file(db)
-        await store.append("s1", [TurnStarted(1)])
-        with pytest.raises(StoreError, match="no such table"):
-            await store.sync("s1")
-        with pytest.raises(StoreError, match="the store failed"):
-            await store.append("s1", [TurnStarted(2)])
-
-
-async def test_a_failed_write_nobody_synced_fails_the_close(db):
-    with pytest.raises(StoreError, match="no such table"):
-        async with SQLiteStore(db) as store:
-            await store.create_session(SessionInfo("s1"))
-            break_the_file(db)
-            await store.append("s1", [TurnStarted(1)])
-
-
-async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(store, db):
+async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(sqlite_store, db):
     """Lone surrogates and integers beyond 64 bits, which orjson refuses and
     the standard json round-trips, come back as they went in."""
     odd = [
         MessageAppended(say("half a pair: \udc80")),
         MessageAppended(ToolResultMessage("c", "t", details={"big": 2**70, "text": "\ud800"})),
     ]
-    await store.create_session(SessionInfo("s1"), odd[:1])
-    await store.append("s1", odd[1:])
+    await sqlite_store.create_session(SessionInfo("s1"), odd[:1])
+    await sqlite_store.append("s1", odd[1:])
     async with SQLiteStore(db) as other:
         assert (await other.load_session("s1"))[1] == odd
         assert (await other.load_state("s1")).state.messages == [r.message for r in odd]
@@ -210,15 +64,15 @@ def test_a_commit_that_must_not_wait_leaves_the_batch_to_a_later_one(db):
     database.close()
 
 
-async def test_a_barrier_while_another_process_writes_waits_in_the_thread(store, db):
-    await store.create_session(SessionInfo("s1"))
+async def test_a_barrier_while_another_process_writes_waits_in_the_thread(sqlite_store, db):
+    await sqlite_store.create_session(SessionInfo("s1"))
     other = sqlite3.connect(db, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     order = []
 
     async def barrier():
-        await store.append("s1", tool_turn(1, 1))
-        await store.sync("s1")
+        await sqlite_store.append("s1", tool_turn(1, 1))
+        await sqlite_store.sync("s1")
         order.append("synced")
 
     async with trio.open_nursery() as nursery:
@@ -229,7 +83,7 @@ async def test_a_barrier_while_another_process_writes_waits_in_the_thread(store,
         other.execute("COMMIT")
     other.close()
     assert order == ["other commits", "synced"]
-    assert (await store.load_session("s1"))[1] == tool_turn(1, 1)
+    assert (await sqlite_store.load_session("s1"))[1] == tool_turn(1, 1)
 
 
 async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):
@@ -244,21 +98,3 @@ async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):
             sizes.append(wal.stat().st_size)
     # 300 commits of a few pages each, without checkpoints: over 2 MB.
     assert max(sizes) < 300_000
-
-
-async def test_deleting_a_session_removes_its_journal_and_keeps_its_forks(stores):
-    async with stores() as store, Runtime(store) as rt:
-        agent = await rt.create(AgentSpec("a", ScriptedModel([say("one")])), "gone")
-        await agent.run("hello")
-        fork = await rt.fork("gone", at_message=2)
-        await rt.dispose(agent)
-        await store.delete_session("gone")
-        with pytest.raises(SessionNotFound):
-            await store.load_session("gone")
-        with pytest.raises(SessionNotFound):
-            await store.delete_session("gone")
-        assert [s.session_id for s in await store.list_sessions()] == [fork.session_id]
-        assert [m.text for m in (await store.load_state(fork.session_id)).state.messages] == ["hello", "one"]
-    # Closed and opened again, the store still has no trace of it.
-    async with stores() as store:
-        assert [s.session_id for s in await store.list_sessions()] == [fork.session_id]

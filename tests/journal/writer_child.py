@@ -1,6 +1,6 @@
-"""One of several processes writing their own session to one SQLite file.
+"""One of several processes writing their own session to one store.
 
-    python -m tests.journal.writer_child DB SESSION TURNS
+    python -m tests.journal.writer_child KIND LOCATION SESSION TURNS
 
 Prints OPEN once the store is open, waits for a line on stdin, runs TURNS
 turns of one tool call each, and prints DONE.
@@ -12,18 +12,19 @@ import sys
 
 import trio
 
-from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
+from agentrio import AgentSpec, Runtime, ScriptedModel
 
 from ..helpers import calls, echo_tool, say
+from .places import Place
 
 
-async def main(db: str, session_id: str, turns: str) -> None:
+async def main(kind: str, location: str, session_id: str, turns: str) -> None:
     turns = int(turns)
     replies = []
     for turn in range(turns):
         replies += [calls(("echo", {"text": f"{session_id} {turn}"})), say(f"{session_id} done {turn}")]
     model = ScriptedModel(replies)
-    async with Runtime(SQLiteStore(db)) as rt:
+    async with Runtime(Place(kind, location)()) as rt:
         agent = await rt.create(AgentSpec("a", model, tools=[echo_tool(mode="exclusive")]), session_id)
         print("OPEN", flush=True)
         await trio.to_thread.run_sync(sys.stdin.readline)

@@ -1,0 +1,392 @@
+"""The blocking half of the PostgreSQL store: one connection, used from the
+store's own thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+import psycopg
+from psycopg import errors, sql
+
+from ..ownership import LeaseHeld
+from ..records import MessageAppended, Record
+from ..rows import RowDecoder
+from ..store import (
+    LoadedSession,
+    SessionExists,
+    SessionInfo,
+    SessionNotFound,
+    SessionSummary,
+    StoreError,
+    StoreNotFound,
+)
+from .listener import Listener
+from .schema import MIGRATIONS, check_identity, migrate
+
+#: A row of the records table: ``(session_id, seq, kind, written_at, JSON)``.
+RecordRow = tuple[str, int, str, float, str]
+#: session id, the seq of the last record it covers, its message count, the
+#: encoded state without its history.
+SnapshotRow = tuple[str, int, int, str]
+#: A held session and its fencing token.
+Held = tuple[str, int]
+
+MESSAGE = MessageAppended.type
+
+_RENEW = """
+    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
+    FROM unnest(%s::text[], %s::bigint[]) AS held(session_id, token)
+    WHERE leases.session_id = held.session_id AND leases.token = held.token AND leases.holder = %s
+    RETURNING leases.session_id
+"""
+
+
+# Lease check, records, snapshots, inputs taken in and notifications, for
+# the sessions whose lease (holder and token) is still the store's.
+_WRITE = """
+WITH held AS (
+    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %(lease)s)
+    FROM unnest(%(sessions)s::text[], %(tokens)s::bigint[]) AS h(session_id, token)
+    WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %(holder)s
+    RETURNING leases.session_id
+), written AS (
+    INSERT INTO records
+    SELECT * FROM unnest(%(r0)s::text[], %(r1)s::bigint[], %(r2)s::text[], %(r3)s::float8[], %(r4)s::text[])
+        AS r(session_id, seq, kind, written_at, data)
+    WHERE r.session_id IN (SELECT session_id FROM held)
+    RETURNING session_id
+), snapshotted AS (
+    INSERT INTO snapshots
+    SELECT * FROM unnest(%(s0)s::text[], %(s1)s::bigint[], %(s2)s::integer[], %(s3)s::text[])
+        AS s(session_id, seq, message_count, state)
+    WHERE s.session_id IN (SELECT session_id FROM held)
+    ON CONFLICT (session_id) DO UPDATE
+    SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state
+), consumed AS (
+    DELETE FROM inputs USING unnest(%(c0)s::text[], %(c1)s::bigint[]) AS c(session_id, id)
+    WHERE inputs.id = c.id AND inputs.session_id = c.session_id
+      AND c.session_id IN (SELECT session_id FROM held)
+), notified AS (
+    SELECT pg_notify(%(channel)s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
+)
+SELECT array(SELECT session_id FROM held) FROM (SELECT count(*) FROM notified) AS n
+"""
+
+
+def _columns(prefix: str, width: int, rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """Rows as one list a column, named ``prefix0``, ``prefix1``..."""
+    columns = list(zip(*rows)) if rows else [()] * width
+    return {f"{prefix}{i}": list(column) for i, column in enumerate(columns)}
+
+
+@attrs.define
+class Batch:
+    """What one write transaction commits."""
+
+    records: list[RecordRow] = attrs.Factory(list)
+    snapshots: list[SnapshotRow] = attrs.Factory(list)
+    #: Remote inputs taken in: ``(session_id, input id)``.
+    consumed: list[tuple[str, int]] = attrs.Factory(list)
+
+    def __bool__(self) -> bool:
+        return bool(self.records or self.snapshots or self.consumed)
+
+    def sessions(self) -> set[str]:
+        return {row[0] for rows in (self.records, self.snapshots, self.consumed) for row in rows}
+
+
+@attrs.frozen
+class Channels:
+    """The notification channels of a store's schema; the payload of each
+    notification is a session id."""
+
+    #: Input was posted for the session.
+    inputs: str
+    #: Records of the session were committed.
+    records: str
+
+    @classmethod
+    def of(cls, schema: str) -> Channels:
+        return cls(f"{schema}.inputs", f"{schema}.records")
+
+
+class Database:
+    """``where`` names the database in errors (the DSN without a password)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str,
+        holder: str,
+        lease_seconds: float,
+        create: bool,
+        migrations: Sequence[tuple[str, ...]] = MIGRATIONS,
+    ) -> None:
+        self.holder = holder
+        self.lease_seconds = lease_seconds
+        self.channels = Channels.of(schema)
+        try:
+            self.where = _describe(dsn)
+            self._rows = RowDecoder(self.where)
+        except psycopg.ProgrammingError as exc:
+            raise StoreError(f"not a PostgreSQL connection string: {exc}") from None
+        with self.translated():
+            self._conn = psycopg.connect(dsn, autocommit=True)
+            try:
+                self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+                # A process paused inside a commit holds its sessions' lease
+                # rows, and so would block their takeover: the server ends
+                # such a transaction (and the connection) after a lease.
+                self._conn.execute(
+                    "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+                    (f"{max(1000, round(lease_seconds * 1000))}ms",),
+                )
+                with self._conn.transaction():
+                    version = check_identity(self._conn, self.where, schema, migrations)
+                if version < len(migrations):
+                    if version == 0 and not create:
+                        raise StoreNotFound(f"no store in schema {schema!r} of {self.where}")
+                    migrate(self._conn, self.where, schema, migrations)
+            except BaseException:
+                self._conn.close()
+                raise
+
+    @contextmanager
+    def translated(self) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.where}: {exc}") from exc
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- leases ---------------------------------------------------------------
+
+    def acquire(self, session_id: str) -> tuple[int, int]:
+        """Take the session's lease, unless another holder's lease is still
+        running (``SessionHeld``); returns the new fencing token and the
+        session's last sequence number."""
+        conn = self._conn
+        with self.translated(), conn.transaction():
+            self._info(session_id)
+            row = conn.execute(
+                "INSERT INTO leases VALUES (%s, %s, 1, clock_timestamp() + make_interval(secs => %s)) "
+                "ON CONFLICT (session_id) DO UPDATE "
+                "SET holder = excluded.holder, token = leases.token + 1, expires_at = excluded.expires_at "
+                "WHERE leases.holder IS NULL OR leases.expires_at <= clock_timestamp() "
+                "RETURNING token",
+                (session_id, self.holder, self.lease_seconds),
+            ).fetchone()
+            if row is not None:
+                (last_seq,) = conn.execute(
+                    "SELECT COALESCE(max(seq), 0) FROM records WHERE session_id = %s", (session_id,)
+                ).fetchone()
+                return row[0], last_seq
+            holder, expires_at, remaining = conn.execute(
+                "SELECT holder, expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 "
+                "FROM leases WHERE session_id = %s",
+                (session_id,),
+            ).fetchone()
+        raise LeaseHeld(session_id, holder, expires_at, max(remaining, 0.0))
+
+    def release(self, session_id: str, token: int) -> None:
+        with self.translated():
+            self._conn.execute(
+                "UPDATE leases SET holder = NULL, expires_at = clock_timestamp() "
+                "WHERE session_id = %s AND token = %s AND holder = %s",
+                (session_id, token, self.holder),
+            )
+
+    def renew(self, held: Sequence[Held]) -> set[str]:
+        """Extend the leases still ours; returns the sessions that are not.
+        One statement, so a pause of this process never holds a lease row."""
+        with self.translated():
+            return self._renew(held)
+
+    def _renew(self, held: Sequence[Held]) -> set[str]:
+        if not held:
+            return set()
+        ids, tokens = [h[0] for h in held], [h[1] for h in held]
+        rows = self._conn.execute(_RENEW, (self.lease_seconds, ids, tokens, self.holder)).fetchall()
+        return set(ids) - {row[0] for row in rows}
+
+    # -- writing --------------------------------------------------------------
+
+    def create_session(self, info: SessionInfo, rows: Sequence[RecordRow]) -> int:
+        """Create the session, holding its lease; returns the fencing token."""
+        conn = self._conn
+        with self.translated(), conn.transaction():
+            try:
+                with conn.transaction():  # a savepoint, so the error can be told apart
+                    conn.execute(
+                        "INSERT INTO sessions VALUES (%s, %s, %s, %s)",
+                        (info.session_id, info.created_at, info.parent_session_id, info.seed_length),
+                    )
+            except errors.UniqueViolation:
+                raise SessionExists(f"session {info.session_id!r} already exists in {self.where}") from None
+            self._copy_records(rows)
+            (token,) = conn.execute(
+                "INSERT INTO leases VALUES (%s, %s, 1, clock_timestamp() + make_interval(secs => %s)) "
+                "RETURNING token",
+                (info.session_id, self.holder, self.lease_seconds),
+            ).fetchone()
+        return token
+
+    def write(self, batch: Batch, tokens: dict[str, int]) -> set[str]:
+        """Commit the batch's rows of the sessions still held, renewing their
+        leases, in one statement: one round trip, and the lease rows stay
+        locked until the commit, so no takeover falls in between. Returns
+        the sessions whose lease is lost, none of whose rows were written."""
+        sessions = sorted(batch.sessions())
+        # The latest snapshot of each session: a statement changes a row once.
+        snapshots = list({row[0]: row for row in batch.snapshots}.values())
+        params = {
+            "lease": self.lease_seconds,
+            "holder": self.holder,
+            "channel": self.channels.records,
+            "sessions": sessions,
+            "tokens": [tokens[s] for s in sessions],
+            **_columns("r", 5, batch.records),
+            **_columns("s", 4, snapshots),
+            **_columns("c", 2, batch.consumed),
+        }
+        try:
+            with self.translated():
+                (held,) = self._conn.execute(_WRITE, params).fetchone()
+        except StoreError as exc:
+            if isinstance(exc.__cause__, errors.UniqueViolation):
+                raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
+            raise
+        return set(sessions) - set(held)
+
+    def _copy_records(self, rows: Sequence[RecordRow]) -> None:
+        if rows:
+            with self._conn.cursor() as cursor, cursor.copy("COPY records FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+
+    def delete_session(self, session_id: str) -> None:
+        """Refused (``SessionHeld``) while another store's lease on it runs."""
+        conn = self._conn
+        with self.translated(), conn.transaction():
+            self._info(session_id)  # SessionNotFound
+            lease = conn.execute(
+                "SELECT holder, expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 "
+                "FROM leases WHERE session_id = %s FOR UPDATE",
+                (session_id,),
+            ).fetchone()
+            if lease is not None and lease[0] not in (None, self.holder) and lease[2] > 0:
+                raise LeaseHeld(session_id, *lease)
+            for table in ("inputs", "records", "snapshots", "leases", "sessions"):
+                conn.execute(
+                    sql.SQL("DELETE FROM {} WHERE session_id = %s").format(sql.Identifier(table)),
+                    (session_id,),
+                )
+
+    # -- remote input ---------------------------------------------------------
+
+    def post_input(self, session_id: str, data: str, posted_at: float) -> int:
+        """Durable when it returns; the holder is notified at the commit."""
+        conn = self._conn
+        with self.translated(), conn.transaction():
+            try:
+                (input_id,) = conn.execute(
+                    "INSERT INTO inputs (session_id, posted_at, data) VALUES (%s, %s, %s) RETURNING id",
+                    (session_id, posted_at, data),
+                ).fetchone()
+            except errors.ForeignKeyViolation:
+                raise SessionNotFound(session_id) from None
+            conn.execute("SELECT pg_notify(%s, %s)", (self.channels.inputs, session_id))
+        return input_id
+
+    def pending_inputs(self, session_id: str, after: int) -> list[tuple[int, str]]:
+        with self.translated():
+            return self._conn.execute(
+                "SELECT id, data FROM inputs WHERE session_id = %s AND id > %s ORDER BY id",
+                (session_id, after),
+            ).fetchall()
+
+    def records_after(self, session_id: str, after: int) -> list[tuple[int, Record]]:
+        with self.translated():
+            self._info(session_id)
+            rows = self._records(session_id, after)
+        return list(self._rows.records(session_id, rows, after))
+
+    def stop_listener(self, listener: Listener) -> None:
+        listener.stop(self._conn)
+
+    # -- reading --------------------------------------------------------------
+
+    def load_state(self, session_id: str) -> tuple[LoadedSession, int]:
+        """The session and its last sequence number."""
+        conn = self._conn
+        # One snapshot of the database for every read; decoded after it.
+        with self.translated(), conn.transaction(), _repeatable_read(conn):
+            info = self._info(session_id)
+            snapshot = conn.execute(
+                "SELECT seq, message_count, state FROM snapshots WHERE session_id = %s", (session_id,)
+            ).fetchone()
+            after, message_count = snapshot[:2] if snapshot else (0, 0)
+            # History reaches to the first ``message_count`` message records
+            # (the snapshot knows how many of them a compaction replaced).
+            history_rows = conn.execute(
+                "SELECT seq, data FROM records WHERE session_id = %s AND kind = %s AND seq <= %s "
+                "ORDER BY seq LIMIT %s",
+                (session_id, MESSAGE, after, message_count),
+            ).fetchall()
+            rows = self._records(session_id, after)
+        return self._rows.session(info, snapshot, history_rows, rows)
+
+    def load_records(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
+        conn = self._conn
+        with self.translated(), conn.transaction(), _repeatable_read(conn):
+            info = self._info(session_id)
+            rows = self._records(session_id, 0)
+        return info, [record for _, record in self._rows.records(session_id, rows)]
+
+    def summaries(self) -> list[SessionSummary]:
+        with self.translated():
+            rows = self._conn.execute(
+                "SELECT session_id, created_at, parent_session_id, seed_length, "
+                "  count(*) FILTER (WHERE kind = %s), COALESCE(max(written_at), created_at) "
+                "FROM sessions LEFT JOIN records USING (session_id) "
+                "GROUP BY session_id ORDER BY created_at, session_id",
+                (MESSAGE,),
+            ).fetchall()
+        return [SessionSummary(SessionInfo(*row[:4]), row[4], row[5]) for row in rows]
+
+    def _info(self, session_id: str) -> SessionInfo:
+        row = self._conn.execute(
+            "SELECT created_at, parent_session_id, seed_length FROM sessions WHERE session_id = %s",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return SessionInfo(session_id, *row)
+
+    def _records(self, session_id: str, after: int) -> list[tuple[int, str]]:
+        return self._conn.execute(
+            "SELECT seq, data FROM records WHERE session_id = %s AND seq > %s ORDER BY seq",
+            (session_id, after),
+        ).fetchall()
+
+
+@contextmanager
+def _repeatable_read(conn: psycopg.Connection) -> Iterator[None]:
+    # The first statement of the transaction: every read after it sees one
+    # state of the database.
+    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    yield
+
+
+def _describe(dsn: str) -> str:
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    params.pop("password", None)
+    host = params.get("host", "localhost")
+    port = f":{params['port']}" if "port" in params else ""
+    return f"postgresql {params.get('dbname', params.get('user', ''))} on {host}{port}"

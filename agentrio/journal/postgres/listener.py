@@ -1,0 +1,92 @@
+"""A store's ear on the database: a second connection that LISTENs, in a
+thread of its own."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+
+import psycopg
+import trio
+from psycopg import sql
+
+from ..store import StoreError
+
+#: How often the thread looks up from waiting, to end if told to.
+POLL_SECONDS = 1.0
+
+
+class Listener:
+    """Listens on ``channels``, whose payloads are session ids. ``changed``
+    gives an event that the next notification for a channel and session
+    sets: take it before reading the database, then wait for it if nothing
+    new was there, and no notification falls between the two.
+
+    ``serve`` connects and runs the thread under a trio task (start it in a
+    nursery); ``stop(conn)`` ends it at once through a notification sent on
+    the store's own connection; setting ``stopping`` ends it within
+    ``POLL_SECONDS``."""
+
+    def __init__(self, dsn: str, channels: Sequence[str], where: str) -> None:
+        self._dsn = dsn
+        self._channels = tuple(channels)
+        self._where = where
+        self._stop_payload = f"stop {secrets.token_hex(8)}"
+        #: Set to end the thread at its next poll.
+        self.stopping = False
+        #: False once the thread has ended: nothing will be heard any more.
+        self.alive = True
+        self._events: dict[tuple[str, str], trio.Event] = {}
+
+    def changed(self, channel: str, session_id: str) -> trio.Event:
+        return self._events.setdefault((channel, session_id), trio.Event())
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        token = trio.lowlevel.current_trio_token()
+        conn = await trio.to_thread.run_sync(self._connect)
+        task_status.started()
+        await trio.to_thread.run_sync(self._loop, conn, token, thread_name="agentrio store listener")
+
+    def _connect(self) -> psycopg.Connection:
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=True)
+            for channel in self._channels:
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        except psycopg.Error as exc:
+            raise StoreError(f"{self._where}: cannot listen for notifications: {exc}") from exc
+        return conn
+
+    def _loop(self, conn: psycopg.Connection, token: trio.lowlevel.TrioToken) -> None:
+        try:
+            while not self.stopping:
+                for note in conn.notifies(timeout=POLL_SECONDS):
+                    if note.payload == self._stop_payload:
+                        return
+                    token.run_sync_soon(self._deliver, note.channel, note.payload)
+        except psycopg.Error:
+            # Waiters are woken (below) and read the database themselves,
+            # where the store's connection reports what is wrong.
+            pass
+        finally:
+            conn.close()
+            token.run_sync_soon(self._wake_all)
+
+    def _deliver(self, channel: str, session_id: str) -> None:
+        event = self._events.pop((channel, session_id), None)
+        if event is not None:
+            event.set()
+
+    def _wake_all(self) -> None:
+        self.alive = False
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
+    def stop(self, conn: psycopg.Connection) -> None:
+        """End the thread now. Blocking: call it from the store's thread."""
+        self.stopping = True
+        if not conn.closed:
+            try:
+                conn.execute("SELECT pg_notify(%s, %s)", (self._channels[0], self._stop_payload))
+            except psycopg.Error:
+                pass  # the poll ends it

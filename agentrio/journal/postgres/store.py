@@ -1,0 +1,390 @@
+"""``PostgresStore``: sessions in a PostgreSQL database that many runtimes,
+on many hosts, share; each session written by the one that holds it."""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Sequence
+
+import attrs
+import trio
+
+from ..buffered import BufferedStore
+from ..codec import encode_record, encode_state
+from ..ownership import Lease, LeaseHeld, LeaseLost
+from ..store import Claims
+from ..projection import SessionState
+from ..records import Record
+from ..remote import RemoteInput, decode_input, encode_input
+from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreCorrupt, StoreError
+from .database import Batch, Database, RecordRow
+from .listener import Listener
+
+#: How long a lease lasts unless renewed, in seconds.
+DEFAULT_LEASE = 15.0
+
+#: The longest name PostgreSQL keeps, in bytes.
+MAX_NAME = 63
+
+
+class PostgresStore(BufferedStore[Database, Batch]):
+    """Sessions in a PostgreSQL database (``dsn``: a libpq connection
+    string or URI), in the schema ``schema``, created on first use unless
+    ``create=False``. Same barriers as ``SQLiteStore``: ``append`` encodes
+    and buffers, the store's own thread commits the buffer in batches, and
+    ``sync`` returns once everything appended before it is committed (with
+    PostgreSQL's default ``synchronous_commit``, flushed to its disk).
+
+    **Ownership.** A session is written by one store at a time: the one
+    holding its lease. Creating a session, or restoring it with
+    ``load_state``, takes its lease, or raises ``SessionHeld`` naming the
+    holder and when its lease ends (``acquire(..., wait=True)`` waits for
+    it instead). ``load_session`` and ``list_summaries`` only read, and need
+    no lease. A lease lasts ``lease`` seconds (the database's clock) and
+    the store renews every lease it holds a few times within that, and with
+    each commit; ``release`` (and closing the store) gives it up. A lease
+    that ran out is taken over by the next store that asks, and the
+    takeover increments its fencing token. Every commit carries the tokens
+    of its sessions, and the lease rows stay locked until it ends: the
+    records of a session taken over are refused (none is written, nor any
+    appended later), and from then on ``sync`` of that session raises
+    ``LeaseLost``; ``lease(session_id).lost`` is set as soon as the store
+    learns of it. The other sessions of the store go on.
+
+    **Input from anywhere.** ``post_input`` makes input for a session
+    durable in the database wherever the session is held, and wakes its
+    holder, which takes it with ``next_inputs`` and ``consume_inputs``
+    (exactly once, across takeovers too). ``next_records`` follows a
+    session that another store writes. Notifications come through a second
+    connection, opened on first use.
+
+    ``holder`` names the store in the leases (and so in ``SessionHeld``
+    errors): host, process and a random part unless given.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "agentrio",
+        lease: float = DEFAULT_LEASE,
+        holder: str | None = None,
+        create: bool = True,
+    ) -> None:
+        if not (lease > 0 and math.isfinite(lease)):
+            raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
+        # Notification channels are named after the schema, and PostgreSQL
+        # names hold 63 bytes.
+        if not schema or len(f"{schema}.records".encode()) > MAX_NAME:
+            raise ValueError(f"schema must be a name of 1 to {MAX_NAME - 8} bytes, got {schema!r}")
+        self.dsn = dsn
+        self.schema = schema
+        self.lease_seconds = lease
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self._create = create
+        #: The sessions this store holds (or held, until it is told to
+        #: forget them: a lost lease stays, to say so).
+        self._leases: dict[str, Lease] = {}
+        #: The last sequence number of each session this store writes.
+        self._last_seq: dict[str, int] = {}
+        #: The id of the last remote input handed out, for each session held.
+        self._inputs_after: dict[str, int] = {}
+        self._listener: Listener | None = None
+        self._starting_listener = trio.Lock()
+        self._claims = Claims()
+        super().__init__(f"agentrio store {self.holder}")
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(schema={self.schema!r}, holder={self.holder!r})"
+
+    # -- the BufferedStore parts ----------------------------------------------
+
+    def _connect(self) -> Database:
+        return Database(
+            self.dsn,
+            schema=self.schema,
+            holder=self.holder,
+            lease_seconds=self.lease_seconds,
+            create=self._create,
+        )
+
+    def _new_batch(self) -> Batch:
+        return Batch()
+
+    def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], set[str]]]:
+        # The tokens as they are when the batch is handed over; records
+        # appended to a session while it was being released are refused.
+        tokens = {
+            session_id: lease.token if (lease := self._leases.get(session_id)) else 0
+            for session_id in batch.sessions()
+        }
+        return lambda: (tokens, db.write(batch, tokens))
+
+    def _committed(self, value: tuple[dict[str, int], set[str]]) -> None:
+        tokens, lost = value
+        for session_id in lost:
+            self._lose(session_id, tokens[session_id], "its records since were refused")
+
+    async def _serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Renews the leases three times a lease."""
+        task_status.started()
+        while True:
+            await trio.sleep(self.lease_seconds / 3)
+            held = [(s, lease.token) for s, lease in self._leases.items() if lease.error is None]
+            if not held or self._failure is not None:
+                continue
+            try:
+                lost = await self._call(Database.renew, held)
+            except StoreError as exc:
+                self._fail(exc)
+                continue
+            tokens = dict(held)
+            for session_id in lost:
+                self._lose(session_id, tokens[session_id], "found when renewing it")
+
+    async def claim_session(self, session_id: str) -> None:
+        """One writer per session in this process (across hosts, the lease
+        taken when the session is opened says who writes)."""
+        self._claims.claim(session_id, self)
+
+    async def release_session(self, session_id: str) -> None:
+        """End the claim, and give the session's lease up."""
+        self._claims.release(session_id, self)
+        await self.release(session_id)
+
+    async def _close(self) -> StoreError | None:
+        self._claims.release_all(self)
+        if self._listener is not None:
+            self._listener.stopping = True  # even if the connection is gone
+        return await super()._close()
+
+    async def _closing(self) -> None:
+        try:
+            if self._listener is not None:
+                await self._call(Database.stop_listener, self._listener)
+            for session_id in list(self._leases):
+                await self._release(session_id)
+        except StoreError:
+            pass  # everything is committed; the listener polls, the leases end by themselves
+        self._listener = None
+
+    def _lose(self, session_id: str, token: int, how: str) -> None:
+        lease = self._leases.get(session_id)
+        if lease is None or lease.token != token or lease.error is not None:
+            return  # released, or taken again, meanwhile
+        lease.error = LeaseLost(
+            f"session {session_id!r} was taken over by another store after the lease of {self.holder} "
+            f"(token {token}) ran out ({how}): nothing this store appends to it is written"
+        )
+        lease.lost.set()
+
+    # -- ownership ------------------------------------------------------------
+
+    def lease(self, session_id: str) -> Lease | None:
+        """The session's lease if this store holds it (or lost it and was
+        not told to forget it)."""
+        return self._leases.get(session_id)
+
+    async def acquire(self, session_id: str, *, wait: bool = False) -> Lease:
+        """Take the session's lease (a no-op if this store holds it). If
+        another holder's lease runs, raise ``SessionHeld``, or with
+        ``wait=True`` wait until it ends and take it then. Raises
+        ``SessionNotFound`` for a session the database does not hold."""
+        lease = self._leases.get(session_id)
+        if lease is not None and lease.error is None:
+            return lease
+        while True:
+            try:
+                token, last_seq = await self._call(Database.acquire, session_id)
+            except LeaseHeld as held:
+                if not wait:
+                    raise
+                # Until the lease ends, or sooner: a release ends it early.
+                await trio.sleep(min(held.remaining, self.lease_seconds / 3) + 0.01)
+            else:
+                break
+        self._leases[session_id] = lease = Lease(session_id, self.holder, token)
+        self._last_seq[session_id] = last_seq
+        self._inputs_after.pop(session_id, None)  # a new holder takes every input left
+        return lease
+
+    async def release(self, session_id: str) -> None:
+        """Commit what was appended to the session, then give its lease up
+        (or forget a lost one)."""
+        if session_id not in self._leases:
+            return
+        await self._sync_all()
+        await self._release(session_id)
+
+    async def _release(self, session_id: str) -> None:
+        lease = self._leases.pop(session_id)
+        self._last_seq.pop(session_id, None)
+        self._inputs_after.pop(session_id, None)
+        if lease.error is None:
+            await self._call(Database.release, session_id, lease.token)
+
+    def _held(self, session_id: str, *, or_lost: bool = False) -> Lease:
+        """The session's lease; a lost one raises unless ``or_lost``."""
+        self._check_usable()
+        lease = self._leases.get(session_id)
+        if lease is None:
+            raise SessionNotFound(f"session {session_id!r} is not held by {self!r}: create or load it first")
+        if lease.error is not None and not or_lost:
+            raise lease.error
+        return lease
+
+    # -- input and records from anywhere ---------------------------------------
+
+    async def post_input(self, session_id: str, item: RemoteInput) -> RemoteInput:
+        """Post input for the session, wherever it is held (or if it is held
+        nowhere yet): durable when this returns, and the holder's
+        ``next_inputs`` wakes. Returns the input with its id."""
+        input_id = await self._call(Database.post_input, session_id, encode_input(item), time.time())
+        return attrs.evolve(item, id=input_id)
+
+    async def next_inputs(self, session_id: str) -> list[RemoteInput]:
+        """For the holder: the inputs posted for the session that this store
+        has not handed out yet, in order, once there is one. An input stays
+        posted until ``consume_inputs`` says it was taken in; a store that
+        takes the session over is handed every input still posted."""
+        self._held(session_id)
+        listener = await self._listening()
+        channel = self._db.channels.inputs
+        while True:
+            self._check_listening(listener)
+            changed = listener.changed(channel, session_id)
+            after = self._inputs_after.get(session_id, 0)
+            rows = await self._call(Database.pending_inputs, session_id, after)
+            if rows:
+                self._held(session_id)  # still ours
+                self._inputs_after[session_id] = rows[-1][0]
+                return [self._decoded_input(session_id, input_id, data) for input_id, data in rows]
+            await changed.wait()
+
+    async def consume_inputs(self, session_id: str, ids: Sequence[int]) -> None:
+        """Never waits. The inputs are deleted in the commit that writes what
+        was appended to the session so far and in the same task step: call
+        it right after appending the records that take them in, and an input
+        is taken in exactly once, whoever holds the session after a crash."""
+        if self._held(session_id, or_lost=True).error is None:
+            self._batch.consumed += [(session_id, input_id) for input_id in ids]
+            self._buffer()
+
+    async def next_records(self, session_id: str, after: int) -> list[tuple[int, Record]]:
+        """The session's committed records after sequence number ``after``,
+        with their sequence numbers, once there is one: to follow a session
+        that another store (or this one) writes."""
+        listener = await self._listening()
+        channel = self._db.channels.records
+        while True:
+            self._check_listening(listener)
+            changed = listener.changed(channel, session_id)
+            records = await self._call(Database.records_after, session_id, after)
+            if records:
+                return records
+            await changed.wait()
+
+    async def _listening(self) -> Listener:
+        self._check_usable()
+        async with self._starting_listener:
+            if self._listener is None:
+                db = self._db
+                listener = Listener(self.dsn, attrs.astuple(db.channels), db.where)
+                await self._nursery.start(listener.serve)
+                self._listener = listener
+        return self._listener
+
+    def _check_listening(self, listener: Listener) -> None:
+        self._check_usable()
+        if not listener.alive:
+            raise StoreError(f"{self!r}: the connection listening for notifications is closed")
+
+    def _decoded_input(self, session_id: str, input_id: int, data: str) -> RemoteInput:
+        try:
+            return decode_input(input_id, data)
+        except Exception as exc:
+            raise StoreCorrupt(
+                f"{self._db.where}: session {session_id!r}: input {input_id} cannot be read: {exc}"
+            ) from exc
+
+    # -- the Store interface --------------------------------------------------
+
+    async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
+        rows = _rows(info.session_id, 0, records)
+        token = await self._call(Database.create_session, info, rows)
+        self._leases[info.session_id] = Lease(info.session_id, self.holder, token)
+        self._last_seq[info.session_id] = len(rows)
+
+    async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
+        await self._sync_all()  # read back what this store appended
+        return await self._call(Database.load_records, session_id)
+
+    async def load_state(self, session_id: str) -> LoadedSession:
+        """Restore the session, taking its lease (``SessionHeld`` if another
+        store holds it)."""
+        await self._sync_all()
+        held_before = session_id in self._leases and self._leases[session_id].error is None
+        await self.acquire(session_id)
+        try:
+            loaded, last_seq = await self._call(Database.load_state, session_id)
+        except BaseException:
+            if not held_before:
+                with trio.CancelScope(shield=True):
+                    await self._release(session_id)
+            raise
+        self._last_seq[session_id] = last_seq
+        return loaded
+
+    async def append(self, session_id: str, records: Sequence[Record]) -> None:
+        """Records of a session whose lease is lost are refused like those
+        the commit refuses, wherever the loss was found: the next ``sync``
+        raises ``LeaseLost``, a barrier the writer handles anyway."""
+        lease = self._held(session_id, or_lost=True)
+        last_seq = self._last_seq[session_id]
+        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        self._last_seq[session_id] = last_seq + len(rows)
+        if lease.error is None:
+            self._batch.records += rows
+            self._buffer()
+
+    async def save_snapshot(self, session_id: str, state: SessionState) -> None:
+        lease = self._held(session_id, or_lost=True)
+        if lease.error is None:
+            seq = self._last_seq[session_id]
+            self._batch.snapshots.append((session_id, seq, state.message_records, encode_state(state)))
+            self._buffer()
+
+    async def sync(self, session_id: str | None = None) -> None:
+        """Every session's appends so far are committed together; raises
+        ``LeaseLost`` if ``session_id``'s were refused, or its lease is gone."""
+        await self._sync_all()
+        lease = self._leases.get(session_id)
+        if lease is not None and lease.error is not None:
+            raise lease.error
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        return [summary.info for summary in await self.list_summaries()]
+
+    async def list_summaries(self) -> list[SessionSummary]:
+        await self._sync_all()
+        return await self._call(Database.summaries)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Refused with ``SessionHeld`` while another store holds it."""
+        await self._sync_all()
+        await self._call(Database.delete_session, session_id)
+        self._leases.pop(session_id, None)
+        self._last_seq.pop(session_id, None)
+        self._inputs_after.pop(session_id, None)
+
+
+def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+    now = time.time()
+    return [
+        (session_id, seq, record.type, now, encode_record(record))
+        for seq, record in enumerate(records, last_seq + 1)
+    ]

@@ -1,0 +1,71 @@
+"""Sessions from the rows a database store reads: decoding them, checking
+that none is missing, and projecting the state from a snapshot and the
+records after it. Decoding errors become ``StoreCorrupt`` naming the store,
+the session and the record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from ..messages import Message
+from .codec import decode_message_record, decode_record, decode_state
+from .projection import SessionState
+from .records import Record
+from .store import LoadedSession, SessionInfo, StoreCorrupt
+
+T = TypeVar("T")
+
+#: A record's sequence number and its JSON text.
+Row = tuple[int, str]
+#: The seq of the last record a snapshot covers, its message count and its
+#: encoded state without its history.
+Snapshot = tuple[int, int, str]
+
+
+class RowDecoder:
+    """``where`` names the store in errors."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def session(
+        self,
+        info: SessionInfo,
+        snapshot: Snapshot | None,
+        history_rows: list[Row],
+        rows: list[Row],
+    ) -> tuple[LoadedSession, int]:
+        """The session restored from its snapshot (``history_rows`` are the
+        first message records up to it) and the ``rows`` after it, and its
+        last sequence number."""
+        session_id = info.session_id
+        if snapshot is None:
+            after, state = 0, SessionState()
+        else:
+            after, message_count, state_text = snapshot
+            if len(history_rows) != message_count:
+                raise StoreCorrupt(
+                    f"{self.where}: session {session_id!r}: its snapshot's history is incomplete"
+                )
+            history: list[Message] = [
+                self._decoded(session_id, f"record {seq}", decode_message_record, data)
+                for seq, data in history_rows
+            ]
+            state = self._decoded(session_id, "its snapshot", decode_state, state_text, history)
+        last_seq = after
+        for last_seq, record in self.records(session_id, rows, after):
+            state.apply(record)
+        return LoadedSession(info, state, len(rows)), last_seq
+
+    def records(self, session_id: str, rows: list[Row], after: int = 0) -> Iterator[tuple[int, Record]]:
+        for expected, (seq, data) in enumerate(rows, after + 1):
+            if seq != expected:
+                raise StoreCorrupt(f"{self.where}: session {session_id!r}: record {expected} is missing")
+            yield seq, self._decoded(session_id, f"record {seq}", decode_record, data)
+
+    def _decoded(self, session_id: str, what: str, decode: Callable[..., T], *args: Any) -> T:
+        try:
+            return decode(*args)
+        except Exception as exc:
+            raise StoreCorrupt(f"{self.where}: session {session_id!r}: {what} cannot be read: {exc}") from exc
