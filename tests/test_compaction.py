@@ -533,3 +533,12 @@ def test_compaction_events_and_records_round_trip_through_json():
         assert converter.structure(json.loads(json.dumps(converter.unstructure(event))), Event) == event
     record = Compacted(_summary("s"), 3, "manual", 90, 30, Usage(5, 1))
     assert decode_record(encode_record(record)) == record
+
+
+async def test_a_summary_cut_by_the_output_limit_is_refused(rt):
+    model = ScriptedModel([say("hello"), _cut("Goals: the user wa", 4000)])
+    agent = await rt.create(_spec(model))
+    await agent.run("hi")
+    with pytest.raises(CompactionFailed, match=r"cut_summary: the summary was cut off \(max_tokens\)"):
+        await agent.compact()
+    assert [m.text for m in agent.messages] == ["hi", "hello"]

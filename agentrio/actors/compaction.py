@@ -32,7 +32,7 @@ from ..messages import (
     UserMessage,
     project_tool_protocol,
 )
-from ..models import MessageAssembler, ModelRequest, ProviderError
+from ..models import CONNECTION_ERROR, MessageAssembler, ModelRequest, ProviderError
 from .model_stream import stream_model
 from .routing import choose_model
 
@@ -237,9 +237,11 @@ class Compactor:
         if error is not None:
             raise error
         if assembler.done is None:
-            raise ProviderError(type="connection_error", message="the stream ended without a stop reason")
+            raise ProviderError(type=CONNECTION_ERROR, message="the stream ended without a stop reason")
         message = assembler.message()
-        if message.truncated or not message.text.strip():
+        if message.truncated:
+            raise ProviderError(type="cut_summary", message=f"the summary was cut off ({message.stop_reason})")
+        if not message.text.strip():
             raise ProviderError(
                 type="empty_summary", message=f"the model gave no summary (stop reason {message.stop_reason})"
             )
