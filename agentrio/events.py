@@ -138,6 +138,35 @@ class RequestRetry(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class CompactionStart(_Event):
+    """History is about to be compacted: ``reason`` is ``threshold`` (the
+    next request would pass ``Limits.compact_at``), ``overflow`` (the
+    provider refused the request) or ``manual`` (``Agent.compact``).
+    ``tokens_before`` estimates the context now."""
+
+    reason: str
+    tokens_before: int
+
+    type: ClassVar[str] = "compaction_start"
+
+
+@attrs.frozen(kw_only=True)
+class CompactionEnd(_Event):
+    """The compaction that started ended: ``messages_summarized`` messages
+    were replaced by a summary, which cost ``usage``. When ``error`` is set
+    it failed and history is unchanged (``tokens_after == tokens_before``)."""
+
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    messages_summarized: int = 0
+    usage: Usage = attrs.field(factory=Usage)
+    error: str | None = None
+
+    type: ClassVar[str] = "compaction_end"
+
+
+@attrs.frozen(kw_only=True)
 class ToolExecutionStart(_Event):
     tool_call_id: str
     tool_name: str
@@ -267,6 +296,8 @@ Event = (
     | MessageEnd
     | MessageDiscard
     | RequestRetry
+    | CompactionStart
+    | CompactionEnd
     | ToolExecutionStart
     | ToolExecutionUpdate
     | ToolExecutionEnd

@@ -99,6 +99,22 @@ async def test_rules_deny_with_their_reason_without_asking(rt):
     assert rec.of("approval_request") == []
 
 
+async def test_a_policy_may_deny_and_stop_the_run(rt):
+    policy = rules(allow("echo"), deny("echo", text="rm -rf *", reason="never delete trees", stop=True))
+    model = ScriptedModel([calls(("echo", {"text": "ls"}), ("echo", {"text": "rm -rf /"}), ("echo", {"text": "pwd"}))])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], permission=policy))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "permission_denied"
+    first, denied, never = _results(agent)
+    assert first.is_error and "TOOL_NOT_STARTED" in first.text  # nothing runs once the run stopped
+    assert denied.text == "permission denied by policy, and the run stopped: never delete trees"
+    assert never.is_error and "TOOL_NOT_STARTED" in never.text
+    assert [r.error_code for r in (first, denied, never)] == ["TOOL_NOT_STARTED", "PERMISSION_DENIED", "TOOL_NOT_STARTED"]
+    assert not any(e.result.text.startswith("echo") for e in rec.of("tool_execution_end"))
+    assert rec.of("approval_request") == []
+
+
 async def test_a_policy_that_fails_is_an_error_result(rt):
     def broken(call, tool):
         raise KeyError("config")

@@ -18,6 +18,7 @@ from agentrio import (
     UserMessage,
     tool,
 )
+from agentrio.actors.activity import MAX_TURNS_NOTE
 from agentrio.journal.projection import SessionState
 from agentrio.messages import TOOL_NOT_STARTED
 from agentrio.models import request_problems
@@ -164,17 +165,17 @@ async def _refuse(ctx, call_next):
 
 
 @pytest.mark.parametrize(
-    "call, expected",
+    "call, expected, code",
     [
-        (ToolCall("c", "nope", {}), "unknown tool 'nope'; available tools: echo, explode"),
-        (ToolCall("c", "echo", {"txt": "x"}), "invalid arguments for echo: 'text' is a required property"),
-        (ToolCall("c", "echo", {"text": 3}), "invalid arguments for echo: text: 3 is not of type 'string'"),
-        (ToolCall("c", "echo", {}, raw_arguments='{"text": '), "not a JSON object"),
-        (ToolCall("c", "explode", {"reason": "x"}), "RuntimeError: boom: x"),
-        (ToolCall("c", "echo", {"text": "forbidden"}), "refused: echoing that is not allowed"),
+        (ToolCall("c", "nope", {}), "unknown tool 'nope'; available tools: echo, explode", "TOOL_NOT_FOUND"),
+        (ToolCall("c", "echo", {"txt": "x"}), "invalid arguments for echo: 'text' is a required property", "TOOL_INPUT_INVALID"),
+        (ToolCall("c", "echo", {"text": 3}), "invalid arguments for echo: text: 3 is not of type 'string'", "TOOL_INPUT_INVALID"),
+        (ToolCall("c", "echo", {}, raw_arguments='{"text": '), "not a JSON object", "TOOL_INPUT_INVALID"),
+        (ToolCall("c", "explode", {"reason": "x"}), "RuntimeError: boom: x", "TOOL_FAILED"),
+        (ToolCall("c", "echo", {"text": "forbidden"}), "refused: echoing that is not allowed", "PERMISSION_DENIED"),
     ],
 )
-async def test_tool_failures_become_error_results_and_the_run_goes_on(rt, call, expected):
+async def test_tool_failures_become_error_results_with_a_code_and_the_run_goes_on(rt, call, expected, code):
     model = ScriptedModel([AssistantMessage([call]), say("recovered")])
     spec = AgentSpec("a", model, tools=[echo_tool(), explode], middleware=[_refuse])
     agent = await rt.create(spec)
@@ -184,9 +185,20 @@ async def test_tool_failures_become_error_results_and_the_run_goes_on(rt, call, 
     error = model.requests[1].messages[-1]
     assert isinstance(error, ToolResultMessage) and error.is_error
     assert expected in error.text
+    assert error.error_code == code
     end = rec.of("tool_execution_end")[0]
-    assert end.is_error and end.tool_call_id == "c"
+    assert end.is_error and end.tool_call_id == "c" and end.result.error_code == code
     assert "recover" in rec.states()
+    # The code is journaled with the result.
+    _, records = await rt.store.load_session(agent.session_id)
+    assert [r.message.error_code for r in records if getattr(r, "type", "") == "message_appended" and r.message.role == "tool_result"] == [code]
+
+
+async def test_a_successful_result_has_no_error_code(rt):
+    model = ScriptedModel([calls(("echo", {"text": "x"})), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    await agent.run("go")
+    assert agent.messages[2].error_code is None
 
 
 # -- limits --------------------------------------------------------------------
@@ -199,6 +211,16 @@ async def test_max_turns_counts_model_requests(rt):
     assert result.stop_reason == "max_turns"
     assert len(model.requests) == 3
     assert request_problems(_next_request(agent)) == []
+
+
+async def test_hitting_max_turns_leaves_a_note_the_model_sees_next(rt):
+    model = ScriptedModel([calls(("echo", {"text": "x"})), say("resumed")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], limits=Limits(max_turns=1)))
+    assert (await agent.run("loop")).stop_reason == "max_turns"
+    note = agent.messages[-1]
+    assert note == UserMessage(MAX_TURNS_NOTE.format(1))
+    await agent.run("go on")
+    assert model.requests[1].messages[-2:] == [note, UserMessage("go on")]
 
 
 async def test_max_tool_calls_stops_after_the_batch_with_every_call_answered(rt):
@@ -263,6 +285,7 @@ async def test_truncated_output_is_never_executed(rt, stop_reason, run_stop):
     assert result.stop_reason == run_stop
     answer = agent.messages[-1]
     assert answer.is_error and answer.text.startswith(TOOL_NOT_STARTED) and stop_reason in answer.text
+    assert answer.error_code == TOOL_NOT_STARTED
     assert request_problems(_next_request(agent)) == []
 
 
@@ -319,6 +342,22 @@ async def test_a_retried_attempt_is_discarded_and_never_enters_history(rt, autoj
     assert [m.text for m in agent.messages] == ["go", "the real answer"]
     retry = rec.of("request_retry")[0]
     assert (retry.attempt, retry.delay, retry.error.type) == (1, 2.0, "connection_error")
+
+
+async def test_each_retry_rebuilds_the_request(rt, autojump_clock):
+    built = []
+
+    def stamp(ctx):
+        built.append(trio.current_time())
+        ctx.system_prompt = f"now: {trio.current_time():.0f}"
+
+    model = ScriptedModel([ProviderError(529, "overloaded_error", "busy"), say("ok")])
+    model.retry_policy = _FixedRetry(attempts=2)
+    agent = await rt.create(AgentSpec("a", model, hooks=Hooks(prepare_context=stamp)))
+    start = trio.current_time()
+    assert (await agent.run("go")).text == "ok"
+    assert [t - start for t in built] == [0, 2.0]
+    assert [r.system_prompt for r in model.requests] == [f"now: {start:.0f}", f"now: {start + 2:.0f}"]
 
 
 async def test_retries_stop_when_the_policy_gives_up(rt, autojump_clock):
@@ -386,6 +425,21 @@ async def test_protocol_repair_is_tried_only_once(rt):
     assert result.stop_reason == "completed"
     assert len(rec.of("message_discard")) == 1
     assert agent.messages[-1].text == fake
+
+
+async def test_the_protocol_repair_text_is_the_hooks_to_choose(rt):
+    fake = "<tool_call>{}</tool_call>"
+    seen = []
+
+    def repair(message):
+        seen.append(message.text)
+        return "Use the tools API, please."
+
+    model = ScriptedModel([say(fake), say("fixed")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], hooks=Hooks(on_protocol_violation=repair)))
+    assert (await agent.run("go")).text == "fixed"
+    assert seen == [fake]
+    assert model.requests[1].messages[-1] == UserMessage("Use the tools API, please.")
 
 
 async def test_markup_is_not_a_violation_without_tools(rt):

@@ -209,6 +209,35 @@ async def test_setup_runs_before_the_agent_is_published_and_lives_with_it():
     ]
 
 
+async def test_a_setup_commit_runs_last_before_publishing_and_its_failure_fails_the_creation(rt):
+    log = []
+
+    def setup_with(commit):
+        async def setup(agent, scope):
+            log.append("setup")
+            await trio.sleep(0)
+            return commit
+
+        return setup
+
+    def recheck():
+        log.append("commit")
+
+    agent = await rt.create(AgentSpec("a", ScriptedModel([say("hi")])), setup=setup_with(recheck))
+    log.append("published")
+    assert log == ["setup", "commit", "published"]
+    assert (await agent.run("hello")).text == "hi"
+
+    def refuse():
+        raise ValueError("the config changed meanwhile")
+
+    with pytest.raises(ValueError, match="the config changed meanwhile"):
+        await rt.create(AgentSpec("b", ScriptedModel([])), session_id="s2", setup=setup_with(refuse))
+    assert "s2" not in rt.registry
+    with pytest.raises(TypeError, match="expected a commit callback or None"):
+        await rt.create(AgentSpec("c", ScriptedModel([])), setup=setup_with("yes"))
+
+
 async def test_scope_context_managers_may_own_nurseries(rt):
     states = []
 

@@ -1,11 +1,13 @@
 """Scheduling tool calls: a rolling bounded pool, exclusive barriers, and
 results committed in the order the model asked for them."""
 
+import attrs
 import pytest
 import trio
 
-from agentrio import AgentSpec, Limits, ScriptedModel, ToolResultMessage
-from agentrio.journal.records import MessageAppended, ToolCallStarted
+from agentrio import AgentSpec, Hooks, Limits, ScriptedModel, Text, Tool, ToolResult, ToolResultMessage
+from agentrio.journal.codec import encode_record
+from agentrio.journal.records import MessageAppended, ToolCallFinished, ToolCallStarted
 
 from .conftest import record
 from .helpers import calls, say, sleeper
@@ -56,6 +58,98 @@ async def test_an_exclusive_call_is_a_barrier_and_runs_alone(rt, autojump_clock)
     assert times["start", "x"] == max(times["end", "p1"], times["end", "p2"])
     assert times["start", "p3"] == times["end", "x"] and times["start", "p4"] == times["end", "x"]
     assert overlapping([e for e in log if e[1] in ("p3", "p4")]) == 2  # parallel again after the barrier
+
+
+async def test_sequential_execution_runs_every_call_alone_in_model_order(rt, autojump_clock):
+    log = []
+    model = ScriptedModel([calls(*[("sleep", {"seconds": d, "tag": str(i)}) for i, d in enumerate([3, 1, 2])]), say("ok")])
+    spec = AgentSpec("a", model, tools=[sleeper(log=log)], limits=Limits(tool_execution="sequential"))
+    agent = await rt.create(spec)
+    async with record(agent) as rec:
+        await agent.run("go")
+    assert [(kind, tag) for kind, tag, _ in log] == [
+        ("start", "0"), ("end", "0"), ("start", "1"), ("end", "1"), ("start", "2"), ("end", "2"),
+    ]
+    # Each result is committed before the next call starts.
+    order = [e.type for e in rec.events if e.type in ("tool_execution_start", "message_end")][2:]
+    assert order == ["tool_execution_start", "message_end"] * 3 + ["message_end"]
+
+
+async def test_deferred_context_reaches_the_next_request_after_the_results_in_model_order(rt, autojump_clock):
+    async def note(args, ctx):
+        await trio.sleep(args["seconds"])
+        return ToolResult(f"noted {args['tag']}", context=f"context from {args['tag']}")
+
+    noting = Tool(
+        "note",
+        "Note.",
+        {"type": "object", "properties": {"seconds": {"type": "number"}, "tag": {"type": "string"}}},
+        note,
+    )
+    model = ScriptedModel([calls(("note", {"seconds": 2, "tag": "a"}), ("note", {"seconds": 1, "tag": "b"})), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[noting]))
+    async with record(agent) as rec:
+        await agent.run("go")
+    assert [m.text for m in model.requests[1].messages[2:]] == [
+        "noted a", "noted b", "context from a", "context from b",  # b ended first, yet comes second
+    ]
+    assert [e.inserted[0].message.text for e in rec.of("inbox") if e.target == "next_step" and e.inserted] == [
+        "context from a", "context from b",
+    ]
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result", "tool_result", "user", "user", "assistant"]
+
+
+def _secret_tool():
+    async def leak(args, ctx):
+        await trio.sleep(args["seconds"])
+        return f"{args['tag']}: password=hunter2"
+
+    schema = {"type": "object", "properties": {"seconds": {"type": "number"}, "tag": {"type": "string"}}}
+    return Tool("leak", "Leaks.", schema, leak)
+
+
+async def test_post_tool_redacts_each_result_before_it_is_journaled_or_seen(rt, autojump_clock):
+    seen = []
+
+    def redact(p):
+        seen.append(p.call.id)
+        return attrs.evolve(p.result, content=[Text(p.result.text.replace("hunter2", "[redacted]"))], tool_call_id="forged")
+
+    batch = calls(("leak", {"seconds": 2, "tag": "a"}), ("leak", {"seconds": 1, "tag": "b"}), ("nope", {}))
+    model = ScriptedModel([batch, say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[_secret_tool()], hooks=Hooks(post_tool=redact)))
+    async with record(agent) as rec:
+        await agent.run("go")
+    ids = [c.id for c in batch.tool_calls]
+    assert sorted(seen) == sorted(ids)  # every result, the refused call's too
+    results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert [(r.tool_call_id, r.text) for r in results[:2]] == [(ids[0], "a: password=[redacted]"), (ids[1], "b: password=[redacted]")]
+    assert [e.result.text for e in rec.of("tool_execution_end")][:2] == ["a: password=[redacted]", "b: password=[redacted]"]
+    _, records = await rt.store.load_session(agent.session_id)
+    # "b" finished first and was recorded before its turn to commit: redacted there too.
+    assert any(isinstance(r, ToolCallFinished) for r in records)
+    assert not any("hunter2" in encode_record(r) for r in records)
+
+
+@pytest.mark.parametrize(
+    "hook, error",
+    [
+        (lambda p: 1 / 0, "the post_tool hook failed: ZeroDivisionError"),
+        (lambda p: "redacted", "the post_tool hook returned str, not a ToolResultMessage"),
+    ],
+)
+async def test_a_failing_post_tool_hook_withholds_the_result(rt, hook, error):
+    model = ScriptedModel([calls(("leak", {"seconds": 0, "tag": "a"})), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, tools=[_secret_tool()], hooks=Hooks(post_tool=hook)))
+    assert (await agent.run("go")).stop_reason == "completed"
+    result = agent.messages[2]
+    assert result.is_error and result.error_code == "TOOL_FAILED" and result.text.startswith(error)
+    assert "hunter2" not in repr(agent.messages)
+
+
+def test_tool_execution_is_parallel_or_sequential():
+    with pytest.raises(ValueError, match="Limits.tool_execution: expected one of"):
+        Limits(tool_execution="serial")
 
 
 async def test_results_are_committed_in_model_order_when_later_calls_finish_first(rt, autojump_clock):
@@ -134,7 +228,7 @@ async def test_tool_progress_is_reported_as_updates(rt):
     async def work(args, ctx):
         for i in range(3):
             ctx.report({"done": i + 1, "of": 3})
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         return "finished"
 
     model = ScriptedModel([calls(("work", {})), say("ok")])

@@ -3,20 +3,36 @@
 from .agent import Agent, AgentDisposed, RunStream, Setup
 from .bus import Subscription
 from .agent_tool import agent_tool
+from .compaction import CompactionFailed, CompactionOutcome
 from .scope import AgentScope
-from .spec import AgentSpec, Hooks, Limits, PreStep, Reject, RequestContext, RequestError, RunResult
+from .spec import (
+    AgentSpec,
+    Hooks,
+    Limits,
+    PostTool,
+    PreStep,
+    Reject,
+    RequestContext,
+    RequestError,
+    Route,
+    RunResult,
+)
 
 __all__ = [
     "Agent",
     "AgentDisposed",
     "AgentScope",
     "AgentSpec",
+    "CompactionFailed",
+    "CompactionOutcome",
     "Hooks",
     "Limits",
+    "PostTool",
     "PreStep",
     "Reject",
     "RequestContext",
     "RequestError",
+    "Route",
     "RunResult",
     "RunStream",
     "Setup",

@@ -57,9 +57,12 @@ from ..messages import (
     project_tool_protocol,
 )
 from ..messages.protocol import GrowingProjection
-from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, ModelRequest, ProviderError
+from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart
+from .compaction import CompactionOutcome, Compactor
+from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
+from .routing import choose_model
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
 
@@ -77,13 +80,20 @@ TRUNCATION_STOPS = {
 }
 
 #: Stop reasons that are errors: their result carries ``error``.
-ERROR_STOPS = frozenset({"error", "model_error", "tool_error"})
+ERROR_STOPS = frozenset({"error", "model_error", "tool_error", "context_overflow", "compaction_failed"})
 
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
     r"<\s*(?:invoke|function_calls|function_call|tool_call|tool_use|antml:invoke)\b"
     r"|<\|(?:tool_call|python_tag)\|>",
     re.IGNORECASE,
+)
+
+#: Left in history when a run stops at ``Limits.max_turns``, so that the
+#: model knows, if the session goes on, that it was stopped.
+MAX_TURNS_NOTE = (
+    "[The run stopped here: it reached its limit of {} model requests before "
+    "the task was finished.]"
 )
 
 PROTOCOL_REPAIR = (
@@ -142,6 +152,9 @@ class Activity:
         # The run's working copy of history (committed history is the
         # journal's), and its provider projection, grown a message at a time.
         self._context = GrowingProjection(self._state.messages)
+        self._compactor = Compactor(ports)
+        #: The output budget of this run's requests (None: the adapter's).
+        self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
         self.usage = Usage()
         self.turns = 0
@@ -192,6 +205,7 @@ class Activity:
         self.new_messages.append(message)
         if isinstance(message, AssistantMessage):
             self.add_usage(message.usage)
+            self._compactor.observe(message, len(self._context.history))
         if not announced:
             self.emit(MessageStart, role=message.role, message=message)
         self.emit(MessageEnd, message=message)
@@ -378,11 +392,14 @@ class Activity:
         self.state("build_context")
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests - self._mark.requests >= max_turns:
+            await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
+        if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
+            return "compaction_failed"
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1
-        message = await self._call_model(request)
+        message = await self._continue_cut_reply(await self._call_model(request))
         if message.truncated:
             self.error = message.error
             for call in message.tool_calls:
@@ -405,16 +422,32 @@ class Activity:
         self._batch = None
         return outcome
 
+    async def _continue_cut_reply(self, message: AssistantMessage) -> AssistantMessage:
+        """Continue a text reply cut by the output limit, up to
+        ``Limits.continue_on_max_tokens`` times (see ``continuation``)."""
+        limits = self.spec.limits
+        for _ in range(limits.continue_on_max_tokens):
+            if not should_continue(message):
+                break
+            self._max_tokens = raised_budget(message, self._max_tokens, limits.max_output_tokens)
+            await self.commit(UserMessage(CONTINUE_PROMPT))
+            self.requests += 1
+            message = await self._call_model(await self._build_request())
+        return message
+
     async def _build_request(self) -> ModelRequest:
         system_prompt = self.spec.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         if not hook:
-            return ModelRequest(system_prompt, self._context.messages(), tools)
+            return ModelRequest(system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens)
         context = RequestContext(system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
-            context.system_prompt, project_tool_protocol(context.messages), list(context.tools)
+            context.system_prompt,
+            project_tool_protocol(context.messages),
+            list(context.tools),
+            max_tokens=self._max_tokens,
         )
 
     # -- the model request ----------------------------------------------------
@@ -423,41 +456,75 @@ class Activity:
         """One model request with its retries and its one protocol repair;
         returns the committed assistant message."""
         attempt = 1
-        repaired = False
+        repair: str | None = None  # the protocol-repair text, once sent
+        compacted = False
+        error = None
         while True:
+            model = await choose_model(self.ports, request, "step", attempt, error)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
-            with tracing.chat_span(self.spec.model, request, self.ports.session_id) as chat:
-                error = await stream_model(self.spec.model, request, self._on_stream_event, observe)
+            with tracing.chat_span(model, request, self.ports.session_id) as chat:
+                error = await stream_model(model, request, self._on_stream_event, observe)
                 if error is None and live.assembler.done is None:
                     error = ProviderError(
                         type=CONNECTION_ERROR, message="the stream ended without a stop reason"
                     )
                 chat.answered(live.assembler, error)
+            if error is not None and error.type == CONTEXT_OVERFLOW and not compacted:
+                # The recover path: compact, rebuild the request, retry once.
+                self._withdraw(live, "context_overflow")
+                compacted = True
+                outcome = await self._compact("overflow")
+                if outcome.compacted:
+                    request = await self._rebuild_request(repair)
+                    continue
+                if outcome.error:
+                    error = attrs.evolve(error, message=f"{error.message} ({outcome.error})")
+                live = self._live = LiveMessage()
             if error is not None:
-                delay = await self._retry_delay(error, attempt)
+                delay = await self._retry_delay(model, error, attempt)
                 if delay is not None:
                     self._withdraw(live, "retry")
                     tracing.event("agentrio.retry", attempt=attempt, delay=delay, **{"error.type": error.type})
                     self.emit(RequestRetry, error=error, attempt=attempt, delay=delay)
                     await trio.sleep(delay)
                     attempt += 1
+                    # Rebuilt: a prepare_context that reads the time or the inbox sees the retry.
+                    request = await self._rebuild_request(repair)
                     continue
                 stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"
                 message = live.assembler.interrupted(stop, str(error))
             else:
                 message = live.assembler.message()
-                if not repaired and request.tools and _writes_tool_calls_as_text(message):
+                if repair is None and request.tools and _writes_tool_calls_as_text(message):
                     self._withdraw(live, "protocol_repair")
-                    request = attrs.evolve(
-                        request, messages=[*request.messages, UserMessage(PROTOCOL_REPAIR)]
-                    )
-                    repaired = True
+                    repair = await self._repair_text(message)
+                    request = _with_protocol_repair(request, repair)
                     continue
             self._live = None
             await self.commit(message, announced=live.announced)
             return message
+
+    async def _compact(self, reason: str) -> CompactionOutcome:
+        """Compact the run's history; the run goes on from what is left."""
+        outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
+        self.add_usage(outcome.usage)
+        if outcome.compacted:
+            self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
+        elif outcome.error:
+            self.error = outcome.error
+        return outcome
+
+    async def _rebuild_request(self, repair: str | None) -> ModelRequest:
+        request = await self._build_request()
+        return request if repair is None else _with_protocol_repair(request, repair)
+
+    async def _repair_text(self, message: AssistantMessage) -> str:
+        """What the model is told after writing tool calls as text."""
+        hook = self._hooks and self._hooks.on_protocol_violation
+        text = await _callbacks.call(hook, message) if hook else None
+        return text or PROTOCOL_REPAIR
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
@@ -474,8 +541,8 @@ class Activity:
             tracing.event("agentrio.discard", reason=reason)
         self._live = None
 
-    async def _retry_delay(self, error: ProviderError, attempt: int) -> float | None:
-        policy = getattr(self.spec.model, "retry_policy", None)
+    async def _retry_delay(self, model: Model, error: ProviderError, attempt: int) -> float | None:
+        policy = getattr(model, "retry_policy", None)
         default = policy.delay(error, attempt) if policy is not None else None
         hook = self._hooks and self._hooks.on_request_error
         if not hook:
@@ -512,6 +579,10 @@ class Activity:
         if state.turn_open:
             self.state("done")
             await self._end_turn(stop)
+
+
+def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:
+    return attrs.evolve(request, messages=[*request.messages, UserMessage(text)])
 
 
 def _writes_tool_calls_as_text(message: AssistantMessage) -> bool:

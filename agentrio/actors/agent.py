@@ -35,6 +35,7 @@ from ..tools import Tool
 from ..tools.permissions import summarize_call
 from .activity import Activity
 from .bus import EventBus, Subscription
+from .compaction import CompactionOutcome, compact_now
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
@@ -42,7 +43,10 @@ from .spec import AgentSpec, RunResult
 
 log = logging.getLogger("agentrio")
 
-Setup = Callable[["Agent", AgentScope], Awaitable[None]]
+#: ``setup(agent, scope)``; it may return a commit callback: a synchronous
+#: final re-check, run as the last thing before the agent is published
+#: (nothing else runs between the two), whose failure fails the creation.
+Setup = Callable[["Agent", AgentScope], Awaitable["Callable[[], None] | None"]]
 
 T = TypeVar("T")
 
@@ -320,6 +324,14 @@ class Agent:
         are latched."""
         return await self._call(_Maintain(fn))
 
+    async def compact(self, instructions: str | None = None) -> CompactionOutcome:
+        """Replace the older part of history by a summary now (once the
+        running activity, if any, has ended); ``instructions`` add to what
+        the summary keeps. ``compacted`` is False when history is too short
+        to compact; ``CompactionFailed`` when the summary request failed,
+        history unchanged."""
+        return await self.run_maintenance(lambda: compact_now(self._ports(), instructions))
+
     @asynccontextmanager
     async def subscribe(self) -> AsyncIterator[Subscription]:
         """``async with agent.subscribe() as events: async for event in events``.
@@ -435,7 +447,11 @@ class Agent:
             stack.push(self._collect_teardown_error)
             if setup is not None:
                 try:
-                    await setup(self, AgentScope(stack, background))
+                    commit = await setup(self, AgentScope(stack, background))
+                    if commit is not None:
+                        if not callable(commit):
+                            raise TypeError(f"setup returned {commit!r}: expected a commit callback or None")
+                        commit()  # synchronous: nothing runs between it and publishing
                 except BaseException:
                     background.cancel_scope.cancel()  # what setup started stops before what it opened closes
                     raise

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from ..messages import Message, ToolCall, Usage
-from ..models import Model, ProviderError, ToolSpec, from_string
+from ..messages import Message, ToolCall, ToolResultMessage, Usage
+from ..models import Model, ModelRequest, ProviderError, ToolSpec, from_string
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ RunStopReason = Literal[
     "model_error",
     "max_tokens",
     "context_overflow",
+    "compaction_failed",
     "blocked",
     "error",
 ]
@@ -68,15 +69,41 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
 
 
+def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {_describe(value)}")
+    if not 0 < value <= 1:
+        raise ValueError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {value!r}")
+
+
+def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {_describe(value)}")
+    if value < 0:
+        raise ValueError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {value!r}")
+
+
 def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
+
+
+TOOL_EXECUTIONS = ("parallel", "sequential")
 
 
 @attrs.frozen
 class Limits:
     """Per run: ``max_turns`` model requests (retries excluded),
     ``max_tool_calls`` executed tool calls, ``timeout`` seconds.
+
+    Context: history is compacted (see ``agentrio.actors.compaction``) when a
+    request would pass ``compact_at`` of ``context_window`` tokens (the
+    model's own ``context_window`` attribute when None; no threshold when
+    neither is known), keeping about ``keep_recent_tokens`` of the most
+    recent history; a context overflow from the provider compacts and
+    retries once whatever the window. A text reply cut by the output limit
+    is continued with up to ``continue_on_max_tokens`` more requests, whose
+    output budget doubles each time up to ``max_output_tokens`` (when set).
 
     Every field is checked when the limits are made: a wrong type or a value
     that is not positive raises ``TypeError``/``ValueError`` naming it.
@@ -86,6 +113,26 @@ class Limits:
     max_tool_calls: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
     timeout: float | None = attrs.field(default=None, validator=_positive_seconds)
     max_parallel_tool_calls: int = attrs.field(default=8, validator=_positive_int(optional=False))
+    #: ``"sequential"``: every call runs alone, after the results of the
+    #: calls before it are committed, as an exclusive tool does.
+    tool_execution: Literal["parallel", "sequential"] = attrs.field(default="parallel")
+    context_window: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+    compact_at: float = attrs.field(default=0.8, validator=_fraction)
+    keep_recent_tokens: int = attrs.field(default=20_000, validator=_positive_int(optional=False))
+    continue_on_max_tokens: int = attrs.field(default=0, validator=_count)
+    max_output_tokens: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+
+    @tool_execution.validator
+    def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in TOOL_EXECUTIONS:
+            raise ValueError(f"Limits.tool_execution: expected one of {TOOL_EXECUTIONS}, got {value!r}")
+
+    def __attrs_post_init__(self) -> None:
+        if self.context_window is not None and self.keep_recent_tokens >= self.compact_at * self.context_window:
+            raise ValueError(
+                f"Limits.keep_recent_tokens ({self.keep_recent_tokens}) must be below compact_at × "
+                f"context_window ({self.compact_at} × {self.context_window}), or every request would compact"
+            )
 
 
 @attrs.define
@@ -109,6 +156,16 @@ class PreStep:
 
 
 @attrs.frozen
+class PostTool:
+    """A tool call's result, before it is made durable (journaled,
+    committed, shown); ``post_tool`` may return a replacement."""
+
+    agent: Agent
+    call: ToolCall
+    result: ToolResultMessage
+
+
+@attrs.frozen
 class Reject:
     """Returned by ``pre_step`` to end the turn ``blocked``. The rejected input
     is not re-queued unless the hook puts it back itself."""
@@ -125,6 +182,20 @@ class RequestError:
     error: ProviderError
     attempt: int
     default_delay: float | None
+
+
+@attrs.frozen
+class Route:
+    """A model request about to be sent, for ``choose_model``: ``purpose``
+    is ``step`` (the run's own request) or ``summary`` (a compaction's);
+    ``attempt`` counts from 1, and ``error`` is what the previous attempt
+    failed with."""
+
+    agent: Agent
+    request: ModelRequest
+    purpose: Literal["step", "summary"]
+    attempt: int = 1
+    error: ProviderError | None = None
 
 
 MaybeAwaitable = Any
@@ -144,6 +215,16 @@ class Hooks:
       next-step input makes it go on.
     - ``on_assistant_stream(event: StreamEvent) -> None``: observes the live
       model stream.
+    - ``post_tool(p: PostTool) -> ToolResultMessage | None``: sees each tool
+      result before it is journaled or committed and may return a
+      replacement (to redact or rewrite it); the journal never holds what it
+      removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
+    - ``on_protocol_violation(message: AssistantMessage) -> str | None``: the
+      model wrote tool calls as text in ``message`` (discarded, and retried
+      once): what to tell it (None: the default repair text).
+    - ``choose_model(route: Route) -> Model | None``: the model for one
+      request (a cheaper one for summaries, a fallback after errors); None
+      keeps the spec's.
     """
 
     prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
@@ -151,6 +232,9 @@ class Hooks:
     on_request_error: Callable[[RequestError], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
     on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    choose_model: Callable[[Route], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    on_protocol_violation: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
@@ -233,6 +317,11 @@ class AgentSpec:
     name: str = attrs.field(validator=_instance_of(str, "a str, the agent's name"))
     model: Model = attrs.field(converter=_as_model)
     system_prompt: str = attrs.field(default="", kw_only=True, validator=_instance_of(str, "a str"))
+    #: What the summary request of a compaction asks for (None: the default
+    #: prompt, which keeps goals, decisions, files touched and open work).
+    compaction_prompt: str | None = attrs.field(
+        default=None, kw_only=True, validator=_instance_of(str, "a str or None", optional=True)
+    )
     tools: tuple[Tool, ...] = attrs.field(default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True)
     middleware: tuple[Callable[..., Any], ...] = attrs.field(
         default=(), converter=_sequence("AgentSpec.middleware"), validator=_middleware, kw_only=True

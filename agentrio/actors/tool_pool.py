@@ -9,16 +9,29 @@ from typing import Any
 import attrs
 import trio
 
-from .. import tracing
+from .. import _callbacks, tracing
 from ..events import ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallFinished, ToolCallStarted
-from ..messages import TOOL_ABORTED, TOOL_NOT_STARTED, Text, ToolCall, ToolResultMessage, Usage, error_result
+from ..messages import (
+    PERMISSION_DENIED,
+    TOOL_ABORTED,
+    TOOL_FAILED,
+    TOOL_INPUT_INVALID,
+    TOOL_NOT_FOUND,
+    TOOL_NOT_STARTED,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    error_result,
+)
 from ..tools import Tool, ToolContext
 from ..tools.middleware import run_tool_call
 from ..tools.permissions import decide
 from ..tools.process import DEFAULT_GRACE
 from .ports import ActivityPorts
+from .spec import PostTool
 
 #: How long a cancelled batch waits for its workers to end. Longer than a
 #: supervised process's TERM-to-KILL grace, so that a process that ignores
@@ -31,8 +44,8 @@ ABANDON_AFTER = DEFAULT_GRACE + 3.0
 TOOL_ABANDONED = "TOOL_ABANDONED"
 
 
-def _error(call: ToolCall, text: str) -> ToolResultMessage:
-    return ToolResultMessage(call.id, call.name, [Text(text)], is_error=True)
+def _error(call: ToolCall, code: str, text: str) -> ToolResultMessage:
+    return ToolResultMessage(call.id, call.name, [Text(text)], is_error=True, error_code=code)
 
 
 @attrs.define(eq=False)
@@ -44,6 +57,8 @@ class Slot:
     #: Set once the outcome is known; committed when every earlier slot is.
     result: ToolResultMessage | None = None
     concludes_turn: bool = False
+    #: Deferred context the tool gave with its result.
+    context: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
     scope: trio.CancelScope | None = None
@@ -54,6 +69,8 @@ class Slot:
     #: Journaled as finished ahead of its turn to be committed.
     recorded: bool = False
     committed: bool = False
+    #: The ``post_tool`` hook has seen the result.
+    posted: bool = False
 
     def add_usage(self, usage: Usage) -> None:
         self.usage = self.usage + usage
@@ -72,7 +89,7 @@ class BatchPorts:
 
     agent: ActivityPorts
     state: Callable[[str], None]
-    tool_started: Callable[[ToolCall, "str | None"], None]
+    tool_started: Callable[[ToolCall, str | None], None]
     commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
     add_usage: Callable[[Usage], None]
     #: Tool calls the run has started so far, and a way to count more.
@@ -86,7 +103,7 @@ class ToolBatch:
     Calls are validated and checked for permission in model order, then run
     in a rolling pool of at most ``max_parallel_tool_calls`` workers; an
     exclusive call is a barrier that waits for everything before it and runs
-    alone.
+    alone (with ``Limits(tool_execution="sequential")`` every call is).
 
     Guarantees: a call is journaled as started, durably, before its body
     runs. A result is durable the moment it finishes (committed if every
@@ -115,13 +132,15 @@ class ToolBatch:
         tool = self._agent.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(self._agent.tools)) or "none"
-            slot.result = _error(call, f"unknown tool {call.name!r}; available tools: {available}")
+            slot.result = _error(call, TOOL_NOT_FOUND, f"unknown tool {call.name!r}; available tools: {available}")
         elif call.raw_arguments is not None:
             slot.result = _error(
-                call, f"invalid arguments for {call.name}: not a JSON object: {call.raw_arguments!r}"
+                call,
+                TOOL_INPUT_INVALID,
+                f"invalid arguments for {call.name}: not a JSON object: {call.raw_arguments!r}",
             )
         elif errors := tool.argument_errors(call.arguments):
-            slot.result = _error(call, f"invalid arguments for {call.name}: " + "; ".join(errors))
+            slot.result = _error(call, TOOL_INPUT_INVALID, f"invalid arguments for {call.name}: " + "; ".join(errors))
         else:
             slot.tool = tool
 
@@ -133,11 +152,15 @@ class ToolBatch:
         try:
             decision = await decide(policy, call, slot.tool)
         except Exception as exc:
-            slot.result = _error(call, f"permission check failed: {type(exc).__name__}: {exc}")
+            slot.result = _error(call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}")
             return
-        if decision == "deny":
+        if decision in ("deny", "deny_and_stop"):
             reason = f": {decision.reason}" if decision.reason else ""
-            slot.result = _error(call, f"permission denied by policy{reason}")
+            if decision == "deny_and_stop":
+                slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy, and the run stopped{reason}")
+                self.stop = "permission_denied"
+            else:
+                slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy{reason}")
         elif decision == "ask":
             await self._ask(slot, decision.reason)
 
@@ -147,9 +170,9 @@ class ToolBatch:
         tracing.event("agentrio.approval", **{"gen_ai.tool.call.id": call.id, "decision": approval.decision})
         reason = f": {approval.reason}" if approval.reason else ""
         if approval.decision == "deny":
-            slot.result = _error(call, f"permission denied by the user{reason}")
+            slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user{reason}")
         elif approval.decision == "deny_and_stop":
-            slot.result = _error(call, f"permission denied by the user, and the run stopped{reason}")
+            slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user, and the run stopped{reason}")
             self.stop = "permission_denied"
 
     # -- execution ------------------------------------------------------------
@@ -202,9 +225,9 @@ class ToolBatch:
             try:
                 mode = tool.mode_for(slot.call.arguments)
             except Exception as exc:
-                slot.result = _error(slot.call, f"execution mode failed: {type(exc).__name__}: {exc}")
+                slot.result = _error(slot.call, TOOL_FAILED, f"execution mode failed: {type(exc).__name__}: {exc}")
                 continue
-            if mode == "exclusive":
+            if mode == "exclusive" or limits.tool_execution == "sequential":
                 await self._start(wave, "parallel")
                 wave = []
                 await self._drain()
@@ -306,6 +329,7 @@ class ToolBatch:
         await self._commit_ready()
         early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
         for slot in early:
+            await self._post(slot)
             slot.recorded = True
         if early:
             await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
@@ -319,6 +343,7 @@ class ToolBatch:
         if outcome is not None:  # None: the worker was cancelled
             slot.result = outcome.to_message(slot.call.id, slot.call.name)
             slot.concludes_turn = outcome.concludes_turn
+            slot.context = outcome.context
             if outcome.fatal and not self.stop:
                 self.stop = "tool_error"  # no further call starts
                 self.error = f"{slot.call.name}: {slot.result.text}"
@@ -327,8 +352,29 @@ class ToolBatch:
         while self._next_commit < len(self.slots) and self.slots[self._next_commit].result is not None:
             slot = self.slots[self._next_commit]
             self._next_commit += 1
+            await self._post(slot)
             slot.committed = True
             await self._ports.commit_result(slot.call, slot.result, slot.duration)
+            if slot.context:
+                await self._agent.inbox.put(slot.context, "next_step")
+
+    async def _post(self, slot: Slot) -> None:
+        """Let the ``post_tool`` hook see (and replace) ``slot``'s result, once."""
+        hooks = self._agent.spec.hooks
+        if slot.posted or hooks is None or hooks.post_tool is None:
+            return
+        slot.posted = True
+        call = slot.call
+        try:
+            replaced = await _callbacks.call(hooks.post_tool, PostTool(self._agent.handle, call, slot.result))
+        except Exception as exc:
+            replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
+        if replaced is None:
+            return
+        if not isinstance(replaced, ToolResultMessage):
+            replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
+        # A replacement answers this call, whatever ids it was given.
+        slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
 
     async def settle(self) -> dict[str, ToolResultMessage]:
         """After a cancel or a failure: wait for the cancelled workers to end,
@@ -346,6 +392,10 @@ class ToolBatch:
             if slot.committed:
                 continue
             if slot.result is not None:
+                with trio.move_on_after(ABANDON_AFTER) as waited:
+                    await self._post(slot)
+                if waited.cancelled_caught:  # never commit what the hook may have meant to remove
+                    slot.result = _error(slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld")
                 known[slot.call.id] = slot.result
             elif slot.scope is not None and not slot.ended:
                 self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)

@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cut.add_argument("--at", type=int, metavar="N", help="keep the first N messages")
     cut.add_argument("--at-turn", type=int, metavar="T", help="keep the history as it was when turn T ended")
     fork.add_argument("--as", dest="fork_id", metavar="NEW_ID", help="the new session's id")
+    fork.add_argument(
+        "--repair", action="store_true", help="close a turn still open as crash repair would, instead of refusing"
+    )
     fork.set_defaults(handler=_handler(fork_from))
 
     delete = actions.add_parser("delete", parents=[store], help="remove a session and its journal")
@@ -137,7 +140,7 @@ async def export_session(store: SQLiteStore, args: argparse.Namespace) -> None:
 
 async def fork_from(store: SQLiteStore, args: argparse.Namespace) -> None:
     fork = await fork_session(
-        store, args.session_id, at_message=args.at, at_turn=args.at_turn, fork_id=args.fork_id
+        store, args.session_id, at_message=args.at, at_turn=args.at_turn, fork_id=args.fork_id, repair=args.repair
     )
     print(fork.info.session_id)
     print(

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 from ..journal import SessionInfo, SessionState
-from ..journal.records import MessageAppended, Record, TurnEnded, TurnStarted
+from ..journal.records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
 from ..messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage
 
 #: Lines of a tool result shown unless the whole transcript is asked for.
@@ -20,7 +20,9 @@ def timestamp(seconds: float) -> str:
 
 def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = False) -> Iterator[str]:
     """Turns, messages, tool calls with their arguments, results and errors,
-    stop reasons; then what is still pending and the session's usage."""
+    stop reasons, compactions with their summaries (the messages a summary
+    replaced are shown where they were written); then what is still pending
+    and the session's usage."""
     yield f"session {info.session_id}, created {timestamp(info.created_at)}"
     if info.parent_session_id is not None:
         yield f"forked from {info.parent_session_id} with its first {info.seed_length} messages"
@@ -35,6 +37,12 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
                 yield from _message(message, full)
             case TurnEnded(turn=turn, stop_reason=stop_reason):
                 yield f"--- turn {turn} ended: {stop_reason} ---"
+            case Compacted():
+                yield (
+                    f"--- compacted ({record.reason}): the first {record.first_kept} messages of history "
+                    f"replaced by a summary, about {record.tokens_before} -> {record.tokens_after} tokens ---"
+                )
+                yield from _block("summary: ", _cut(record.summary.text, full))
     yield ""
     if state.turn_open:
         yield f"turn {state.turn} has not ended (it is running, or was interrupted)"

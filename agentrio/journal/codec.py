@@ -90,6 +90,9 @@ def encode_state(state: SessionState) -> str:
 
 
 def decode_state(text: str | bytes, messages: list[Message]) -> SessionState:
+    """``messages``: the first ``state.message_records`` messages of the
+    session's message records."""
     state = converter.structure(_loads(text), SessionState)
-    state.messages = messages
+    summary = [state.summary] if state.summary is not None else []
+    state.messages = summary + messages[state.replaced :]
     return state

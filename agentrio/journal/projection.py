@@ -6,9 +6,18 @@ from collections.abc import Iterable
 
 import attrs
 
-from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, unanswered_calls
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    unanswered_calls,
+)
 from .records import (
     ActorFailed,
+    Compacted,
     InboxSpliced,
     MessageAppended,
     QueuedInput,
@@ -34,8 +43,9 @@ class SessionState:
     History is committed a step at a time: the messages of an open step wait
     in ``step_messages`` until the step ends, so ``messages`` is always a
     history the agent finished writing. Messages appended outside a step (a
-    fork's seed) are committed at once. Either way ``messages`` is the first
-    messages of the journal's ``MessageAppended`` records, in order, and
+    fork's seed) are committed at once. Either way ``messages`` is the
+    compaction ``summary`` (when there was one) followed by the journal's
+    ``MessageAppended`` records from the ``replaced``-th on, in order, and
     ``step_messages`` the rest: snapshots rely on it.
     """
 
@@ -53,6 +63,10 @@ class SessionState:
     #: model order, by call id.
     finished_results: dict[str, ToolResultMessage] = attrs.field(factory=dict)
     usage: Usage = attrs.field(factory=Usage)
+    #: The latest compaction's summary, ``messages[0]`` when set, and how
+    #: many message records it stands for.
+    summary: UserMessage | None = None
+    replaced: int = 0
     #: Ids pending in either queue, derived from them (rebuilt when None, as
     #: after decoding a snapshot), so a splice checks uniqueness in O(items).
     _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
@@ -63,6 +77,11 @@ class SessionState:
         for record in records:
             state.apply(record)
         return state
+
+    @property
+    def message_records(self) -> int:
+        """How many message records the committed history reaches to."""
+        return self.replaced + len(self.messages) - (self.summary is not None)
 
     def open_calls(self) -> list[ToolCall]:
         """Calls of the open step that have no result yet, in model order."""
@@ -83,6 +102,15 @@ class SessionState:
                 self.started_calls.add(call_id)
             case ToolCallFinished(result=result):
                 self.finished_results[result.tool_call_id] = result
+            case Compacted(summary=summary, first_kept=first_kept, usage=usage):
+                if not 0 < first_kept <= len(self.messages):
+                    raise JournalCorrupt(
+                        f"compaction up to message {first_kept} of a history of {len(self.messages)}"
+                    )
+                self.replaced += first_kept - (self.summary is not None)
+                self.summary = summary
+                self.messages[:first_kept] = [summary]
+                self.usage = self.usage + usage
             case ActorFailed():
                 pass
             case StepStarted(step=step):

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from ..mailbox.items import DISCARDING_REASONS, TARGETS, InboxSpliced, QueuedInput, SpliceReason, Target
-from ..messages import Message, ToolResultMessage, register_tagged_union
+from ..messages import Message, ToolResultMessage, Usage, UserMessage, register_tagged_union
 
 @attrs.frozen
 class TurnStarted:
@@ -56,6 +56,23 @@ class ToolCallFinished:
 
 
 @attrs.frozen
+class Compacted:
+    """History before ``first_kept`` (an index into the committed history)
+    is replaced by ``summary``; the records that wrote it stay in the
+    journal. ``usage`` is what the summary request cost; the token counts
+    are estimates of the context before and after."""
+
+    summary: UserMessage
+    first_kept: int
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    usage: Usage = attrs.field(factory=Usage)
+
+    type: ClassVar[str] = "compacted"
+
+
+@attrs.frozen
 class ActorFailed:
     """The agent itself failed; ``restarted`` when it was restored and went on."""
 
@@ -89,6 +106,7 @@ Record = (
     | MessageAppended
     | ToolCallStarted
     | ToolCallFinished
+    | Compacted
     | ActorFailed
     | StepEnded
     | TurnEnded

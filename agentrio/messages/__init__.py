@@ -14,7 +14,11 @@ from .messages import (
 from .parts import Part, Text, Thinking, ToolCall
 from .protocol import (
     ABORTED_BEFORE_DISPATCH,
+    PERMISSION_DENIED,
     TOOL_ABORTED,
+    TOOL_FAILED,
+    TOOL_INPUT_INVALID,
+    TOOL_NOT_FOUND,
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     TOOL_RESULT_MISSING,
@@ -26,7 +30,11 @@ from .usage import Usage
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
+    "PERMISSION_DENIED",
     "TOOL_ABORTED",
+    "TOOL_FAILED",
+    "TOOL_INPUT_INVALID",
+    "TOOL_NOT_FOUND",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
     "TOOL_RESULT_MISSING",

@@ -93,6 +93,11 @@ class ToolResultMessage:
     #: Data for a UI or a log, never sent to a model. Kept as plain JSON data:
     #: anything else becomes what JSON makes of it, or its ``repr``.
     details: Any = attrs.field(default=None, converter=json_data)
+    #: What kind of error an ``is_error`` result is, for code to act on
+    #: (``TOOL_NOT_FOUND``, ``TOOL_INPUT_INVALID``, ``TOOL_FAILED``,
+    #: ``PERMISSION_DENIED``, ``TOOL_NOT_STARTED`` … see
+    #: ``agentrio.messages.protocol``); never sent to a model.
+    error_code: str | None = attrs.field(default=None, validator=is_optional_str)
 
     role: ClassVar[str] = "tool_result"
 

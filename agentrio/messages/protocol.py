@@ -18,6 +18,15 @@ from .parts import Part, Text, ToolCall
 
 M = TypeVar("M", UserMessage, AssistantMessage)
 
+#: The codes of error results (``ToolResultMessage.error_code``): the call
+#: named no tool there is, its arguments did not fit the tool, the tool
+#: failed (raised, or reported an error), a policy, a person or a middleware
+#: refused it.
+TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+TOOL_INPUT_INVALID = "TOOL_INPUT_INVALID"
+TOOL_FAILED = "TOOL_FAILED"
+PERMISSION_DENIED = "PERMISSION_DENIED"
+
 #: Recovery codes written into synthesized tool results. Each starts the
 #: result's text so that a model, a log reader and a test can tell them apart.
 TOOL_RESULT_MISSING = "TOOL_RESULT_MISSING"
@@ -43,10 +52,11 @@ _EXPLANATIONS = {
 
 
 def error_result(call: ToolCall, code: str, detail: str | None = None) -> ToolResultMessage:
-    """An ``is_error`` result for ``call`` carrying a recovery ``code``."""
+    """An ``is_error`` result for ``call`` carrying a recovery ``code``, in
+    its text and as its ``error_code``."""
     text = f"{code}: {detail or _EXPLANATIONS[code]}"
     return ToolResultMessage(
-        tool_call_id=call.id, tool_name=call.name, content=[Text(text)], is_error=True
+        tool_call_id=call.id, tool_name=call.name, content=[Text(text)], is_error=True, error_code=code
     )
 
 

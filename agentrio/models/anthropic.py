@@ -52,7 +52,7 @@ class Anthropic(SSEModel):
             self.model,
             request,
             provider=self.provider,
-            max_tokens=self.max_tokens,
+            max_tokens=request.max_tokens or self.max_tokens,
             temperature=self.temperature,
             thinking_budget=self.thinking_budget,
             prompt_cache=self.prompt_cache,

@@ -46,7 +46,7 @@ class OpenAIChat(SSEModel):
         return chat_request_body(
             self.model,
             request,
-            max_tokens=self.max_tokens,
+            max_tokens=request.max_tokens or self.max_tokens,
             max_tokens_field=self.max_tokens_field,
             temperature=self.temperature,
             reasoning_effort=self.reasoning_effort,

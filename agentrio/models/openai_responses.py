@@ -41,7 +41,7 @@ class OpenAIResponses(SSEModel):
             self.model,
             request,
             provider=self.provider,
-            max_tokens=self.max_tokens,
+            max_tokens=request.max_tokens or self.max_tokens,
             temperature=self.temperature,
             reasoning_effort=self.reasoning_effort,
             reasoning_summary=self.reasoning_summary,

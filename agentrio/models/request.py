@@ -28,12 +28,14 @@ class ModelRequest:
     """One request to a model. ``output``, when set, asks for a typed answer:
     each adapter turns it into its provider's mechanism (see
     ``agentrio.models.output``), and the answer's text is the JSON to give
-    ``output.parse``."""
+    ``output.parse``. ``max_tokens``, when set, is the output budget of this
+    request, in place of the adapter's own."""
 
     system_prompt: str
     messages: list[Message]
     tools: list[ToolSpec] = attrs.field(factory=list)
     output: OutputSpec | None = attrs.field(default=None, kw_only=True)
+    max_tokens: int | None = attrs.field(default=None, kw_only=True)
 
 
 class Model(Protocol):

@@ -82,6 +82,9 @@ class SSEModel:
     #: A client to use instead of the Runtime's shared one.
     http_client: httpx.AsyncClient | None = option(default=None, repr=False)
     max_tokens: int | None = option(default=None)
+    #: The model's context window in tokens, when known: an agent compacts
+    #: its history before passing ``Limits.compact_at`` of it.
+    context_window: int | None = option(default=None)
     temperature: float | None = option(default=None)
     extra_headers: Mapping[str, str] = option(factory=dict)
     #: Merged last into every request body, for options this adapter does not name.

@@ -86,8 +86,10 @@ class Runtime:
 
         ``setup(agent, scope)`` runs in the agent's own task before the agent
         is published: what it enters in ``scope`` lives as long as the agent.
-        If it fails, the agent is unregistered, everything it opened is
-        closed, and the error is raised here."""
+        It may return a commit callback, a synchronous final re-check run as
+        the last thing before publishing. If either fails, the agent is
+        unregistered, everything setup opened is closed, and the error is
+        raised here."""
         nursery = self.nursery
         session_id = session_id or new_id("session")
         if session_id in self.registry or session_id in self._opening:
@@ -125,18 +127,23 @@ class Runtime:
         spec: AgentSpec | None = None,
         *,
         at_turn: int | None = None,
+        repair: bool = False,
     ) -> Agent:
         """A new agent on a new session whose history is a copy of the first
         ``at_message`` committed messages of session ``session_id``, or of its
         history at the end of turn ``at_turn``. The cut must leave every tool
         call answered and must not fall inside a turn that is still open
-        (``ForkRefused``). The new session records its parent and how many
-        messages it took. ``spec`` defaults to the live source agent's."""
+        (``ForkRefused``), unless ``repair``: an open turn is then closed in
+        the copy as crash repair would close it. The new session records its
+        parent and how many messages it took. ``spec`` defaults to the live
+        source agent's."""
         source = self.registry.get(session_id)
         spec = spec or (source.spec if source is not None else None)
         if spec is None:
             raise ValueError(f"session {session_id!r} is not live here: pass the spec to fork it with")
-        loaded = await fork_session(self.store, session_id, at_message=at_message, at_turn=at_turn)
+        loaded = await fork_session(
+            self.store, session_id, at_message=at_message, at_turn=at_turn, repair=repair
+        )
         await self.store.claim_session(loaded.info.session_id)
         try:
             return await self._start(spec, loaded, None, self.nursery)

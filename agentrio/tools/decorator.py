@@ -8,6 +8,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from ..messages import TOOL_INPUT_INVALID
 from ..messages.schema import SchemaBuilder, json_default, parse_docstring
 from ..messages.typed import InvalidValue, convert, dump
 from .tool import ExecutionMode, Tool, ToolContext, ToolResult
@@ -72,7 +73,7 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
             except InvalidValue as invalid:
                 errors += invalid.errors
         if errors:
-            return ToolResult("invalid arguments: " + "; ".join(errors), is_error=True)
+            return ToolResult("invalid arguments: " + "; ".join(errors), is_error=True, error_code=TOOL_INPUT_INVALID)
         if context_param is not None:
             kwargs[context_param] = ctx
         return as_json_result(await fn(**kwargs))

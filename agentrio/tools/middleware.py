@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from ..messages import ToolCall
+from ..messages import PERMISSION_DENIED, TOOL_INPUT_INVALID, ToolCall
 from .tool import Tool, ToolContext, ToolResult
 
 CallNext = Callable[[], Awaitable[ToolResult]]
@@ -95,6 +95,7 @@ async def run_tool_call(
                 f"({_changes(args, ctx.args)}) and they no longer match its schema: "
                 + "; ".join(errors),
                 is_error=True,
+                error_code=TOOL_INPUT_INVALID,
             )
         return as_tool_result(await tool.execute(ctx.args, tool_ctx))
 
@@ -104,7 +105,7 @@ async def run_tool_call(
     try:
         return as_tool_result(await call_next())
     except ToolRefused as refused:
-        return ToolResult(f"refused: {refused.reason}", is_error=True)
+        return ToolResult(f"refused: {refused.reason}", is_error=True, error_code=PERMISSION_DENIED)
     except ToolFatal as fatal:
         return ToolResult(f"fatal: {fatal}", is_error=True, fatal=True)
     except Exception as exc:

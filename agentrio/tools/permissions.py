@@ -1,7 +1,8 @@
 """Permission policies: may this tool call run?
 
 A policy is a callable ``(call: ToolCall, tool: Tool)`` (sync or async)
-answering ``"allow"``, ``"deny"`` or ``"ask"`` (a person decides). It may
+answering ``"allow"``, ``"deny"``, ``"deny_and_stop"`` (deny, and stop the
+run with ``permission_denied``) or ``"ask"`` (a person decides). It may
 answer with a ``Decision`` instead, to give a reason; a ``Decision`` is a
 ``str`` equal to its verdict, so code that compares with plain strings keeps
 working. ``decide`` turns any answer into a ``Decision``.
@@ -30,8 +31,8 @@ from .. import _callbacks
 from ..messages import ToolCall
 from .tool import Tool
 
-Verdict = Literal["allow", "deny", "ask"]
-VERDICTS: tuple[Verdict, ...] = ("allow", "deny", "ask")
+Verdict = Literal["allow", "deny", "deny_and_stop", "ask"]
+VERDICTS: tuple[Verdict, ...] = ("allow", "deny", "deny_and_stop", "ask")
 
 
 class Decision(str):
@@ -129,24 +130,26 @@ def ask(tool: str = "*", /, **arguments: str) -> Rule:
     return Rule("ask", tool, arguments)
 
 
-def deny(tool: str = "*", /, *, reason: str | None = None, **arguments: str) -> Rule:
+def deny(tool: str = "*", /, *, reason: str | None = None, stop: bool = False, **arguments: str) -> Rule:
     """Refuse calls of ``tool`` whose arguments match; ``reason`` is what the
-    model is told (by default, the rule itself)."""
-    return Rule("deny", tool, arguments, reason)
+    model is told (by default, the rule itself). With ``stop`` the run stops
+    too (``permission_denied``)."""
+    return Rule("deny_and_stop" if stop else "deny", tool, arguments, reason)
 
 
 @attrs.frozen
 class Rules:
-    """A policy from rules: the first matching deny rule, else the first
-    matching ask rule, else the first matching allow rule, else ``default``.
-    Deny rules come first whatever their place in the list, so a broad allow
-    never overrides a narrow deny."""
+    """A policy from rules: the first matching deny rule (one that stops the
+    run before one that does not), else the first matching ask rule, else
+    the first matching allow rule, else ``default``. Deny rules come first
+    whatever their place in the list, so a broad allow never overrides a
+    narrow deny."""
 
     rules: tuple[Rule, ...] = attrs.field(converter=tuple)
     default: Verdict = attrs.field(default="ask", validator=attrs.validators.in_(VERDICTS))
 
     def __call__(self, call: ToolCall, tool: Tool) -> Decision:
-        for verdict in ("deny", "ask", "allow"):
+        for verdict in ("deny_and_stop", "deny", "ask", "allow"):
             for rule in self.rules:
                 if rule.verdict == verdict and rule.matches(call):
                     return Decision(verdict, rule.reason or f"matched the rule {rule}")

@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 import attrs
 
-from ..messages import Part, Text, ToolResultMessage, Usage, is_str_or_parts
+from ..messages import TOOL_FAILED, Part, Text, ToolResultMessage, Usage, is_str_or_parts
+from ..messages.checks import is_optional_str
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
 from .schema import ArgumentValidator, argument_errors, schema_problems
@@ -25,13 +26,18 @@ class ToolResult:
     the model; ``concludes_turn`` ends the turn once this call's batch is
     committed, without another model request; ``fatal`` (an error nothing can
     recover from) ends the run with stop reason ``tool_error``: calls not yet
-    started are not started."""
+    started are not started. An error result's ``error_code`` is
+    ``TOOL_FAILED`` unless it says otherwise. ``context`` is deferred
+    context: once this result is committed it is queued as next-step input,
+    so the model reads it with the results, before its next request."""
 
     content: str | list[Part] = attrs.field(validator=is_str_or_parts)
     is_error: bool = attrs.field(default=False, kw_only=True)
     details: Any = attrs.field(default=None, kw_only=True)
     concludes_turn: bool = attrs.field(default=False, kw_only=True)
     fatal: bool = attrs.field(default=False, kw_only=True)
+    error_code: str | None = attrs.field(default=None, kw_only=True, validator=is_optional_str)
+    context: str | None = attrs.field(default=None, kw_only=True, validator=is_optional_str)
 
     def to_message(self, tool_call_id: str, tool_name: str) -> ToolResultMessage:
         content = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
@@ -41,6 +47,7 @@ class ToolResult:
             content=content,
             is_error=self.is_error,
             details=self.details,
+            error_code=(self.error_code or TOOL_FAILED) if self.is_error else None,
         )
 
 

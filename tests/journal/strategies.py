@@ -6,10 +6,12 @@ import itertools
 
 from hypothesis import strategies as st
 
-from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage
+from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage, UserMessage
+from agentrio.actors.compaction import choose_cut
 from agentrio.journal.projection import SessionState
 from agentrio.journal.records import (
     TARGETS,
+    Compacted,
     InboxSpliced,
     MessageAppended,
     QueuedInput,
@@ -27,7 +29,8 @@ from ..strategies import assistant_messages, user_messages
 @st.composite
 def journals(draw, max_turns: int = 4) -> list[Record]:
     """Turns of steps with tool calls (started or not, answered or not) and
-    inbox traffic, cut off anywhere: the log of a run that may have crashed."""
+    inbox traffic and compactions, cut off anywhere: the log of a run that
+    may have crashed."""
     state = SessionState()
     records: list[Record] = []
     ids = itertools.count()
@@ -42,7 +45,14 @@ def journals(draw, max_turns: int = 4) -> list[Record]:
         item = QueuedInput(f"in_{next(ids)}", draw(user_messages))
         add(InboxSpliced(target, draw(st.integers(0, len(queue))), 0, [item], "send"))
 
+    def compact() -> None:
+        """Before a request or between turns, as an agent compacts."""
+        cut = choose_cut(state.messages, draw(st.integers(1, 40)), floor=state.summary is not None)
+        if cut is not None and draw(st.booleans()):
+            add(Compacted(UserMessage(f"summary {next(ids)}"), cut, "threshold", 9, 3, Usage(5, 1)))
+
     for turn in range(1, draw(st.integers(0, max_turns)) + 1):
+        compact()
         for _ in range(draw(st.integers(0, 2))):
             send()
         add(TurnStarted(turn))
@@ -52,6 +62,7 @@ def journals(draw, max_turns: int = 4) -> list[Record]:
             add(StepStarted(state.step + 1))
             if draw(st.booleans()):
                 add(MessageAppended(draw(user_messages)))
+            compact()
             message = draw(assistant_messages)
             calls = [ToolCall(f"call_{next(ids)}", "tool", {}) for _ in range(draw(st.integers(0, 3)))]
             add(MessageAppended(AssistantMessage([*message.content, *calls], usage=message.usage)))

@@ -155,6 +155,15 @@ def test_fork_prints_the_new_session(db, capsys):
     assert any(line.startswith("└─ branch ") and line.endswith("main (4 messages)") for line in out.splitlines())
 
 
+
+def test_fork_with_repair_closes_the_open_turn_of_a_crashed_session(db, capsys):
+    status, out, _ = run(capsys, "sessions", "fork", "crashed", "--at-turn", "1", "--repair", "--as", "mended", "--db", str(db))
+    assert (status, out) == (0, "mended\n")
+    _, out, _ = run(capsys, "sessions", "show", "mended", "--db", str(db))
+    # The prompt, the call, and the result repair gives a call that never started.
+    assert "user: go" in out and "-> echo" in out and "TOOL_NOT_STARTED" in out
+
+
 @pytest.mark.parametrize(
     "argv, error",
     [

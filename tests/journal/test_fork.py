@@ -3,11 +3,14 @@ message or at the end of a turn, never inside an open turn."""
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 import trio
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, Tool
 from agentrio.journal import ForkRefused, SessionNotFound
+from agentrio.messages import TOOL_OUTCOME_UNKNOWN
 
 from ..helpers import calls, echo_tool, say
 
@@ -94,7 +97,11 @@ async def test_fork_takes_one_cut_and_an_existing_session(new_store):
             await rt.fork("nope", at_message=0, spec=two_turn_spec())
 
 
-async def test_a_cut_inside_an_open_turn_is_refused(new_store):
+@asynccontextmanager
+async def turn_two_running(new_store):
+    """A session "src" whose turn 2 has committed its first step (3
+    messages) and is running a blocking call; yields the runtime, the
+    agent, and the event that releases the call."""
     started, release = trio.Event(), trio.Event()
 
     async def block(args, ctx):
@@ -109,7 +116,28 @@ async def test_a_cut_inside_an_open_turn_is_refused(new_store):
         await agent.run("before")
         await agent.followup("go")
         await started.wait()
-        # Turn 2 has committed its first step (3 messages) and is still running.
+        yield rt, agent, release
+
+
+async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(new_store):
+    async with turn_two_running(new_store) as (rt, agent, release):
+        fork = await rt.fork("src", at_turn=2, repair=True, spec=AgentSpec("f", ScriptedModel([say("on")])))
+        history = list(fork.messages)
+        assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant", "tool_result"]
+        closing = history[-1]
+        assert closing.is_error and closing.text.startswith(TOOL_OUTCOME_UNKNOWN)  # it had started
+        assert texts(await rt.fork("src", at_message=5, repair=True)) == texts(fork)[:5]
+        with pytest.raises(ForkRefused, match="leaves tool calls without results"):
+            await rt.fork("src", at_message=6, repair=True)
+        assert (await fork.run("go on")).text == "on"  # a history a run can go on from
+        release.set()
+        await agent.wait_idle()
+    # The source was only read: its call ends with its own result.
+    assert agent.messages[6].text == "released" and agent.messages[-1].text == "end"
+
+
+async def test_a_cut_inside_an_open_turn_is_refused(new_store):
+    async with turn_two_running(new_store) as (rt, agent, release):
         assert len(agent.messages) == 2 + 3
         with pytest.raises(
             ForkRefused, match="inside turn 2, which is still open; cut at message 2 or before"

@@ -122,3 +122,13 @@ def test_arguments_that_were_not_an_object_are_replayed_as_written():
     messages = [UserMessage("go"), AssistantMessage([call]), ToolResultMessage("c1", "read", [Text("bad arguments")], is_error=True)]
     body = OpenAIChat("m", api_key="k").request_body(ModelRequest("", messages))
     assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"path": '
+
+
+def test_a_request_may_raise_the_output_budget_of_every_adapter():
+    request = ModelRequest("", [UserMessage("x")], max_tokens=4000)
+    assert Anthropic("claude", api_key="k").request_body(request)["max_tokens"] == 4000
+    assert OpenAIChat("m", api_key="k", max_tokens=100).request_body(request)["max_completion_tokens"] == 4000
+    assert OpenAIResponses("m", api_key="k").request_body(request)["max_output_tokens"] == 4000
+    # Without one, each adapter's own budget holds.
+    plain = ModelRequest("", [UserMessage("x")])
+    assert OpenAIChat("m", api_key="k", max_tokens=100).request_body(plain)["max_completion_tokens"] == 100

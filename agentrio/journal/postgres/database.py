@@ -332,7 +332,8 @@ class Database:
                 "SELECT seq, message_count, state FROM snapshots WHERE session_id = %s", (session_id,)
             ).fetchone()
             after, message_count = snapshot[:2] if snapshot else (0, 0)
-            # History is the first messages of the message records, in order.
+            # History reaches to the first ``message_count`` message records
+            # (the snapshot knows how many of them a compaction replaced).
             history_rows = conn.execute(
                 "SELECT seq, data FROM records WHERE session_id = %s AND kind = %s AND seq <= %s "
                 "ORDER BY seq LIMIT %s",

@@ -355,7 +355,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         lease = self._held(session_id, or_lost=True)
         if lease.error is None:
             seq = self._last_seq[session_id]
-            self._batch.snapshots.append((session_id, seq, len(state.messages), encode_state(state)))
+            self._batch.snapshots.append((session_id, seq, state.message_records, encode_state(state)))
             self._buffer()
 
     async def sync(self, session_id: str | None = None) -> None:

@@ -191,7 +191,8 @@ class Database:
                 (session_id,),
             ).fetchone()
             after, message_count, state_data, state_checksum = snapshot or (0, 0, None, None)
-            # History is the first messages of the message records, in order.
+            # History reaches to the first ``message_count`` message records
+            # (the snapshot knows how many of them a compaction replaced).
             history_rows = conn.execute(
                 f"SELECT {_STORED} FROM records WHERE session_id = ? AND kind = ? AND seq <= ? "
                 "ORDER BY seq LIMIT ?",

@@ -278,7 +278,7 @@ class SQLiteStore:
         # Encoded now, since ``state`` goes on changing; without its history
         # it is small.
         seq = self._last_seq_of(session_id)
-        count, data = len(state.messages), encode_state(state)
+        count, data = state.message_records, encode_state(state)
         checksum = snapshot_checksum(session_id, seq, count, data.encode())
         self._batch.snapshots.append((session_id, seq, count, data, checksum))
         self._buffer()

@@ -1,0 +1,28 @@
+"""Routing: which model answers a request (``Hooks.choose_model``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import _callbacks
+from ..models import Model, ModelRequest, ProviderError
+from .spec import Route
+
+if TYPE_CHECKING:
+    from .ports import ActivityPorts
+
+
+async def choose_model(
+    ports: ActivityPorts, request: ModelRequest, purpose: str, attempt: int = 1, error: ProviderError | None = None
+) -> Model:
+    """The model for ``request``: the ``choose_model`` hook's answer, else
+    the spec's. An answer that is not a model raises ``TypeError``."""
+    hooks = ports.spec.hooks
+    if hooks is None or hooks.choose_model is None:
+        return ports.spec.model
+    model = await _callbacks.call(hooks.choose_model, Route(ports.handle, request, purpose, attempt, error))
+    if model is None:
+        return ports.spec.model
+    if not callable(getattr(model, "stream", None)):
+        raise TypeError(f"Hooks.choose_model returned {model!r}, not a model")
+    return model
