@@ -267,16 +267,25 @@ class Agent:
         return await self.send(message, "next_step", wakeup=False)
 
     async def run(self, prompt: Input) -> RunResult:
-        """Queue ``prompt`` as a follow-up and return the result of the
-        activity that handles it. Never raises for a run that ended: a
-        cancel, a limit or a provider error is the stop reason.
+        """Queue ``prompt`` as a follow-up and return the result of the turn
+        that answered it, once the activity that ran it has ended. Never
+        raises for a run that ended: a cancel, a limit or a provider error
+        is the stop reason.
 
         Cancelling the caller withdraws the prompt if it is still queued; an
         activity already handling it goes on (``cancel`` stops it).
         """
+        async with self._prompt(prompt) as waiter:
+            await waiter.done.wait()
+        return waiter.result
+
+    @asynccontextmanager
+    async def _prompt(self, prompt: Input) -> AsyncIterator[_RunWaiter]:
+        """Queue ``prompt`` with a waiter for its result; leaving the block
+        before it is answered withdraws the prompt if no turn took it yet."""
         queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, wait=True))
         try:
-            await waiter.done.wait()
+            yield waiter
         finally:
             if not waiter.done.is_set():
                 with trio.CancelScope(shield=True):
@@ -284,7 +293,6 @@ class Agent:
                         await self._mailbox.call(_Withdraw(queued.id))
                     except (MailboxClosed, ActorStopped):
                         pass
-        return waiter.result
 
     async def withdraw(self, input_id: str) -> bool:
         """Discard a pending input (by its ``QueuedInput.id``); False when no
@@ -347,17 +355,8 @@ class Agent:
         on, in order, up to and including the ``agent_end`` of the activity
         that answered it; ``run.result`` then holds its ``RunResult``.
         Leaving the block early withdraws the prompt if it is still queued."""
-        async with self._bus.subscribe() as events:
-            queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, wait=True))
-            try:
-                yield RunStream(events, waiter)
-            finally:
-                if not waiter.done.is_set():
-                    with trio.CancelScope(shield=True):
-                        try:
-                            await self._mailbox.call(_Withdraw(queued.id))
-                        except (MailboxClosed, ActorStopped):
-                            pass
+        async with self._bus.subscribe() as events, self._prompt(prompt) as waiter:
+            yield RunStream(events, waiter)
 
     async def resume(self) -> None:
         """Start the pending input of a restored session (a restored agent
