@@ -503,7 +503,12 @@ class Activity:
                     request = _with_protocol_repair(request, repair)
                     continue
             self._live = None
-            await self.commit(message, announced=live.announced)
+            if message.content or error is None:
+                await self.commit(message, announced=live.announced)
+            elif live.announced:
+                # A failed request that said nothing leaves no empty message
+                # in history: the run's error says what happened.
+                self.emit(MessageDiscard, reason=message.stop_reason)
             return message
 
     async def _compact(self, reason: str) -> CompactionOutcome:
