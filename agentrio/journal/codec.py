@@ -3,7 +3,8 @@
 ``orjson`` does the JSON where it can: it is several times faster than the
 standard library, which restores and appends pay for on every record. What
 orjson refuses and ``json`` round-trips (a lone surrogate in a string, an
-integer beyond 64 bits) falls back to ``json``, so nothing that was stored
+integer beyond 64 bits) falls back to ``json`` (and text that may hold such an
+integer is read by ``json``, which orjson would read as a float), so nothing that was stored
 before becomes unstorable or unreadable. One difference remains: orjson
 writes a float NaN or infinity as ``null``.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -38,11 +40,20 @@ def _dumps(data: Any) -> str:
         return json.dumps(data, separators=(",", ":"))
 
 
+#: A number of 19 digits or more may lie beyond 64 bits, which orjson would
+#: read back as a float: such text is read by ``json``, exactly.
+_LONG_NUMBER = re.compile(r"\d{19}")
+_LONG_NUMBER_BYTES = re.compile(rb"\d{19}")
+
+
 def _loads(text: str | bytes) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
+    long_number = _LONG_NUMBER_BYTES if isinstance(text, bytes) else _LONG_NUMBER
+    if long_number.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def encode_record(record: Record) -> str:

@@ -40,6 +40,8 @@ async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(sqlite_s
     odd = [
         MessageAppended(say("half a pair: \udc80")),
         MessageAppended(ToolResultMessage("c", "t", details={"big": 2**70, "text": "\ud800"})),
+        # Not a float in disguise: one below the 64-bit range, read back exactly.
+        MessageAppended(ToolResultMessage("d", "t", details={"big": -(2**63) - 1})),
     ]
     await sqlite_store.create_session(SessionInfo("s1"), odd[:1])
     await sqlite_store.append("s1", odd[1:])
