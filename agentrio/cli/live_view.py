@@ -242,14 +242,16 @@ class LiveView:
                 self._running.clear()
                 self._run_start = None
                 self._thinking = False
+                # The error first (unless a reply already said it), then the
+                # line that closes the run.
+                if event.error and event.error != self._shown_error:
+                    self.print(one_line(event.error, 300), "red")
+                self._shown_error = None
                 style = "green" if event.stop_reason == "completed" else "red"
                 line = Text(f"■ {event.stop_reason}", style=style)
                 turns = "1 turn" if event.turns == 1 else f"{event.turns} turns"
                 line.append(f" · {turns} · {self._tokens()}", style="dim")
                 self.print(line)
-                if event.error and event.error != self._shown_error:
-                    self.print(one_line(event.error, 300), "red")
-                self._shown_error = None
         self.refresh()
 
     def _delta(self, delta: object) -> None:
