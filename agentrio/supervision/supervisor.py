@@ -15,7 +15,8 @@ outlives the block, and cancelling the owner cancels everything.
 
 from __future__ import annotations
 
-import math
+from collections import deque
+
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
@@ -120,7 +121,11 @@ class Supervisor:
         #: The current run of each child, in start order.
         self._runs: list[_Run] = []
         self._lock = trio.Lock()  # one change of the children at a time
-        self._exits_send, self._exits = trio.open_memory_channel[tuple[_Run, Exception | None]](math.inf)
+        #: Runs that ended on their own, waiting for the loop. Each run
+        #: reports once, and a child is restarted only after its exit is
+        #: handled, so at most one exit per child waits here.
+        self._exits: deque[tuple[_Run, Exception | None]] = deque()
+        self._exit_arrived = trio.Event()
         self._body = trio.CancelScope()
         self._loop = trio.CancelScope()
         self._escalation: SupervisorEscalation | None = None
@@ -197,7 +202,8 @@ class Supervisor:
         finally:
             run.ended.set()
         if not run.scope.cancel_called:
-            self._exits_send.send_nowait((run, error))
+            self._exits.append((run, error))
+            self._exit_arrived.set()
         elif error is not None:
             # Stopped by the supervisor, it failed on the way out: nothing to
             # restart for, but not to be lost either.
@@ -205,7 +211,12 @@ class Supervisor:
 
     async def _supervise(self) -> None:
         with self._loop:
-            async for run, error in self._exits:
+            while True:
+                if not self._exits:
+                    self._exit_arrived = trio.Event()
+                    await self._exit_arrived.wait()
+                    continue
+                run, error = self._exits.popleft()
                 async with self._lock:
                     # A run stopped and replaced by a restart meanwhile is stale.
                     if run in self._runs:
@@ -216,11 +227,8 @@ class Supervisor:
     def _report_unhandled_exits(self) -> None:
         """Children that ended on their own once the supervision loop had
         stopped are not restarted any more, but reported."""
-        while True:
-            try:
-                run, error = self._exits.receive_nowait()
-            except trio.WouldBlock:
-                return
+        while self._exits:
+            run, error = self._exits.popleft()
             if run in self._runs:
                 self._emit(ChildExit, child_id=run.spec.id, error=_describe(error))
 
