@@ -16,7 +16,6 @@ outlives the block, and cancelling the owner cancels everything.
 from __future__ import annotations
 
 from collections import deque
-
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
