@@ -40,9 +40,10 @@ class BufferedStore(Generic[D, B]):
 
     A subclass says how to open its database (``_connect``, run in the
     thread), which batch to start (``_new_batch``), how to commit one
-    (``_commit``) and what to make of its result (``_committed``), and may run tasks of its own while open (``_serve``).
-    One whose commits never wait (``_commits_here``) lets a barrier that
-    finds the thread idle commit in the trio thread (``_try_commit_here``).
+    (``_commit``) and what to make of its result (``_committed``), and may
+    run tasks of its own while open (``_serve``). One whose commits need not
+    wait (``_commits_here``) lets a barrier that finds the thread idle
+    commit in the trio thread (``_try_commit_here``), sparing the round trip.
     """
 
     #: Whether ``_sync_all`` first tries ``_try_commit_here``.
