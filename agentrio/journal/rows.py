@@ -1,7 +1,7 @@
 """Sessions from the rows a database store reads: decoding them, checking
 that none is missing, and projecting the state from a snapshot and the
-records after it. Decoding errors become ``StoreCorrupt`` naming the store,
-the session and the record."""
+records after it. Decoding errors, and rows a store finds damaged, become
+``StoreCorrupt`` naming the store, the session and the record."""
 
 from __future__ import annotations
 
@@ -16,18 +16,25 @@ from .store import LoadedSession, SessionInfo, StoreCorrupt
 
 T = TypeVar("T")
 
-#: A record's sequence number and its JSON text.
-Row = tuple[int, str]
+#: A record as a store reads it: its sequence number first, then what
+#: ``RowDecoder.data`` takes its JSON from.
+Row = tuple[Any, ...]
 #: The seq of the last record a snapshot covers, its message count and its
 #: encoded state without its history.
-Snapshot = tuple[int, int, str]
+Snapshot = tuple[int, int, str | bytes]
 
 
 class RowDecoder:
-    """``where`` names the store in errors."""
+    """``where`` names the store in errors. Rows are ``(seq, JSON)``; a
+    store whose rows carry more (a checksum) says how to get the JSON out of
+    them by overriding ``data``."""
 
     def __init__(self, where: str) -> None:
         self.where = where
+
+    def data(self, session_id: str, row: Row) -> str | bytes:
+        """The record's JSON; raises ``StoreCorrupt`` if the row is damaged."""
+        return row[1]
 
     def session(
         self,
@@ -49,8 +56,8 @@ class RowDecoder:
                     f"{self.where}: session {session_id!r}: its snapshot's history is incomplete"
                 )
             history: list[Message] = [
-                self._decoded(session_id, f"record {seq}", decode_message_record, data)
-                for seq, data in history_rows
+                self._decoded(session_id, f"record {row[0]}", decode_message_record, self.data(session_id, row))
+                for row in history_rows
             ]
             state = self._decoded(session_id, "its snapshot", decode_state, state_text, history)
         last_seq = after
@@ -59,10 +66,11 @@ class RowDecoder:
         return LoadedSession(info, state, len(rows)), last_seq
 
     def records(self, session_id: str, rows: list[Row], after: int = 0) -> Iterator[tuple[int, Record]]:
-        for expected, (seq, data) in enumerate(rows, after + 1):
+        for expected, row in enumerate(rows, after + 1):
+            seq = row[0]
             if seq != expected:
                 raise StoreCorrupt(f"{self.where}: session {session_id!r}: record {expected} is missing")
-            yield seq, self._decoded(session_id, f"record {seq}", decode_record, data)
+            yield seq, self._decoded(session_id, f"record {seq}", decode_record, self.data(session_id, row))
 
     def _decoded(self, session_id: str, what: str, decode: Callable[..., T], *args: Any) -> T:
         try:

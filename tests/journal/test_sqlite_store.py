@@ -4,6 +4,7 @@ store in test_store.py)."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pytest
 import trio
@@ -86,6 +87,28 @@ async def test_a_barrier_while_another_process_writes_waits_in_the_thread(sqlite
     other.close()
     assert order == ["other commits", "synced"]
     assert (await sqlite_store.load_session("s1"))[1] == tool_turn(1, 1)
+
+
+@pytest.mark.parametrize(("synchronous", "where"), [("NORMAL", "trio"), ("FULL", "store")])
+async def test_a_barrier_that_finds_the_thread_idle_commits_in_trio_only_if_nothing_waits_for_the_disk(
+    db, monkeypatch, synchronous, where
+):
+    threads = []
+    commit = Database._commit
+
+    def recorded(self, batch):
+        threads.append("trio" if threading.current_thread() is threading.main_thread() else "store")
+        commit(self, batch)
+
+    monkeypatch.setattr(Database, "_commit", recorded)
+    async with SQLiteStore(db, synchronous=synchronous) as store:
+        await store.create_session(SessionInfo("s1"))
+        for turn in (1, 2):
+            await store.append("s1", tool_turn(turn, 2 * turn - 1))
+            await store.sync("s1")
+        assert threads == [where, where]
+    async with SQLiteStore(db) as other:
+        assert (await other.load_session("s1"))[1] == tool_turn(1, 1) + tool_turn(2, 3)
 
 
 async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):

@@ -4,18 +4,16 @@ from the store's own thread."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
 
 import attrs
 
-from ...messages import Message
 from ..checksum import record_checksum, snapshot_checksum
-from ..codec import decode_message_record, decode_record, decode_state, many_objects
-from ..projection import SessionState
+from ..codec import many_objects
 from ..records import MessageAppended, Record
+from ..rows import RowDecoder
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -27,8 +25,6 @@ from ..store import (
 )
 from .connection import BUSY_TIMEOUT_MS, Synchronous, configure, connect, store_error, transaction
 from .schema import MIGRATIONS, check_identity, create_file, migrate
-
-T = TypeVar("T")
 
 #: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
 #: checksum)``.
@@ -95,6 +91,7 @@ class Database:
             except BaseException:
                 self._conn.close()
                 raise
+        self._rows = _CheckedRows(str(path))
         # Commits and record bytes since the last checkpoint.
         self._commits = 0
         self._bytes = 0
@@ -199,18 +196,12 @@ class Database:
                 (session_id, MESSAGE, after, message_count),
             ).fetchall()
             rows = self._records(session_id, after)
+        if snapshot is not None:
+            if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
+                raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
+            snapshot = (after, message_count, state_data)
         with many_objects():
-            if state_data is None:
-                state = SessionState()
-            else:
-                if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
-                    raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
-                history = self._history(session_id, history_rows, message_count)
-                state = self._decoded(session_id, "its snapshot", decode_state, state_data, history)
-            last_seq = after
-            for last_seq, record in self._decode(session_id, rows, after):
-                state.apply(record)
-        return LoadedSession(info, state, len(rows)), last_seq
+            return self._rows.session(info, snapshot, history_rows, rows)
 
     def load_records(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
         conn = self._conn
@@ -218,7 +209,7 @@ class Database:
             info = self._info(session_id)
             rows = self._records(session_id, 0)
         with many_objects():
-            return info, [record for _, record in self._decode(session_id, rows, 0)]
+            return info, [record for _, record in self._rows.records(session_id, rows)]
 
     def summaries(self) -> list[SessionSummary]:
         with translated(self.path):
@@ -254,36 +245,15 @@ class Database:
             (session_id, after),
         ).fetchall()
 
-    # -- decoding -------------------------------------------------------------
 
-    def _decoded(self, session_id: str, what: str, decode: Callable[..., T], *args: Any) -> T:
-        try:
-            return decode(*args)
-        except Exception as exc:
-            raise StoreCorrupt(f"{self.path}: session {session_id!r}: {what} cannot be read: {exc}") from exc
+class _CheckedRows(RowDecoder):
+    """Rows as ``StoredRecord``s: a record's JSON is decoded once its
+    checksum shows it undamaged."""
 
-    def _checked(self, session_id: str, row: StoredRecord) -> bytes:
-        """The record's JSON, once its checksum shows it undamaged."""
+    def data(self, session_id: str, row: StoredRecord) -> bytes:
         seq, kind, data, checksum = row
         if record_checksum(session_id, seq, kind, data) != checksum:
             raise StoreCorrupt(
-                f"{self.path}: session {session_id!r}: record {seq} is damaged (checksum mismatch)"
+                f"{self.where}: session {session_id!r}: record {seq} is damaged (checksum mismatch)"
             )
         return data
-
-    def _decode(self, session_id: str, rows: list[StoredRecord], after: int) -> Iterator[tuple[int, Record]]:
-        for expected, row in enumerate(rows, after + 1):
-            seq = row[0]
-            if seq != expected:
-                raise StoreCorrupt(f"{self.path}: session {session_id!r}: record {expected} is missing")
-            data = self._checked(session_id, row)
-            yield seq, self._decoded(session_id, f"record {seq}", decode_record, data)
-
-    def _history(self, session_id: str, rows: list[StoredRecord], count: int) -> list[Message]:
-        if len(rows) != count:
-            raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot's history is incomplete")
-        history = []
-        for row in rows:
-            data = self._checked(session_id, row)
-            history.append(self._decoded(session_id, f"record {row[0]}", decode_message_record, data))
-        return history

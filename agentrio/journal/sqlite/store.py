@@ -5,21 +5,20 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Self
 
 import trio
 
+from ..buffered import BufferedStore
 from ..checksum import record_checksum, snapshot_checksum
 from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
 from ..store import Claims, LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
+from ..thread import Result
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
-from .thread import DatabaseThread, Result
 
 #: The claims of every SQLiteStore in this process, one set per file (by
 #: device and inode, however its path is spelled), so that two store objects
@@ -27,7 +26,7 @@ from .thread import DatabaseThread, Result
 _claims_by_file: dict[tuple[int, int], Claims] = {}
 
 
-class SQLiteStore:
+class SQLiteStore(BufferedStore[Database, Batch]):
     """Sessions in one SQLite file in WAL mode. Several processes may share
     the file, each writing its own sessions.
 
@@ -72,170 +71,49 @@ class SQLiteStore:
         self.path = Path(path)
         self._open_database = functools.partial(Database, self.path, create=create, synchronous=synchronous)
         #: Whether a barrier may commit in the trio thread (see above).
-        self._commit_here = synchronous == "NORMAL"
-        self._db: Database | None = None
-        self._thread: DatabaseThread | None = None
-        self._nursery: trio.Nursery | None = None
-        self._opening = trio.Lock()
-        self._owner: trio.lowlevel.Task | None = None
-        self._depth = 0
-        self._stack: AsyncExitStack | None = None
+        self._commits_here = synchronous == "NORMAL"
         self._claims = Claims()
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
-        self._batch = Batch()
-        # Appends and snapshots buffered so far, and how many are committed.
-        self._buffered = 0
-        self._committed = 0
-        self._commit = trio.Event()  # set, and replaced, after each write
-        self._flush_wanted = trio.Event()
-        self._writing = False
-        self._failure: StoreError | None = None
-        #: Whether a caller has been told of the failure.
-        self._failure_told = False
+        super().__init__(f"agentrio store {self.path.name}")
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
 
-    # -- opening and closing --------------------------------------------------
+    # -- the BufferedStore parts ----------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        task = trio.lowlevel.current_task()
-        async with self._opening:
-            if self._db is None:
-                await self._open()
-                self._owner = task
-        if task is self._owner:
-            self._depth += 1
-        return self
+    def _connect(self) -> Database:
+        return self._open_database()
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
-        if trio.lowlevel.current_task() is not self._owner:
-            return
-        self._depth -= 1
-        if self._depth:
-            return
-        with trio.CancelScope(shield=True):
-            failure = await self._close()
-        stack, nursery, self._stack, self._nursery = self._stack, self._nursery, None, None
-        nursery.cancel_scope.cancel()  # the flusher; the thread has ended
-        await stack.aclose()
-        # Records that never reached the file must not go unnoticed.
-        if failure is not None and not self._failure_told and exc_type is None:
-            raise failure
+    def _new_batch(self) -> Batch:
+        return Batch()
 
-    async def _open(self) -> None:
-        thread = DatabaseThread(f"agentrio store {self.path.name}")
-        async with AsyncExitStack() as stack:
-            nursery = await stack.enter_async_context(trio.open_nursery())
-            await nursery.start(thread.serve)
-            try:
-                self._db = await thread.call(self._open_database)
-            except Exception as exc:
-                # Raised once the thread has ended, not from inside the nursery.
-                thread.stop()
-                failure = exc
-            else:
-                failure = None
-                self._thread, self._nursery = thread, nursery
-                stat = os.stat(self.path)
-                self._claims = _claims_by_file.setdefault((stat.st_dev, stat.st_ino), Claims())
-                self._failure, self._failure_told = None, False
-                nursery.start_soon(self._flush_when_asked)
-                self._stack = stack.pop_all()
-        if failure is not None:
-            raise failure
+    def _commit(self, db: Database, batch: Batch) -> Callable[[], None]:
+        return functools.partial(db.write, batch)
 
-    async def _close(self) -> StoreError | None:
-        """Commit what is buffered, close the file and end the thread."""
-        try:
-            while self._writing or (self._batch and self._failure is None):
-                self._write()
-                await self._commit.wait()
-        finally:
-            try:
-                await self._thread.call(self._db.close)
-            finally:
-                self._thread.stop()
-                self._db = self._thread = self._owner = None
-                self._last_seq.clear()
-                self._claims.release_all(self)
-        return self._failure
-
-    # -- the writer -----------------------------------------------------------
-
-    def _buffer(self) -> None:
-        self._buffered += 1
-        self._flush_wanted.set()
-
-    async def _flush_when_asked(self) -> None:
-        # Runs once the appending task yields, so that what it appends until
-        # then joins the batch.
-        while True:
-            await self._flush_wanted.wait()
-            self._flush_wanted = trio.Event()
-            self._write()
-
-    def _write(self) -> None:
-        """Hand the buffer to the thread, unless a batch is being written
-        (its end hands over the next) or nothing can be written."""
-        if self._writing or not self._batch or self._thread is None or self._failure is not None:
-            return
-        batch, upto = self._batch, self._buffered
-        self._batch, self._writing = Batch(), True
-        self._thread.submit(self._db.write, (batch,), functools.partial(self._written, upto))
-
-    def _written(self, upto: int, result: Result) -> None:
-        self._writing = False
-        _, error = result
-        if error is None:
-            self._committed = upto
-        else:
-            self._fail(error)
-        self._commit.set()
-        self._commit = trio.Event()
-        self._write()
-
-    def _fail(self, error: BaseException) -> None:
-        if isinstance(error, StoreError):
-            self._failure = error
-        else:  # raising in a delivery would end the trio run
-            self._failure = StoreError(f"{self.path}: a write failed: {error!r}")
-            self._failure.__cause__ = error
-
-    def _write_here(self) -> None:
-        """Commit the buffer in the trio thread, if the store's thread is
-        idle and no other process holds the write lock; else leave it."""
-        if self._writing or not self._batch or self._failure is not None or not self._thread.idle:
-            return
-        db, upto = self._db, self._buffered
-        try:
-            if not db.try_write(self._batch):
-                return
-        except Exception as exc:
-            self._written(upto, (None, exc))
-            return
-        self._batch = Batch()
-        self._written(upto, (None, None))
-        if db.checkpoint_due:
+    def _try_commit_here(self, db: Database, batch: Batch) -> bool:
+        if not db.try_write(batch):
+            return False
+        if db.checkpoint_due:  # it syncs the file: in the store's thread
             self._thread.submit(db.checkpoint, (), self._checkpointed)
+        return True
 
     def _checkpointed(self, result: Result) -> None:
         _, error = result
         if error is not None:
             self._fail(error)
 
-    def _check_usable(self) -> Database:
-        if self._failure is not None:
-            self._failure_told = True
-            raise StoreError(
-                f"the store failed, nothing more can be written: {self._failure}"
-            ) from self._failure
-        if self._db is None:
-            raise StoreError(
-                f"{self!r} is not open: use `async with` (a Runtime opens the store it is given)"
-            )
-        return self._db
+    async def _open(self) -> None:
+        await super()._open()
+        stat = os.stat(self.path)
+        self._claims = _claims_by_file.setdefault((stat.st_dev, stat.st_ino), Claims())
+
+    async def _close(self) -> StoreError | None:
+        try:
+            return await super()._close()
+        finally:
+            self._last_seq.clear()
+            self._claims.release_all(self)
 
     def _last_seq_of(self, session_id: str) -> int:
         self._check_usable()
@@ -249,21 +127,21 @@ class SQLiteStore:
     # -- the Store interface --------------------------------------------------
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
-        db = self._check_usable()
+        self._check_usable()
         rows = _rows(info.session_id, 0, records)
-        await self._thread.call(db.create_session, info, rows)
+        await self._call(Database.create_session, info, rows)
         self._last_seq[info.session_id] = len(rows)
 
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
         await self.sync()  # read back what this store appended
-        info, records = await self._thread.call(self._check_usable().load_records, session_id)
+        info, records = await self._call(Database.load_records, session_id)
         # A session being written here knows its last record better than the file.
         self._last_seq.setdefault(session_id, len(records))
         return info, records
 
     async def load_state(self, session_id: str) -> LoadedSession:
         await self.sync()
-        loaded, last_seq = await self._thread.call(self._check_usable().load_state, session_id)
+        loaded, last_seq = await self._call(Database.load_state, session_id)
         self._last_seq.setdefault(session_id, last_seq)
         return loaded
 
@@ -287,17 +165,7 @@ class SQLiteStore:
         """Every session's appends so far are committed together."""
         self._check_usable()
         await trio.lowlevel.checkpoint_if_cancelled()
-        target = self._buffered
-        if self._commit_here:
-            self._write_here()
-            self._check_usable()
-            if self._committed >= target:
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                return
-        self._write()  # now rather than when the scheduled call runs
-        while self._committed < target:
-            await self._commit.wait()
-            self._check_usable()
+        await self._sync_all()
 
     async def claim_session(self, session_id: str) -> None:
         self._check_usable()
@@ -311,11 +179,11 @@ class SQLiteStore:
 
     async def list_summaries(self) -> list[SessionSummary]:
         await self.sync()
-        return await self._thread.call(self._check_usable().summaries)
+        return await self._call(Database.summaries)
 
     async def delete_session(self, session_id: str) -> None:
         await self.sync()
-        await self._thread.call(self._check_usable().delete_session, session_id)
+        await self._call(Database.delete_session, session_id)
         self._last_seq.pop(session_id, None)
 
 
