@@ -1,12 +1,9 @@
 """For an agent whose store is shared across hosts (``PostgresStore``): take
-in the input posted for its session anywhere, and stop it once its lease
-is lost."""
+in the input posted for its session anywhere."""
 
 from __future__ import annotations
 
 import logging
-
-import trio
 
 from ..actors.agent import Agent, AgentDisposed
 from ..journal import LeaseLost, RemoteInput, StoreError
@@ -31,27 +28,15 @@ async def serve_remote(agent: Agent, store) -> None:
     the deletion commits with the agent's next records. An input whose
     records were committed by a former holder that died before the deletion
     was is recognised by its inbox id and only consumed, so each input is
-    taken in once. A lost lease cancels the agent: nothing it does is
-    written any more."""
-    session_id = agent.session_id
-    lease = store.lease(session_id)
-    async with trio.open_nursery() as nursery:
-        if lease is not None:
-            nursery.start_soon(_stop_when_lost, agent, lease, nursery.cancel_scope)
-        try:
-            await _take_inputs(agent, store, session_id)
-        except (LeaseLost, AgentDisposed):
-            pass  # the lease watcher, or the agent's teardown, ends the agent
-        except StoreError as exc:
-            # Input stays posted for the next holder; the agent's own writes
-            # meet the same error at their barrier.
-            log.warning("agent %s: no longer taking remote input: %s", agent.id, exc)
-
-
-async def _stop_when_lost(agent: Agent, lease, scope: trio.CancelScope) -> None:
-    await lease.lost.wait()
-    scope.cancel()
-    await agent.cancel()
+    taken in once. With the lease lost it stops taking input."""
+    try:
+        await _take_inputs(agent, store, agent.session_id)
+    except (LeaseLost, AgentDisposed):
+        pass  # the agent's next barrier meets the lost lease; or it is torn down
+    except StoreError as exc:
+        # Input stays posted for the next holder; the agent's own writes
+        # meet the same error at their barrier.
+        log.warning("agent %s: no longer taking remote input: %s", agent.id, exc)
 
 
 async def _take_inputs(agent: Agent, store, session_id: str) -> None:
