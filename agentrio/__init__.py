@@ -21,7 +21,7 @@ from .actors import (
     Subscription,
     agent_tool,
 )
-from .journal import MemoryStore, SessionHeld, SQLiteStore, Store, StoreError
+from .journal import LeaseLost, MemoryStore, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -55,13 +55,16 @@ __all__ = [
     "CompactionOutcome",
     "Hooks",
     "Initiator",
+    "LeaseLost",
     "Limits",
     "MemoryStore",
     "Message",
     "PostTool",
+    "PostgresStore",
     "PreStep",
     "ProviderError",
     "Reject",
+    "RemoteInput",
     "RequestContext",
     "RequestError",
     "Route",
@@ -97,3 +100,12 @@ __all__ = [
     "with_initiator",
     "without_initiator",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use: it needs psycopg, an optional dependency.
+    if name == "PostgresStore":
+        from .journal.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -254,6 +254,9 @@ class Activity:
                 stop = await self._turns()
         except Exception as exc:
             log.exception("agent %s: run failed", self.ports.agent_id)
+            # A nursery's group of one says nothing more than its error.
+            while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
             stop, self.error = "error", f"{type(exc).__name__}: {exc}"
         finally:
             if self.scope.cancelled_caught or (self.cancel_cause and stop == "completed"):

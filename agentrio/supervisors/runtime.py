@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 
@@ -9,11 +10,13 @@ import trio
 
 from .._ids import new_id
 from ..actors.agent import Agent, Setup
+from ..actors.scope import AgentScope
 from ..actors.spec import AgentSpec, RunResult
 from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
 from .registry import AgentRegistry
+from .remote import serve_remote, takes_remote_input
 
 
 class Runtime:
@@ -79,6 +82,7 @@ class Runtime:
         parent: Agent | None = None,
         *,
         setup: Setup | None = None,
+        wait: bool = False,
     ) -> Agent:
         """Start an agent. With a ``session_id`` the store holds, the agent is
         restored from it (an interrupted run is repaired); otherwise a new
@@ -89,7 +93,12 @@ class Runtime:
         It may return a commit callback, a synchronous final re-check run as
         the last thing before publishing. If either fails, the agent is
         unregistered, everything setup opened is closed, and the error is
-        raised here."""
+        raised here.
+
+        A session that another runtime holds is refused with ``SessionHeld``;
+        with ``wait=True`` and a store that leases sessions across hosts
+        (``acquire``), this waits until the holder lets it go (or its lease
+        runs out) and takes it over then."""
         nursery = self.nursery
         session_id = session_id or new_id("session")
         if session_id in self.registry or session_id in self._opening:
@@ -101,6 +110,11 @@ class Runtime:
             # One writer per session: another runtime on this store (in this
             # process; across hosts, the store's lease) is refused at once.
             await self.store.claim_session(session_id)
+            if wait and (acquire := getattr(self.store, "acquire", None)) is not None:
+                try:
+                    await acquire(session_id, wait=True)
+                except SessionNotFound:
+                    pass  # created below, with its lease
             try:
                 loaded = await self.store.load_state(session_id)
             except SessionNotFound:
@@ -167,6 +181,8 @@ class Runtime:
         # A child lives in its parent's nursery: the nursery tree is the
         # agent tree, and the parent's scope reaches it.
         host = parent.children_nursery if parent is not None else nursery
+        if takes_remote_input(self.store):
+            setup = _taking_remote_input(setup, self.store)
         # Registered while setup runs, so that setup sees the tree it joins.
         self.registry.add(agent)
         try:
@@ -186,6 +202,18 @@ class Runtime:
         self.registry.remove(agent)
         with trio.CancelScope(shield=True):
             await self.store.release_session(agent.session_id)
+
+
+def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:
+    """``setup``, then input posted anywhere is taken in for the agent's
+    life (and a lost lease stops it), in the agent's own scope."""
+
+    async def remote_setup(agent: Agent, scope: AgentScope) -> Callable[[], None] | None:
+        commit = await setup(agent, scope) if setup is not None else None
+        scope.nursery.start_soon(serve_remote, agent, store)
+        return commit
+
+    return remote_setup
 
 
 def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **options: object) -> RunResult:
