@@ -436,3 +436,34 @@ def test_hooks_must_be_functions():
     with pytest.raises(TypeError, match=r"Hooks.pre_step: expected a function or None, got 'x'"):
         Hooks(pre_step="x")
 
+
+
+async def test_a_run_whose_journal_refuses_to_close_it_still_ends_and_says_why():
+    from agentrio import MemoryStore, StoreError
+
+    class FailingStore(MemoryStore):
+        failing = False
+
+        async def sync(self, session_id):
+            if self.failing:
+                raise StoreError("the lease on this session was lost")
+            await super().sync(session_id)
+
+    started = trio.Event()
+
+    async def wait(args, ctx):
+        started.set()
+        await trio.sleep_forever()
+
+    store = FailingStore()
+    model = ScriptedModel([calls(("wait", {}))])
+    async with Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=[Tool("wait", "", {"type": "object"}, wait)]))
+        async with record(agent) as rec, trio.open_nursery() as nursery:
+            results = start_run(nursery, agent, "go")
+            await started.wait()
+            store.failing = True
+            await agent.cancel()
+    assert results[0].stop_reason == "error"
+    assert "StoreError: the lease on this session was lost" in results[0].error
+    assert rec.of("agent_end")[-1].stop_reason == "error"

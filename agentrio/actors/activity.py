@@ -254,18 +254,21 @@ class Activity:
                 stop = await self._turns()
         except Exception as exc:
             log.exception("agent %s: run failed", self.ports.agent_id)
-            # A nursery's group of one says nothing more than its error.
-            while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-                exc = exc.exceptions[0]
-            stop, self.error = "error", f"{type(exc).__name__}: {exc}"
+            stop, self.error = "error", _describe_error(exc)
         finally:
             if self.scope.cancelled_caught or (self.cancel_cause and stop == "completed"):
                 # (A cancel before the run reached a checkpoint still aborts it.)
                 stop = "aborted" if self.cancel_cause else "timeout"
             # Closing the open step and turn must finish even when the agent
             # is torn down; it is bounded by ABANDON_AFTER.
-            with trio.CancelScope(shield=True):
-                await self._settle(stop)
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._settle(stop)
+            except Exception as exc:
+                # The journal refused to close the run (its store failed, or
+                # the session's lease was lost): the run still ends, as an error.
+                log.exception("agent %s: could not settle the run", self.ports.agent_id)
+                stop, self.error = "error", _describe_error(exc)
             error = self.error if stop in ERROR_STOPS else None
             cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
@@ -591,6 +594,13 @@ class Activity:
 
 def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:
     return attrs.evolve(request, messages=[*request.messages, UserMessage(text)])
+
+
+def _describe_error(exc: BaseException) -> str:
+    # A nursery's group of one says nothing more than its error.
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _writes_tool_calls_as_text(message: AssistantMessage) -> bool:

@@ -634,7 +634,10 @@ class Agent:
             log.exception("agent %s: activity failed", self.id)
             result = _unhandled("error", f"{type(exc).__name__}: {exc}")
             with trio.CancelScope(shield=True):
-                await repair(self._journal)
+                try:
+                    await repair(self._journal)
+                except Exception:
+                    log.exception("agent %s: the journal could not be repaired", self.id)
         finally:
             self._activity = None
         # Each prompt gets the result of the turn that answered it, once the
