@@ -15,6 +15,7 @@ import attrs
 from ..journal import Journal
 from ..mailbox import Inbox
 from ..messages import ToolCall
+from ..messages.protocol import GrowingProjection
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -76,4 +77,8 @@ class ActivityPorts:
     #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
     spawn_child: Callable[..., Awaitable[Agent]]
     handle: Agent
+    #: The provider projection of committed history, grown by the previous
+    #: run: the activity appends to it, so a run does not re-project the
+    #: whole conversation.
+    context: Callable[[], GrowingProjection]
 
