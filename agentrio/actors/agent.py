@@ -30,7 +30,6 @@ from ..mailbox import (
     as_queued,
 )
 from ..messages import Message, ToolCall, Usage
-from ..messages.protocol import GrowingProjection
 from ..supervision import RestartIntensity
 from ..tools import Tool
 from ..tools.permissions import summarize_call
@@ -189,7 +188,6 @@ class Agent:
         self._workers: set[str] = set()
         self._maintenance: deque[Any] = deque()
         self._nursery: trio.Nursery | None = None
-        self._projection: GrowingProjection | None = None
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.spec.name!r} {self.status}>"
@@ -671,17 +669,7 @@ class Agent:
             start_worker=self._start_worker,
             spawn_child=self._spawn_child,
             handle=self,
-            context=self._context,
         )
-
-    def _context(self) -> GrowingProjection:
-        """The projection of committed history, kept from run to run and
-        rebuilt only when history is not the one it grew (a compaction, a
-        restore, a run that ended with messages it did not commit)."""
-        messages = self._state.messages
-        if self._projection is None or not self._projection.mirrors(messages):
-            self._projection = GrowingProjection(messages)
-        return self._projection
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
         async def supervised() -> None:

@@ -15,7 +15,6 @@ import attrs
 from ..journal import Journal
 from ..mailbox import Inbox
 from ..messages import ToolCall
-from ..messages.protocol import GrowingProjection
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -77,8 +76,4 @@ class ActivityPorts:
     #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
     spawn_child: Callable[..., Awaitable[Agent]]
     handle: Agent
-    #: The provider projection of committed history, grown by the previous
-    #: run: the activity appends to it, so a run does not re-project the
-    #: whole conversation.
-    context: Callable[[], GrowingProjection]
 
