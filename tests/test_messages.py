@@ -146,3 +146,15 @@ def test_an_agent_written_history_is_projected_incrementally(history):
     growing = GrowingProjection(history)
     assert not growing._grown_out
     assert growing.messages() == project_tool_protocol(history)
+
+
+def test_a_projection_mirrors_only_the_history_it_grew_from():
+    from agentrio.messages.protocol import GrowingProjection
+
+    history = [UserMessage("hi"), AssistantMessage([Text("hello")]), UserMessage("again")]
+    growing = GrowingProjection(history)
+    assert growing.mirrors(history) and growing.mirrors(list(history))
+    assert not growing.mirrors([*history, AssistantMessage([Text("more")])])  # grew without it
+    assert not growing.mirrors([UserMessage("summary"), *history[1:]])  # a compaction's new head
+    assert not growing.mirrors([*history[:2], UserMessage("again")])  # decoded anew: equal, not the same
+    assert GrowingProjection().mirrors([]) and not GrowingProjection().mirrors(history)

@@ -151,7 +151,7 @@ class Activity:
         self.cancel_cause: str | None = None
         # The run's working copy of history (committed history is the
         # journal's), and its provider projection, grown a message at a time.
-        self._context = GrowingProjection(self._state.messages)
+        self._context = ports.journal.context()
         self._compactor = Compactor(ports)
         #: The output budget of this run's requests (None: the adapter's).
         self._max_tokens: int | None = None

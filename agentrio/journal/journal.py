@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..messages.protocol import GrowingProjection
 from .projection import SessionState
 from .records import Record
 from .store import Store
@@ -31,6 +32,7 @@ class Journal:
         self.guard: Callable[[], None] | None = None
         #: Records appended since the store's latest snapshot of this session.
         self.unsnapshotted = unsnapshotted
+        self._context: GrowingProjection | None = None
 
     async def append(self, *records: Record) -> None:
         if self.guard is not None:
@@ -44,6 +46,19 @@ class Journal:
         if self.unsnapshotted >= SNAPSHOT_EVERY:
             await self.store.save_snapshot(self.session_id, self.state)
             self.unsnapshotted = 0
+
+    def context(self) -> GrowingProjection:
+        """The provider projection of committed history, for a run to grow.
+
+        Kept from one run to the next, so a run does not re-project the
+        whole conversation; rebuilt when committed history is not the one
+        it grew (a compaction's new head, a run that ended with messages it
+        never committed).
+        """
+        messages = self.state.messages
+        if self._context is None or not self._context.mirrors(messages):
+            self._context = GrowingProjection(messages)
+        return self._context
 
     async def sync(self) -> None:
         """Durability barrier: returns once every appended record is durable."""

@@ -154,6 +154,19 @@ class GrowingProjection:
                 self._grown_out = True  # reused ids: only the full projection knows
             self._waiting = list(calls)
 
+    def mirrors(self, messages: Sequence[Message]) -> bool:
+        """Whether ``messages`` is still the history this was grown from.
+
+        History only grows between two checks, or is replaced: a compaction
+        swaps its head for a new summary, a restore decodes new messages. So
+        the same length and the same first and last objects mean the same
+        history, in O(1).
+        """
+        history = self.history
+        return len(history) == len(messages) and (
+            not history or (history[0] is messages[0] and history[-1] is messages[-1])
+        )
+
     def messages(self) -> list[Message]:
         """The projection of everything appended so far (a new list)."""
         if self._grown_out:

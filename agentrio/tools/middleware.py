@@ -87,8 +87,9 @@ async def run_tool_call(
     ctx = ToolCallContext(tool, call, _copy(args), tool_ctx.agent_id, tool_ctx.session_id)
 
     async def execute() -> ToolResult:
-        # Middleware may rewrite the arguments; the tool must still get valid ones.
-        errors = tool.argument_errors(ctx.args) if ctx.args != args else []
+        # Middleware may rewrite the arguments; the tool must still get valid
+        # ones. Without middleware nothing could have: skip the comparison.
+        errors = tool.argument_errors(ctx.args) if middleware and ctx.args != args else []
         if errors:
             return ToolResult(
                 f"contract error: middleware changed the arguments of {tool.name!r} "
