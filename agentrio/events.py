@@ -112,6 +112,16 @@ class MessageUpdate(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class OutputUpdate(_Event):
+    """What a typed answer (``AgentSpec.output_type``) says so far, as JSON
+    data, each time it changes while the answer streams."""
+
+    output: Any
+
+    type: ClassVar[str] = "output_update"
+
+
+@attrs.frozen(kw_only=True)
 class MessageEnd(_Event):
     message: Message
 
@@ -302,6 +312,7 @@ Event = (
     | ToolExecutionUpdate
     | ToolExecutionEnd
     | ToolAbandoned
+    | OutputUpdate
     | Lagged
     | AgentFailed
     | ApprovalRequest

@@ -24,6 +24,7 @@ import trio
 from .. import _callbacks, tracing
 from ..events import (
     AgentEnd,
+    OutputUpdate,
     AgentStart,
     Event,
     MessageDiscard,
@@ -58,7 +59,8 @@ from ..messages import (
 )
 from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
-from ..models.events import StreamEvent, StreamStart
+from ..models.events import StreamEvent, StreamStart, TextDelta
+from ..models.output import OutputInvalid, PartialOutput
 from .compaction import CompactionOutcome, Compactor
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
@@ -80,7 +82,9 @@ TRUNCATION_STOPS = {
 }
 
 #: Stop reasons that are errors: their result carries ``error``.
-ERROR_STOPS = frozenset({"error", "model_error", "tool_error", "context_overflow", "compaction_failed"})
+ERROR_STOPS = frozenset(
+    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid"}
+)
 
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
@@ -115,6 +119,10 @@ class TurnMark:
     #: The input that started the turn (its next-turn prompt, else the
     #: first next-step input); every other input claimed in the turn joined it.
     owner: str | None = None
+    #: With typed output: the converted answer, and the invalid answers sent
+    #: back so far.
+    output: Any = None
+    output_retries: int = 0
 
 
 @attrs.define(eq=False)
@@ -124,6 +132,9 @@ class LiveMessage:
     assembler: MessageAssembler = attrs.field(factory=MessageAssembler)
     #: Whether ``message_start`` was emitted for it.
     announced: bool = False
+    #: With typed output: what the answer says so far, and the reader of it.
+    partial: Any = None
+    reader: PartialOutput | None = None
 
 
 class Activity:
@@ -163,6 +174,8 @@ class Activity:
         self.claimed: list[QueuedInput] = []
         #: The result each claimed input gets: that of the turn it was in.
         self.answers: dict[str, RunResult] = {}
+        #: The typed output of the run's last turn.
+        self.output: Any = None
         self.error: str | None = None
         self._mark: TurnMark | None = None
         self._live: LiveMessage | None = None
@@ -282,7 +295,14 @@ class Activity:
                 cancel_cause=cause,
             )
         return RunResult(
-            stop, list(self.new_messages), self.usage, self.turns, error, steps=self.requests, cancel_cause=cause
+            stop,
+            list(self.new_messages),
+            self.usage,
+            self.turns,
+            error,
+            steps=self.requests,
+            cancel_cause=cause,
+            output=self.output,
         )
 
     async def _turns(self) -> str:
@@ -318,6 +338,7 @@ class Activity:
         if mark is None:
             return
         self._mark = None
+        self.output = mark.output
         messages = self.new_messages[mark.messages :]
         for queued in self.claimed[mark.claimed :]:
             self.answers[queued.id] = RunResult(
@@ -329,6 +350,7 @@ class Activity:
                 steps=self.requests - mark.requests,
                 joined=queued.id != mark.owner,
                 cancel_cause=cause,
+                output=mark.output,
             )
 
     async def _end_step(self) -> None:
@@ -420,13 +442,31 @@ class Activity:
                 )
             return TRUNCATION_STOPS[message.stop_reason]
         if not message.tool_calls:
-            return "completed"
+            return await self._check_output(message)
         self._batch = ToolBatch(self._batch_ports, message.tool_calls)
         outcome = await self._batch.run()
         if self._batch.error is not None:
             self.error = self._batch.error
         self._batch = None
         return outcome
+
+    async def _check_output(self, message: AssistantMessage) -> str | None:
+        """With typed output, the answer must parse: a valid one completes the
+        turn with its value; an invalid one goes back to the model with the
+        error (None: another request is owed), ``output_retries`` times."""
+        spec = self.spec.output_spec
+        if spec is None:
+            return "completed"
+        try:
+            self._mark.output = spec.parse(message.text)
+        except OutputInvalid as invalid:
+            if self._mark.output_retries >= self.spec.limits.output_retries:
+                self.error = invalid.message
+                return "output_invalid"
+            self._mark.output_retries += 1
+            await self.commit(UserMessage(invalid.message))
+            return None
+        return "completed"
 
     async def _continue_cut_reply(self, message: AssistantMessage) -> AssistantMessage:
         """Continue a text reply cut by the output limit, up to
@@ -445,8 +485,11 @@ class Activity:
         system_prompt = self.spec.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
+        output = self.spec.output_spec
         if not hook:
-            return ModelRequest(system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens)
+            return ModelRequest(
+                system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens, output=output
+            )
         context = RequestContext(system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
@@ -454,6 +497,7 @@ class Activity:
             project_tool_protocol(context.messages),
             list(context.tools),
             max_tokens=self._max_tokens,
+            output=output,
         )
 
     # -- the model request ----------------------------------------------------
@@ -545,6 +589,17 @@ class Activity:
             self.emit(MessageStart, role="assistant")
         else:
             self.emit(MessageUpdate, delta=event)
+            if isinstance(event, TextDelta) and self.spec.output_spec is not None:
+                self._follow_output(live, event.text)
+
+    def _follow_output(self, live: LiveMessage, text: str) -> None:
+        """``output_update`` whenever what the streaming answer says changes."""
+        if live.reader is None:
+            live.reader = self.spec.output_spec.partial_reader()
+        partial = live.reader.feed(text)
+        if partial is not None and partial != live.partial:
+            live.partial = partial
+            self.emit(OutputUpdate, output=partial)
 
     def _withdraw(self, live: LiveMessage, reason: str) -> None:
         if live.announced:

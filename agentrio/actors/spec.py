@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from ..messages import Message, ToolCall, ToolResultMessage, Usage
-from ..models import Model, ModelRequest, ProviderError, ToolSpec, from_string
+from ..models import Model, ModelRequest, OutputSpec, ProviderError, ToolSpec, from_string
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ RunStopReason = Literal[
     "compaction_failed",
     "blocked",
     "error",
+    "output_invalid",
 ]
 
 Decision = Literal["allow", "deny", "ask"]
@@ -121,6 +122,10 @@ class Limits:
     keep_recent_tokens: int = attrs.field(default=20_000, validator=_positive_int(optional=False))
     continue_on_max_tokens: int = attrs.field(default=0, validator=_count)
     max_output_tokens: int | None = attrs.field(default=None, validator=_positive_int(optional=True))
+    #: With ``AgentSpec.output_type``: how many times an answer that is not a
+    #: valid output goes back to the model with the error before the run
+    #: stops ``output_invalid``.
+    output_retries: int = attrs.field(default=2, validator=_count)
 
     @tool_execution.validator
     def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -341,6 +346,15 @@ class AgentSpec:
     restart_intensity: tuple[int, float] = attrs.field(
         default=(3, 60.0), kw_only=True, converter=tuple, validator=_restart_intensity
     )
+    #: A type every run must end with a value of (see ``models.OutputSpec``):
+    #: the answer is parsed and converted into ``RunResult.output``.
+    output_type: Any = attrs.field(default=None, kw_only=True)
+    #: ``OutputSpec.for_type(output_type)``, made (and checked) once.
+    output_spec: OutputSpec | None = attrs.field(init=False, eq=False, repr=False)
+
+    @output_spec.default
+    def _make_output_spec(self) -> OutputSpec | None:
+        return None if self.output_type is None else OutputSpec.for_type(self.output_type)
 
     @restart.validator
     def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -367,6 +381,8 @@ class RunResult:
     steps: int = attrs.field(default=0, kw_only=True)
     joined: bool = attrs.field(default=False, kw_only=True)
     cancel_cause: str | None = attrs.field(default=None, kw_only=True)
+    #: The converted value, with ``AgentSpec.output_type`` (``text`` stays the raw answer).
+    output: Any = attrs.field(default=None, kw_only=True)
 
     @property
     def text(self) -> str:
