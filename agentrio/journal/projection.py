@@ -15,16 +15,15 @@ from ..messages import (
     UserMessage,
     unanswered_calls,
 )
+from ..mailbox.items import QueuedInput, Target
 from .records import (
     ActorFailed,
     Compacted,
     InboxSpliced,
     MessageAppended,
-    QueuedInput,
     Record,
     StepEnded,
     StepStarted,
-    Target,
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,

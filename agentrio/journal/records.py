@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import attrs
 
-from ..mailbox.items import DISCARDING_REASONS, TARGETS, InboxSpliced, QueuedInput, SpliceReason, Target
+from ..mailbox.items import InboxSpliced
 from ..messages import Message, ToolResultMessage, Usage, UserMessage, register_tagged_union
 
 @attrs.frozen

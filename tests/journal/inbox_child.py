@@ -15,7 +15,8 @@ import sys
 import trio
 
 from agentrio.journal import PostgresStore, SessionInfo
-from agentrio.journal.records import InboxSpliced, QueuedInput
+from agentrio.journal.records import InboxSpliced
+from agentrio.mailbox import QueuedInput
 
 
 async def main(dsn: str, session_id: str) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage, UserMessage
+from agentrio.mailbox import QueuedInput
 from agentrio.journal.records import (
     InboxSpliced,
     MessageAppended,
-    QueuedInput,
     Record,
     StepEnded,
     StepStarted,

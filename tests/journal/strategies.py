@@ -9,12 +9,11 @@ from hypothesis import strategies as st
 from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage, UserMessage
 from agentrio.actors.compaction import choose_cut
 from agentrio.journal.projection import SessionState
+from agentrio.mailbox import TARGETS, QueuedInput
 from agentrio.journal.records import (
-    TARGETS,
     Compacted,
     InboxSpliced,
     MessageAppended,
-    QueuedInput,
     Record,
     StepEnded,
     StepStarted,

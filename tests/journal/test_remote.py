@@ -9,7 +9,8 @@ import trio
 
 from agentrio import UserMessage
 from agentrio.journal import LeaseLost, RemoteInput, SessionInfo, SessionNotFound, StoreError
-from agentrio.journal.records import InboxSpliced, MessageAppended, QueuedInput
+from agentrio.journal.records import InboxSpliced, MessageAppended
+from agentrio.mailbox import QueuedInput
 
 from .places import Place
 

@@ -71,7 +71,7 @@ async def test_an_input_whose_records_a_dead_holder_committed_is_not_taken_in_ag
         item = await first.post_input("s1", RemoteInput("followup", UserMessage("once")))
         # The holder took it in (its records committed), then died before
         # the deletion was committed.
-        queued = agentrio.journal.records.QueuedInput(f"remote_{item.id}", item.message)
+        queued = agentrio.mailbox.QueuedInput(f"remote_{item.id}", item.message)
         await first.append("s1", [InboxSpliced("next_turn", 0, 0, [queued], "send")])
         await first.sync("s1")
         place.execute("UPDATE leases SET expires_at = clock_timestamp() WHERE session_id = 's1'")
