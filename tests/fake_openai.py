@@ -4,8 +4,8 @@ It answers ``POST …/chat/completions`` with scripted replies, streamed as a
 real server streams them, so a client (an adapter in the test's own process,
 or a subprocess such as ``python -m agentrio run --model openai:fake
 --base-url URL``) is tested through real sockets. Built on ``trio.serve_tcp``
-and h11 (which httpx already depends on); it imports nothing else from the
-test suite, so it can be copied as it is.
+and h11 (which httpx already depends on); requests are read as the loopback
+server of the adapter tests reads them (``tests/models/loopback.py``).
 
 Use it from a trio test::
 
@@ -62,6 +62,8 @@ import h11
 import trio
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
+
+from .models.loopback import read_request
 
 __all__ = ["FakeOpenAI", "FakeRequest", "HTTPError", "Hang", "start_fake_openai"]
 
@@ -260,26 +262,14 @@ async def _send(conn: h11.Connection, stream: trio.SocketStream, event: h11.Even
 
 
 async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> FakeRequest | None:
-    head: h11.Request | None = None
-    body = bytearray()
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            conn.receive_data(await stream.receive_some(65536))
-        elif isinstance(event, h11.Request):
-            head = event
-        elif isinstance(event, h11.Data):
-            body += event.data
-        elif isinstance(event, h11.EndOfMessage):
-            assert head is not None
-            try:
-                parsed: Any = json.loads(body) if body else None
-            except ValueError:
-                parsed = bytes(body)
-            headers = {name.decode().lower(): value.decode() for name, value in head.headers}
-            return FakeRequest(head.method.decode(), head.target.decode(), headers, parsed)
-        elif isinstance(event, h11.ConnectionClosed):
-            return None
+    received = await read_request(conn, stream)
+    if received is None:
+        return None
+    try:
+        parsed: Any = json.loads(received.body) if received.body else None
+    except ValueError:
+        parsed = received.body
+    return FakeRequest(received.method, received.path, received.headers, parsed)
 
 
 async def start_fake_openai(

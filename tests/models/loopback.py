@@ -77,7 +77,7 @@ class LoopbackServer:
     async def _serve(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
         while True:
-            received = await _read_request(conn, stream)
+            received = await read_request(conn, stream)
             if received is None:
                 return
             self.requests.append(received)
@@ -102,7 +102,8 @@ class LoopbackServer:
             conn.start_next_cycle()
 
 
-async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> ReceivedRequest | None:
+async def read_request(conn: h11.Connection, stream: trio.SocketStream) -> ReceivedRequest | None:
+    """The next whole request on ``conn``, or None once the client closed."""
     request: h11.Request | None = None
     body = bytearray()
     while True:
