@@ -174,6 +174,7 @@ async def test_an_agent_whose_session_was_taken_over_ends_its_run_and_writes_not
             release.set()
         (result,) = results
         assert result.stop_reason == "error"
+        assert result.error.startswith("LeaseLost: session 's1' was taken over"), result.error
         # The runtime goes on.
         other = await rt.create(AgentSpec("b", ScriptedModel([say("fine")])), "s2")
         assert (await other.run("hi")).stop_reason == "completed"

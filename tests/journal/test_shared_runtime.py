@@ -8,10 +8,10 @@ import pytest
 import trio
 
 import agentrio
-from agentrio import AgentSpec, RemoteInput, Runtime, ScriptedModel, Tool, UserMessage
+from agentrio import AgentSpec, RemoteInput, Runtime, ScriptedModel, UserMessage
 from agentrio.journal.records import InboxSpliced
 
-from ..helpers import calls, say
+from ..helpers import say
 from .places import Place
 
 
@@ -106,32 +106,3 @@ async def test_create_can_wait_for_the_runtime_holding_the_session(place):
             await first.dispose(held)
         (agent,) = opened
         assert [m.text for m in agent.messages] == ["hello", "from the first"]
-
-
-async def test_the_run_of_an_agent_whose_lease_is_lost_names_lease_lost(place):
-    started, release = trio.Event(), trio.Event()
-
-    async def block(args, ctx):
-        started.set()
-        await release.wait()
-        return "released"
-
-    tools = [Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
-    model = ScriptedModel([calls(("block", {})), say("never said")])
-    async with place() as taker, Runtime(place()) as rt:
-        agent = await rt.create(AgentSpec("a", model, tools=tools), "s1")
-        results = []
-
-        async def run():
-            results.append(await agent.run("go"))
-
-        with trio.fail_after(30):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(run)
-                await started.wait()
-                place.execute("UPDATE leases SET expires_at = clock_timestamp() WHERE session_id = 's1'")
-                await taker.acquire("s1")
-                release.set()
-        (result,) = results
-        assert result.stop_reason == "error"
-        assert result.error.startswith("LeaseLost: session 's1' was taken over"), result.error
