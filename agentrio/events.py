@@ -223,14 +223,17 @@ class ToolAbandoned(_Event):
 
 @attrs.frozen(kw_only=True)
 class Lagged(_Event):
-    """This subscriber fell behind: ``dropped`` deltas (text or progress
-    pieces) were left out here; the ``message_end`` / ``tool_execution_end``
-    that follow still carry the whole message or result. ``closed``: the
-    subscriber fell so far behind that its subscription ended; subscribe
-    again. Its ``seq`` is that of the event before it."""
+    """This subscriber fell behind and reads on from the agent's replay log:
+    the deltas that follow come coalesced, and ``dropped`` of them (text or
+    progress pieces past the log's text limit) were left out here; the
+    ``message_end`` / ``tool_execution_end`` that follow still carry the
+    whole message or result. ``missed``: events after this one's ``seq`` that
+    the log no longer held (a reader that far behind, or a ``since`` older
+    than the log); read the agent's history (``agent.messages``) to catch
+    up. Its ``seq`` is that of the last event before the gap."""
 
     dropped: int = 0
-    closed: bool = False
+    missed: int = 0
 
     type: ClassVar[str] = "lagged"
 

@@ -342,11 +342,20 @@ class Agent:
         return await self.run_maintenance(lambda: compact_now(self._ports(), instructions))
 
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[Subscription]:
+    async def subscribe(self, since: int | None = None) -> AsyncIterator[Subscription]:
         """``async with agent.subscribe() as events: async for event in events``.
         Iteration ends when the agent is disposed. The buffer is bounded:
-        see ``Subscription`` for what a reader that lags gets."""
-        async with self._bus.subscribe() as events:
+        see ``Subscription`` for what a reader that lags gets.
+
+        With ``since`` (the ``seq`` of an event this agent emitted), the
+        subscription first replays what came after it (``ReplayLog``: every
+        lifecycle event, deltas coalesced, a message still streaming as one
+        ``message_update`` with its text so far), then goes live, with no gap
+        and no duplicate. The log starts with the agent's first subscriber
+        and holds its latest ``REPLAY_CAPACITY`` events: a ``since`` older
+        than that starts with a ``lagged`` event counting what is ``missed``
+        (the committed history is in ``agent.messages``)."""
+        async with self._bus.subscribe(since) as events:
             yield events
 
     @asynccontextmanager

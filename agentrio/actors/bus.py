@@ -2,75 +2,45 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import attrs
 import trio
 
-from ..events import Event, Lagged, MessageUpdate, ToolExecutionUpdate
-from ..models.events import TextDelta, ThinkingDelta
+from ..events import Event, Lagged
+from .replay import ReplayLog
 
-#: Events a subscriber may have waiting before deltas are coalesced.
+#: Events a subscriber may have waiting. A subscriber further behind reads on
+#: from the agent's replay log (see ``Subscription``).
 SUBSCRIBER_CAPACITY = 1024
-#: The most text one coalesced delta may hold; past it deltas are dropped
-#: (and counted in a ``lagged`` event), so a reader that never reads costs
-#: bounded memory whatever a tool prints.
-COALESCED_TEXT_LIMIT = 64 * 1024
-#: Events a subscriber may have waiting at all. Lifecycle events are never
-#: dropped below this; a reader this far behind is cut off with a final
-#: ``lagged`` event (``closed=True``) and may subscribe again.
-SUBSCRIBER_HARD_LIMIT = 16 * SUBSCRIBER_CAPACITY
-
-DELTAS = (MessageUpdate, ToolExecutionUpdate)
-
-
-def _merged(earlier: Event, later: Event) -> Event | None:
-    """One delta saying what ``earlier`` and ``later`` say together, or None
-    when they cannot be merged."""
-    if isinstance(earlier, MessageUpdate) and isinstance(later, MessageUpdate):
-        a, b = earlier.delta, later.delta
-        if type(a) is type(b) and isinstance(a, TextDelta | ThinkingDelta) and a.index == b.index:
-            if isinstance(a, ThinkingDelta) and (a.signature or b.signature):
-                return None
-            if len(a.text) + len(b.text) <= COALESCED_TEXT_LIMIT:
-                return attrs.evolve(later, delta=attrs.evolve(b, text=a.text + b.text))
-        return None
-    if isinstance(earlier, ToolExecutionUpdate) and isinstance(later, ToolExecutionUpdate):
-        a, b = earlier.progress, later.progress
-        if (
-            earlier.tool_call_id == later.tool_call_id
-            and isinstance(a, dict)
-            and isinstance(b, dict)
-            and a.keys() == b.keys() == {"stream", "text"}
-            and a["stream"] == b["stream"]
-            and len(a["text"]) + len(b["text"]) <= COALESCED_TEXT_LIMIT
-        ):
-            return attrs.evolve(later, progress={"stream": b["stream"], "text": a["text"] + b["text"]})
-    return None
 
 
 class Subscription:
     """One subscriber's buffer: ``async for event in subscription``.
 
-    Guarantees: events arrive in ``seq`` order. Lifecycle events (everything
-    but ``message_update`` and ``tool_execution_update``) are never dropped
-    while the reader is less than ``SUBSCRIBER_HARD_LIMIT`` events behind.
-    Once ``SUBSCRIBER_CAPACITY`` events wait, a new delta is merged into
-    the delta before it when they continue each other, else dropped; the
-    reader then gets a ``lagged`` event (how many were dropped) in its
-    place, and ``message_end`` / ``tool_execution_end`` still bring the whole
-    message or result. Memory is bounded whether or not anyone reads.
+    Guarantees: events arrive in ``seq`` order, each once. While the reader
+    keeps up it gets every event as it was emitted. Once
+    ``SUBSCRIBER_CAPACITY`` events wait, the subscription stops buffering and
+    the reader, having read what waits, gets a ``lagged`` event and then
+    continues from the agent's replay log (``ReplayLog``): every lifecycle
+    event (everything but ``message_update`` and ``tool_execution_update``)
+    and the deltas coalesced, then live again, with no gap and no duplicate.
+    Only a reader so far behind that the log no longer holds what it missed
+    loses events, and its ``lagged`` event says how many (``missed``).
+    Memory is bounded whether or not anyone reads.
     """
 
-    def __init__(self, bus: EventBus) -> None:
+    def __init__(self, bus: EventBus, since: int | None = None) -> None:
         self._bus = bus
         self._events: deque[Event] = deque()
         self._closed = False
         self._arrived = trio.Event()
         self._readers = 0
+        #: Reading from the log after this seq, not from live emits.
+        self._behind_after: int | None = since
 
     def __len__(self) -> int:
         """Events waiting to be read."""
@@ -82,29 +52,34 @@ class Subscription:
         return self._readers > 0
 
     def offer(self, event: Event) -> None:
-        if self._closed:
+        if self._closed or self._behind_after is not None:
             return
         events = self._events
-        if len(events) >= SUBSCRIBER_CAPACITY and isinstance(event, DELTAS):
-            if events and (merged := _merged(events[-1], event)) is not None:
-                events[-1] = merged
-            elif events and isinstance(events[-1], Lagged):
-                events[-1] = attrs.evolve(events[-1], dropped=events[-1].dropped + 1)
-            else:
-                events.append(self._bus.make(Lagged, dropped=1, closed=False))
-            return
-        if len(events) >= SUBSCRIBER_HARD_LIMIT:
-            events.append(self._bus.make(Lagged, dropped=0, closed=True))
-            self.close()
-            return
-        events.append(event)
+        if len(events) >= SUBSCRIBER_CAPACITY:
+            # Fall behind: read on from the log after the last event held.
+            self._behind_after = events[-1].seq
+            events.append(self._bus.make(Lagged, seq=events[-1].seq))
+        else:
+            events.append(event)
         self._arrived.set()
+
+    def _catch_up(self, after: int) -> None:
+        missed, events = self._bus.replay(after)
+        if missed:
+            self._events.append(self._bus.make(Lagged, seq=after, missed=missed))
+        self._events.extend(events[:SUBSCRIBER_CAPACITY])
+        if len(events) > SUBSCRIBER_CAPACITY:
+            self._behind_after = events[SUBSCRIBER_CAPACITY - 1].seq
+        else:
+            self._behind_after = None  # live again: the log held everything up to now
 
     def close(self) -> None:
         self._closed = True
         self._arrived.set()
 
     def receive_nowait(self) -> Event:
+        if not self._events and self._behind_after is not None:
+            self._catch_up(self._behind_after)
         if self._events:
             return self._events.popleft()
         if self._closed:
@@ -139,8 +114,11 @@ class Subscription:
 class EventBus:
     """Numbers an agent's events and hands each to every subscriber.
 
-    Emitting never blocks the agent and builds nothing when nobody
-    subscribes; each subscriber's buffer is bounded (see ``Subscription``).
+    Emitting never blocks the agent and builds nothing until someone
+    subscribes. From the first subscription on, every event also goes to the
+    agent's ``ReplayLog``, so that a subscriber can resume after any seq it
+    has seen (``subscribe(since=seq)``); each subscriber's buffer is bounded
+    (see ``Subscription``).
     """
 
     def __init__(self, agent_id: str, session_id: str) -> None:
@@ -148,6 +126,7 @@ class EventBus:
         self._session_id = session_id
         self._seq = 0
         self._subscribers: list[Subscription] = []
+        self._log: ReplayLog | None = None
         self._closed = False
 
     @property
@@ -155,28 +134,42 @@ class EventBus:
         """The seq of the latest event."""
         return self._seq
 
-    def make(self, event_type: type[Event], **fields: Any) -> Event:
-        """An event of this agent stamped with the current seq (for events a
-        subscription makes up itself, which take no seq of their own)."""
+    def make(self, event_type: type[Event], seq: int | None = None, **fields: Any) -> Event:
+        """An event of this agent stamped with ``seq`` (default: the current
+        seq; for events a subscription makes up itself, which take no seq of
+        their own)."""
         return event_type(
             agent_id=self._agent_id,
             session_id=self._session_id,
-            seq=self._seq,
+            seq=self._seq if seq is None else seq,
             time=trio.current_time(),
             **fields,
         )
 
     def emit(self, event_type: type[Event], **fields: Any) -> None:
         self._seq += 1
-        if not self._subscribers:
-            return  # nobody listens: build nothing, but keep counting
+        if self._log is None:
+            return  # nobody has listened: build nothing, but keep counting
         event = self.make(event_type, **fields)
+        self._log.add(event)
         for subscriber in self._subscribers:
             subscriber.offer(event)
 
+    def replay(self, since: int) -> tuple[int, list[Event]]:
+        """``ReplayLog.after``: the events after ``since`` the log holds."""
+        assert self._log is not None
+        return self._log.after(since)
+
     @asynccontextmanager
-    async def subscribe(self) -> AsyncIterator[Subscription]:
-        subscription = Subscription(self)
+    async def subscribe(self, since: int | None = None) -> AsyncIterator[Subscription]:
+        if since is not None and not (isinstance(since, int) and 0 <= since <= self._seq):
+            raise ValueError(
+                f"since={since!r}: expected the seq of an event of this agent, 0 to {self._seq} "
+                "(seqs count from the agent's start in this process)"
+            )
+        if self._log is None:
+            self._log = ReplayLog(self._seq, functools.partial(self.make, Lagged))
+        subscription = Subscription(self, since if since is not None and since < self._seq else None)
         if self._closed:
             subscription.close()
         else:

@@ -1,0 +1,157 @@
+"""An agent's recent events, kept so that a subscriber can resume after a
+seq it has seen (``agent.subscribe(since=seq)``, and a subscriber that fell
+behind)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ..events import Event, MessageUpdate, ToolExecutionUpdate
+from ..models.events import TextDelta, ThinkingDelta
+
+#: Entries the log keeps (a run of deltas that continue each other is one).
+REPLAY_CAPACITY = 4096
+#: The most text one run of deltas keeps; later pieces of that run are left
+#: out of the log (and counted in a ``lagged`` event on replay), so whatever
+#: a tool prints, the log's memory is bounded. ``message_end`` and
+#: ``tool_execution_end`` still carry the whole message or result.
+COALESCED_TEXT_LIMIT = 64 * 1024
+
+DELTAS = (MessageUpdate, ToolExecutionUpdate)
+
+
+def continues(earlier: Event, later: Event) -> bool:
+    """Whether delta ``later`` goes on with the same text as ``earlier``."""
+    if isinstance(earlier, MessageUpdate) and isinstance(later, MessageUpdate):
+        a, b = earlier.delta, later.delta
+        if type(a) is not type(b) or not isinstance(a, TextDelta | ThinkingDelta) or a.index != b.index:
+            return False
+        return not (isinstance(a, ThinkingDelta) and (a.signature or b.signature))
+    if isinstance(earlier, ToolExecutionUpdate) and isinstance(later, ToolExecutionUpdate):
+        a, b = earlier.progress, later.progress
+        return (
+            earlier.tool_call_id == later.tool_call_id
+            and _is_output(a)
+            and _is_output(b)
+            and a["stream"] == b["stream"]
+        )
+    return False
+
+
+def _is_output(progress: Any) -> bool:
+    return isinstance(progress, dict) and progress.keys() == {"stream", "text"}
+
+
+def is_text_delta(event: Event) -> bool:
+    """Whether ``event`` is a piece of text that a later piece may continue
+    (``message_update`` of text or thinking, a tool's output)."""
+    if isinstance(event, MessageUpdate):
+        delta = event.delta
+        return isinstance(delta, TextDelta) or (isinstance(delta, ThinkingDelta) and not delta.signature)
+    return isinstance(event, ToolExecutionUpdate) and _is_output(event.progress)
+
+
+def delta_text(event: Event) -> str:
+    """The text a delta that ``continues`` another carries."""
+    if isinstance(event, MessageUpdate):
+        return event.delta.text  # type: ignore[union-attr]
+    return event.progress["text"]  # type: ignore[attr-defined]
+
+
+def with_text(event: Event, text: str, seq: int) -> Event:
+    """``event`` carrying ``text`` instead of its own, numbered ``seq``."""
+    if isinstance(event, MessageUpdate):
+        return attrs.evolve(event, seq=seq, delta=attrs.evolve(event.delta, text=text))
+    return attrs.evolve(event, seq=seq, progress={"stream": event.progress["stream"], "text": text})  # type: ignore[attr-defined]
+
+
+@attrs.define
+class _Run:
+    """Deltas with consecutive seqs that continue each other, kept as their
+    pieces of text: the first ``len(pieces)`` from ``first.seq`` on, then
+    ``dropped`` more past the text limit, up to ``last_seq``."""
+
+    first: Event
+    pieces: list[str]
+    size: int
+    last_seq: int
+    dropped: int = 0
+
+    def add(self, event: Event) -> None:
+        text = delta_text(event)
+        self.last_seq = event.seq
+        if self.dropped or self.size + len(text) > COALESCED_TEXT_LIMIT:
+            self.dropped += 1
+        else:
+            self.pieces.append(text)
+            self.size += len(text)
+
+    def after(self, since: int, make_lagged: Callable[..., Event]) -> list[Event]:
+        """What of the run comes after seq ``since``: one delta with the rest
+        of the kept text, and a ``lagged`` event counting the pieces left out."""
+        out: list[Event] = []
+        seen = max(0, since - self.first.seq + 1)
+        if seen < len(self.pieces):
+            kept_last = self.first.seq + len(self.pieces) - 1
+            out.append(with_text(self.first, "".join(self.pieces[seen:]), kept_last))
+        left_out = min(self.dropped, self.last_seq - since)
+        if left_out > 0:
+            out.append(make_lagged(dropped=left_out, seq=self.last_seq))
+        return out
+
+
+class ReplayLog:
+    """The latest ``REPLAY_CAPACITY`` events of an agent, in seq order, from
+    the moment the log was started.
+
+    Guarantees: ``after(since)`` gives every lifecycle event (everything but
+    ``message_update`` and ``tool_execution_update``) after ``since`` that the
+    log still holds, in order; the deltas among them come coalesced (each run
+    of deltas that continue each other as one, holding the text the reader
+    has not seen yet, up to ``COALESCED_TEXT_LIMIT``; what is left out is
+    counted in a ``lagged`` event). Memory is bounded by the capacity and the
+    text limit, whatever the agent emits.
+    """
+
+    def __init__(self, started_after: int, make_lagged: Callable[..., Event]) -> None:
+        #: Events up to this seq are not in the log (never were, or evicted).
+        self._lost_through = started_after
+        self._entries: deque[Event | _Run] = deque()
+        self._make_lagged = make_lagged
+
+    def add(self, event: Event) -> None:
+        entries = self._entries
+        if isinstance(event, DELTAS):
+            last = entries[-1] if entries else None
+            if isinstance(last, _Run) and last.last_seq == event.seq - 1 and continues(last.first, event):
+                last.add(event)
+                return
+            if is_text_delta(event):
+                run = _Run(event, [], 0, event.seq - 1)
+                run.add(event)
+                entries.append(run)
+            else:
+                entries.append(event)
+        else:
+            entries.append(event)
+        if len(entries) > REPLAY_CAPACITY:
+            evicted = entries.popleft()
+            self._lost_through = evicted.last_seq if isinstance(evicted, _Run) else evicted.seq
+
+    def after(self, since: int) -> tuple[int, list[Event]]:
+        """``(missed, events)``: the events after seq ``since`` that the log
+        holds, and how many seqs after ``since`` it no longer holds (0 when
+        nothing is missing)."""
+        missed = max(0, self._lost_through - since)
+        out: list[Event] = []
+        for entry in self._entries:
+            if isinstance(entry, _Run):
+                if entry.last_seq > since:
+                    out += entry.after(since, self._make_lagged)
+            elif entry.seq > since:
+                out.append(entry)
+        return missed, out
