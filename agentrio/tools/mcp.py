@@ -31,6 +31,12 @@ server fails its tools, never the agent that holds them. Leaving the block
 closes the server's stdin; a server that does not exit within 2 s gets TERM,
 then KILL, to its process group (the SDK's shutdown).
 
+Names: a listed name that model providers would refuse (``files.read``,
+``fs/list``, over 64 characters) is offered with each refused character
+as ``_``, cut to fit and given a short hash of the original when it is too
+long or would clash with another tool's; calls reach the server under the
+name it listed.
+
 Execution mode: a tool runs ``parallel`` only when the server marks it
 read-only (``readOnlyHint: true``); otherwise ``exclusive``, since MCP
 presumes a tool without that hint may change its environment. Pass
@@ -39,6 +45,8 @@ presumes a tool without that hint may change its environment. Pass
 
 from __future__ import annotations
 
+import hashlib
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -59,7 +67,7 @@ except ModuleNotFoundError as missing:
 from .. import tracing
 from ..supervision import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
 from .mcp_results import tool_result
-from .tool import ExecutionMode, Tool, ToolContext, ToolResult
+from .tool import TOOL_NAME, ExecutionMode, Tool, ToolContext, ToolResult
 
 T = TypeVar("T")
 
@@ -193,18 +201,42 @@ class ToolServer:
         with trio.move_on_after(self._startup_timeout):
             await session.initialize()
             if not self._tools:
-                self._tools = tuple(self._tool(t) for t in await _list_tools(session))
+                listed = await _list_tools(session)
+                names = provider_names([self._prefix + t.name for t in listed])
+                self._tools = tuple(self._tool(t, name) for t, name in zip(listed, names, strict=True))
             return
         raise TimeoutError(f"no answer within {self._startup_timeout:g} s")
 
-    def _tool(self, listed: mcp_types.Tool) -> Tool:
+    def _tool(self, listed: mcp_types.Tool, name: str) -> Tool:
         return Tool(
-            self._prefix + listed.name,
+            name,
             listed.description or listed.title or "",
             listed.input_schema,
             partial(self._call, listed.name),
             execution_mode=self._execution_mode or _mode_from_annotations(listed.annotations),
         )
+
+
+def provider_names(names: Sequence[str]) -> list[str]:
+    """``names`` as model providers accept tool names, each distinct: a valid
+    name is kept; in another, each refused character becomes ``_``, and a
+    name cut to fit, or clashing with another, is cut further and ends in
+    ``_`` and 8 hex digits of a hash of the original (the same every time
+    the server starts)."""
+    valid = {name for name in names if TOOL_NAME.fullmatch(name)}
+    out: list[str] = []
+    for name in names:
+        if name in valid and name not in out:
+            out.append(name)
+            continue
+        mapped = re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "_"
+        clashes = 0
+        while mapped in valid or mapped in out or len(name) > 64 and clashes == 0:
+            digest = hashlib.sha256(f"{name}\0{clashes}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            mapped = f"{re.sub(r'[^a-zA-Z0-9_-]', '_', name)[:55]}_{digest}"
+            clashes += 1
+        out.append(mapped)
+    return out
 
 
 @asynccontextmanager

@@ -110,7 +110,7 @@ def _check_mode(mode: object) -> None:
 
 
 #: What model providers accept as a tool name.
-_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
 def _type_error(attribute: attrs.Attribute, expected: str, value: Any) -> TypeError:
@@ -120,7 +120,7 @@ def _type_error(attribute: attrs.Attribute, expected: str, value: Any) -> TypeEr
 def _valid_name(tool: Tool, attribute: attrs.Attribute, name: Any) -> None:
     if not isinstance(name, str):
         raise _type_error(attribute, "a str", name)
-    if not _NAME.fullmatch(name):
+    if not TOOL_NAME.fullmatch(name):
         raise ValueError(
             f"Tool.name: expected 1 to 64 letters, digits, '_' or '-' (what model providers accept), "
             f"got {name!r}; rename the tool"

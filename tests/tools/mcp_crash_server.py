@@ -35,5 +35,17 @@ async def count(to: int, ctx: Context) -> str:
     return "counted"
 
 
+@server.tool(name="files.read", annotations=ToolAnnotations(read_only_hint=True))
+def files_read(path: str) -> str:
+    """A name model providers refuse: the bridge offers it as ``files_read``."""
+    return f"read {path}"
+
+
+@server.tool(name="fs/list", annotations=ToolAnnotations(read_only_hint=True))
+def fs_list() -> str:
+    """Another refused name, offered as ``fs_list``."""
+    return "listed"
+
+
 if __name__ == "__main__":
     server.run()

@@ -10,7 +10,8 @@ import pytest
 
 from agentrio import AgentSpec, Limits, ScriptedModel, Text
 from agentrio.supervisors import ChildRestart, Escalation
-from agentrio.tools.mcp import ServerDidNotStart, mcp_server
+from agentrio.tools.mcp import ServerDidNotStart, mcp_server, provider_names
+from agentrio.tools.tool import TOOL_NAME
 from agentrio.tools.mcp_results import tool_result
 from tests.conftest import record
 from tests.helpers import calls, say
@@ -92,6 +93,8 @@ async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt
             "crash": "exclusive",  # no annotations: it may change things
             "echo": "exclusive",  # not read-only, even if not destructive
             "count": "parallel",
+            "files_read": "parallel",
+            "fs_list": "parallel",
         }
         model = ScriptedModel(
             [
@@ -142,7 +145,14 @@ async def test_past_the_restart_limit_the_tools_answer_with_errors_and_the_owner
         servers = our_children() - before
         tools = server.tools_by_name()
         # The prefix names the tools apart; the mode applies to every one.
-        assert sorted(tools) == ["crash_count", "crash_crash", "crash_echo", "crash_pid"]
+        assert sorted(tools) == [
+            "crash_count",
+            "crash_crash",
+            "crash_echo",
+            "crash_files_read",
+            "crash_fs_list",
+            "crash_pid",
+        ]
         assert {t.execution_mode for t in server.tools} == {"exclusive"}
 
         assert (await call(tools["crash_crash"])).is_error
@@ -155,6 +165,23 @@ async def test_past_the_restart_limit_the_tools_answer_with_errors_and_the_owner
     assert [type(e) for e in events] == [Escalation]
     assert_gone(servers)
     assert text(await call(tools["crash_pid"])).endswith("unavailable: the server was shut down")
+
+
+async def test_names_providers_refuse_are_offered_mapped_and_called_by_the_listed_name(call):
+    async with mcp_server(sys.executable, CRASH_SERVER, name="crash", prefix="c.") as server:
+        tools = server.tools_by_name()
+        assert {"c_files_read", "c_fs_list", "c_echo"} <= set(tools)
+        assert text(await call(tools["c_files_read"], path="/x")) == "read /x"
+        assert text(await call(tools["c_fs_list"])) == "listed"
+
+
+def test_mapped_names_are_valid_distinct_and_stable():
+    names = ["files.read", "files_read", "fs/list", "a" * 80, "a" * 80 + "b", "ok", "ok", "", "ж"]
+    mapped = provider_names(names)
+    assert mapped[1:3] == ["files_read", "fs_list"] and mapped[5] == "ok"
+    assert len(set(mapped)) == len(names)
+    assert all(TOOL_NAME.fullmatch(name) for name in mapped)
+    assert provider_names(names) == mapped
 
 
 async def test_a_command_that_is_no_mcp_server_fails_to_start():
