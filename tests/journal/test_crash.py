@@ -113,3 +113,20 @@ async def test_killed_between_turns(new_store, tmp_path):
     assert inbox == (["context for the next turn"], [])
     # Nothing was open, so nothing was repaired.
     assert turn_ends(records) == [(1, "completed"), (2, "completed")]
+
+
+async def test_killed_with_input_queued_resumes_it_in_a_runtime_that_resumes(new_store, tmp_path):
+    await kill_at_ready(new_store, "model_stream", tmp_path)
+    model = ScriptedModel([say("answer to the queued follow-up")], strict=True)
+    async with new_store() as store, Runtime(store, resume=True) as rt:
+        await take_over(store)
+        agent = await rt.create(AgentSpec("a", model), session_id=SESSION)
+        await agent.wait_idle()  # nobody asked: the runtime resumed the queued input
+        assert texts(agent.messages) == [
+            ("user", "first"),
+            ("user", "queued while streaming"),
+            ("assistant", "answer to the queued follow-up"),
+        ]
+        assert not agent.inbox.next_turn and model.remaining == 0
+        _, records = await store.load_session(SESSION)
+    assert turn_ends(records) == [(1, "aborted"), (2, "completed")]
