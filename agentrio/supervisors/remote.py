@@ -39,6 +39,22 @@ async def serve_remote(agent: Agent, store) -> None:
         log.warning("agent %s: no longer taking remote input: %s", agent.id, exc)
 
 
+async def stop_on_lost_lease(agent: Agent, store) -> None:
+    """Runs for the agent's life, in its own scope: the moment the store
+    knows that another host took the session over, the agent's work is
+    cancelled (cause ``lease_lost``), so that no tool of it goes on acting
+    for a session it no longer owns. Its run then ends ``error`` naming
+    ``LeaseLost``, since nothing it writes is taken."""
+    lease = store.lease(agent.session_id)
+    if lease is None:
+        return
+    await lease.lost.wait()
+    try:
+        await agent.cancel("lease_lost", keep_inbox=True)
+    except AgentDisposed:
+        pass
+
+
 async def _take_inputs(agent: Agent, store, session_id: str) -> None:
     taken: set[str] | None = None
     while True:

@@ -16,7 +16,7 @@ from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionN
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
 from .registry import AgentRegistry
-from .remote import serve_remote, takes_remote_input
+from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
 
 
 class Runtime:
@@ -211,6 +211,7 @@ def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:
     async def remote_setup(agent: Agent, scope: AgentScope) -> Callable[[], None] | None:
         commit = await setup(agent, scope) if setup is not None else None
         scope.nursery.start_soon(serve_remote, agent, store)
+        scope.nursery.start_soon(stop_on_lost_lease, agent, store)
         return commit
 
     return remote_setup

@@ -183,6 +183,46 @@ async def test_an_agent_whose_session_was_taken_over_ends_its_run_and_writes_not
     assert isinstance(records[-1], ToolCallStarted)
 
 
+async def test_a_lost_lease_stops_the_agents_tools_at_once(place):
+    started, cancelled = trio.Event(), trio.Event()
+
+    async def block(args, ctx):
+        started.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    tools = [Tool("block", "Blocks.", {"type": "object", "properties": {}}, block)]
+    model = ScriptedModel([calls(("block", {})), say("never said")])
+    async with place() as taker, Runtime(place()) as rt:
+        agent = await rt.create(AgentSpec("a", model, tools=tools), "s1")
+        async with agent.subscribe() as events:
+            results = []
+
+            async def run():
+                results.append(await agent.run("go"))
+
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(run)
+                    await started.wait()
+                    end_lease(place, "s1")
+                    await taker.acquire("s1")
+                    # Nothing releases the tool: the agent's own store finds the
+                    # lease lost at its next renewal, and that cancels the tool.
+                    await cancelled.wait()
+            seen = [events.receive_nowait() for _ in range(len(events))]
+        # The turn cannot be closed in a journal the agent no longer owns (the
+        # new holder's repair closes it): the run ends in error.
+        ends = [(e.type, e.stop_reason) for e in seen if e.type in ("turn_end", "agent_end")]
+        assert ends == [("agent_end", "error")]
+        (result,) = results
+        assert result.stop_reason == "error"
+        assert result.error.startswith("LeaseLost: session 's1' was taken over"), result.error
+    assert isinstance(place.stored_records("s1")[-1], ToolCallStarted)
+
+
 @pytest.mark.parametrize("lease", [0, -1, float("nan"), float("inf")])
 async def test_the_lease_must_be_a_positive_number_of_seconds(place, lease):
     with pytest.raises(ValueError, match="lease must be a positive number of seconds"):
