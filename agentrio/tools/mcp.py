@@ -35,7 +35,8 @@ Names: a listed name that model providers would refuse (``files.read``,
 ``fs/list``, over 64 characters) is offered with each refused character
 as ``_``, cut to fit and given a short hash of the original when it is too
 long or would clash with another tool's; calls reach the server under the
-name it listed.
+name it listed. A tool listed with a parameter schema that is no JSON Schema
+is left out (``server.refused`` says why); the others are offered.
 
 Execution mode: a tool runs ``parallel`` only when the server marks it
 read-only (``readOnlyHint: true``); otherwise ``exclusive``, since MCP
@@ -46,9 +47,10 @@ presumes a tool without that hint may change its environment. Pass
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -70,6 +72,7 @@ from .mcp_results import tool_result
 from .tool import TOOL_NAME, ExecutionMode, Tool, ToolContext, ToolResult
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class ServerExited(Exception):
@@ -100,6 +103,7 @@ class ToolServer:
         self._startup_timeout = startup_timeout
         self._errlog = errlog
         self._tools: tuple[Tool, ...] = ()
+        self._refused: dict[str, str] = {}
         #: The session with the running server, and the watch on its output.
         self._connection: tuple[ClientSession, _EndWatch] | None = None
         #: Why calls cannot be served any more; None while the server runs or restarts.
@@ -113,6 +117,13 @@ class ToolServer:
 
     def tools_by_name(self) -> dict[str, Tool]:
         return {t.name: t for t in self._tools}
+
+    @property
+    def refused(self) -> Mapping[str, str]:
+        """Tools the server listed but that could not be offered (a parameter
+        schema that is no JSON Schema, say), by listed name, with why. The
+        server's other tools are offered all the same."""
+        return self._refused
 
     # -- calls ----------------------------------------------------------------
 
@@ -203,9 +214,17 @@ class ToolServer:
             if not self._tools:
                 listed = await _list_tools(session)
                 names = provider_names([self._prefix + t.name for t in listed])
-                self._tools = tuple(self._tool(t, name) for t, name in zip(listed, names, strict=True))
+                self._tools = tuple(self._offered(listed, names))
             return
         raise TimeoutError(f"no answer within {self._startup_timeout:g} s")
+
+    def _offered(self, listed: Sequence[mcp_types.Tool], names: Sequence[str]) -> Iterator[Tool]:
+        for tool, name in zip(listed, names, strict=True):
+            try:
+                yield self._tool(tool, name)
+            except (TypeError, ValueError) as exc:
+                self._refused[tool.name] = str(exc)
+                log.warning("MCP server %r: tool %r left out: %s", self.name, tool.name, exc)
 
     def _tool(self, listed: mcp_types.Tool, name: str) -> Tool:
         return Tool(

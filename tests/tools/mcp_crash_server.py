@@ -47,5 +47,14 @@ def fs_list() -> str:
     return "listed"
 
 
+@server.tool()
+def broken(a: int) -> int:
+    """Listed with a parameter schema that is no JSON Schema."""
+    return a
+
+
+server._tool_manager.get_tool("broken").parameters = {"type": "object", "properties": {"a": {"type": "bogus"}}}
+
+
 if __name__ == "__main__":
     server.run()

@@ -175,6 +175,14 @@ async def test_names_providers_refuse_are_offered_mapped_and_called_by_the_liste
         assert text(await call(tools["c_fs_list"])) == "listed"
 
 
+async def test_a_tool_listed_with_a_broken_schema_is_left_out_and_the_others_are_offered(call):
+    async with mcp_server(sys.executable, CRASH_SERVER, name="crash") as server:
+        assert "broken" not in server.tools_by_name()
+        assert list(server.refused) == ["broken"]
+        assert "Tool.parameters" in server.refused["broken"] and "bogus" in server.refused["broken"]
+        assert text(await call(server.tools_by_name()["echo"], text="still here")) == "still here"
+
+
 def test_mapped_names_are_valid_distinct_and_stable():
     names = ["files.read", "files_read", "fs/list", "a" * 80, "a" * 80 + "b", "ok", "ok", "", "ж"]
     mapped = provider_names(names)
