@@ -1,6 +1,7 @@
 """The supervising shim between ``run_process`` and the command it runs.
 
-Run as a script (``python -I -S _reaper.py STATUS_FD GRACE -- ARGV...``; it
+Run as a script (``python -I -S _reaper.py STATUS_FD GRACE -- ARGV...``, with
+STATUS_FD ``-`` when nobody reads the command's end; it
 imports nothing from agentrio, so it starts fast). It makes itself a child
 subreaper (Linux), starts ARGV, and so stays the ancestor of everything the
 command starts: a process that changes its group or session (``setsid``,
@@ -41,8 +42,10 @@ _PROC = "/proc"
 
 
 def main(argv: list[str]) -> int:
-    status_fd, grace, command = int(argv[0]), float(argv[1]), argv[3:]
-    os.set_inheritable(status_fd, False)
+    status_fd = None if argv[0] == "-" else int(argv[0])
+    grace, command = float(argv[1]), argv[3:]
+    if status_fd is not None:
+        os.set_inheritable(status_fd, False)
     _become_subreaper()
     # Both signals are taken by sigtimedwait, never by a handler, so neither
     # can interrupt the bookkeeping; SIGCHLD needs a handler to be queued.
@@ -59,6 +62,9 @@ def main(argv: list[str]) -> int:
         )
     except OSError as e:
         _report(status_fd, f"error {e.errno}")
+        if status_fd is None:
+            print(f"cannot run {command[0]}: {e.strerror}", file=sys.stderr)
+            return 127
         return 0
     tree = _Tree(child)
     runner = os.getppid()
@@ -90,9 +96,11 @@ def _become_subreaper() -> None:
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _report(fd: int, status: str | None) -> None:
+def _report(fd: int | None, status: str | None) -> None:
     # Once the tree is stopped every descendant is reaped, the command too.
     assert status is not None
+    if fd is None:
+        return
     try:
         os.write(fd, f"{status}\n".encode())
     except BrokenPipeError:

@@ -27,9 +27,11 @@ it took effect is unknown; a call made while the server restarts waits for
 it. Progress the server reports during a call is the call's progress
 (``tool_execution_update`` events). When the supervisor gives up, the bridge
 stays open and every call gets an error result saying why: a broken tool
-server fails its tools, never the agent that holds them. Leaving the block
-closes the server's stdin; a server that does not exit within 2 s gets TERM,
-then KILL, to its process group (the SDK's shutdown).
+server fails its tools, never the agent that holds them. The server runs
+under the same supervising shim as subprocess tools: leaving the block
+closes the server's stdin, and when the server exits, or has not within
+2 s (the SDK then sends TERM), every process it started, in whatever group
+or session, gets TERM, then KILL a second later.
 
 Names: a listed name that model providers would refuse (``files.read``,
 ``fs/list``, over 64 characters) is offered with each refused character
@@ -46,9 +48,11 @@ presumes a tool without that hint may change its environment. Pass
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import re
+import shutil
 import sys
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -69,10 +73,15 @@ except ModuleNotFoundError as missing:
 from .. import tracing
 from ..supervision import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
 from .mcp_results import tool_result
+from .process import supervised
 from .tool import TOOL_NAME, ExecutionMode, Tool, ToolContext, ToolResult
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+#: Seconds a server's processes have between TERM and KILL once it is
+#: stopped; below the SDK's own wait, so that the shim, not the SDK, stops
+#: the whole tree.
+STOP_GRACE = 1.0
 
 
 class ServerExited(Exception):
@@ -286,9 +295,17 @@ async def mcp_server(
     failed to start. Entering the block raises ``ServerDidNotStart`` (or the
     ``OSError`` of a command that cannot run) if the first start fails.
     """
+    executable = shutil.which(command)
+    if executable is None:
+        raise FileNotFoundError(errno.ENOENT, "no such command, or not executable", command)
     server = ToolServer(
         name or Path(command).name,
-        StdioServerParameters(command=command, args=list(args), env=dict(env) if env else None, cwd=cwd),
+        StdioServerParameters(
+            command=sys.executable,
+            args=supervised([executable, *args], STOP_GRACE)[1:],
+            env=dict(env) if env else None,
+            cwd=cwd,
+        ),
         prefix=prefix,
         execution_mode=execution_mode,
         startup_timeout=startup_timeout,

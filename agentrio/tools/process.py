@@ -43,6 +43,17 @@ _REAPER = str(Path(__file__).with_name("_reaper.py"))
 OnOutput = Callable[[str, str], None]
 
 
+def supervised(argv: Sequence[str], grace: float, status_fd: int | None = None) -> list[str]:
+    """The command line that runs ``argv`` under the supervising shim
+    (``_reaper.py``): when the command ends or the shim gets SIGTERM, or the
+    process that started it dies, every process the command started, in
+    whatever group or session, gets TERM, then KILL ``grace`` seconds later.
+    ``status_fd``: a pipe's write end (passed to the shim) on which the shim
+    says how the command ended."""
+    fd = "-" if status_fd is None else str(status_fd)
+    return [sys.executable, "-I", "-S", _REAPER, fd, str(grace), "--", *argv]
+
+
 @attrs.frozen
 class ProcessResult:
     """How a supervised command ended, and what it wrote.
@@ -102,7 +113,7 @@ async def run_process(
     status_read, status_write = os.pipe()
     try:
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-I", "-S", _REAPER, str(status_write), str(grace), "--", *argv],
+            supervised(argv, grace, status_write),
             cwd=cwd,
             env=tracing.subprocess_env(env),
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,

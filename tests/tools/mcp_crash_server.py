@@ -2,6 +2,8 @@
 middle of the call, for the bridge's restart tests."""
 
 import os
+import subprocess
+import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
@@ -45,6 +47,15 @@ def files_read(path: str) -> str:
 def fs_list() -> str:
     """Another refused name, offered as ``fs_list``."""
     return "listed"
+
+
+@server.tool()
+def daemon() -> int:
+    """Start a process in a session of its own that outlives the call, and
+    return its pid."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(1000)"], start_new_session=True
+    ).pid
 
 
 @server.tool()

@@ -33,6 +33,10 @@ def our_children() -> set[int]:
     return children
 
 
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
 def text(result) -> str:
     return result.to_message("call-1", "tool").text
 
@@ -95,6 +99,7 @@ async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt
             "count": "parallel",
             "files_read": "parallel",
             "fs_list": "parallel",
+            "daemon": "exclusive",
         }
         model = ScriptedModel(
             [
@@ -108,6 +113,9 @@ async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt
         async with record(agent) as recorder:
             result = await agent.run("go")
         left_running = our_children() - before
+        second_server = int([m for m in result.new_messages if m.role == "tool_result"][3].text)
+        # The server runs under its supervising shim, our child.
+        assert left_running == {parent_of(second_server)}
     assert result.stop_reason == "completed"
     first, counted, crashed, second, echoed = [m for m in result.new_messages if m.role == "tool_result"]
     assert counted.text == "counted"
@@ -122,7 +130,6 @@ async def test_a_server_that_dies_mid_call_is_restarted_and_the_agent_goes_on(rt
     )
     # The calls after the crash went to a new process.
     assert not second.is_error and second.text != first.text
-    assert left_running == {int(second.text)}
     assert (echoed.is_error, echoed.text) == (False, "still here")
     assert_gone({int(first.text), int(second.text)})
     assert [(type(e), e.supervisor, e.child_id, e.error) for e in events] == [
@@ -148,6 +155,7 @@ async def test_past_the_restart_limit_the_tools_answer_with_errors_and_the_owner
         assert sorted(tools) == [
             "crash_count",
             "crash_crash",
+            "crash_daemon",
             "crash_echo",
             "crash_files_read",
             "crash_fs_list",
@@ -173,6 +181,13 @@ async def test_names_providers_refuse_are_offered_mapped_and_called_by_the_liste
         assert {"c_files_read", "c_fs_list", "c_echo"} <= set(tools)
         assert text(await call(tools["c_files_read"], path="/x")) == "read /x"
         assert text(await call(tools["c_fs_list"])) == "listed"
+
+
+async def test_leaving_the_block_stops_what_the_server_started_in_another_session(call):
+    async with mcp_server(sys.executable, CRASH_SERVER, name="crash") as server:
+        daemon = int(text(await call(server.tools_by_name()["daemon"])))
+        assert Path(f"/proc/{daemon}").exists()
+    assert_gone({daemon})
 
 
 async def test_a_tool_listed_with_a_broken_schema_is_left_out_and_the_others_are_offered(call):
