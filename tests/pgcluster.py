@@ -1,6 +1,8 @@
 """A throwaway PostgreSQL cluster for the tests and the bench: ``initdb`` into
 a fresh folder, a server listening only on a Unix socket in that folder,
-removed when it stops. Needs the server binaries (Debian: ``apt-get install
+removed when it stops. A run killed from outside (SIGKILL, a ``timeout``)
+cannot stop its server, which ``pg_ctl`` has made a daemon: the next start
+stops the servers whose owning process is gone. Needs the server binaries (Debian: ``apt-get install
 postgresql``); as root, the server runs as the ``postgres`` user, since
 PostgreSQL refuses to run as root."""
 
@@ -16,6 +18,9 @@ import tempfile
 from pathlib import Path
 
 import attrs
+
+#: The folders of the clusters, each holding an ``owner`` file (a pid).
+PREFIX = "agentrio-pg-"
 
 #: Where Debian puts the server binaries, newest version first.
 DEBIAN_BINARIES = "/usr/lib/postgresql/*/bin"
@@ -56,7 +61,9 @@ class Cluster:
     def start(cls, *, fsync: bool = True) -> Cluster:
         binaries = find_binaries()
         user = "postgres" if os.geteuid() == 0 else None
-        folder = Path(tempfile.mkdtemp(prefix="agentrio-pg-"))
+        cls.stop_orphans(binaries, user)
+        folder = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (folder / "owner").write_text(str(os.getpid()))
         if user is not None:
             try:
                 entry = pwd.getpwnam(user)
@@ -80,6 +87,23 @@ class Cluster:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         return cluster
+
+    @classmethod
+    def stop_orphans(cls, binaries: Path, user: str | None) -> None:
+        """Stop the clusters whose owning process is gone."""
+        for owner in Path(tempfile.gettempdir()).glob(f"{PREFIX}*/owner"):
+            try:
+                os.kill(int(owner.read_text()), 0)
+                continue  # its owner runs
+            except ProcessLookupError:
+                pass
+            except (OSError, ValueError):
+                continue  # not ours to judge
+            orphan = cls(owner.parent, binaries, user)
+            try:
+                orphan.stop()
+            except RuntimeError:
+                shutil.rmtree(orphan.folder, ignore_errors=True)  # its server was not running
 
     def _run(self, program: str, *args: object) -> None:
         result = subprocess.run(
