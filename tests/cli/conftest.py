@@ -15,7 +15,7 @@ import pexpect
 import pytest
 import trio
 
-from ..fake_openai import FakeOpenAI, start_fake_openai
+from ..fake_openai import FakeServer, start_fake_openai
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How long any single expectation may wait before the test fails.
@@ -85,7 +85,7 @@ class Terminal:
 
 @attrs.define
 class CommandLine:
-    server: FakeOpenAI
+    server: FakeServer
     workspace: Path
     db: Path
     env: dict[str, str]
