@@ -347,14 +347,28 @@ class AgentSpec:
         default=(3, 60.0), kw_only=True, converter=tuple, validator=_restart_intensity
     )
     #: A type every run must end with a value of (see ``models.OutputSpec``):
-    #: the answer is parsed and converted into ``RunResult.output``.
+    #: the answer is parsed and converted into ``RunResult.output``. An
+    #: ``OutputSpec`` is taken as it is (``OutputSpec.for_schema(schema)``:
+    #: JSON data that fits a JSON Schema).
     output_type: Any = attrs.field(default=None, kw_only=True)
-    #: ``OutputSpec.for_type(output_type)``, made (and checked) once.
+    #: ``OutputSpec.for_type(output_type)``, made (and checked) once; a
+    #: model that says it cannot ask for it (``output_problem``) is refused
+    #: here with ``ValueError``, not with a provider error in a run.
     output_spec: OutputSpec | None = attrs.field(init=False, eq=False, repr=False)
 
     @output_spec.default
     def _make_output_spec(self) -> OutputSpec | None:
-        return None if self.output_type is None else OutputSpec.for_type(self.output_type)
+        if self.output_type is None:
+            return None
+        if isinstance(self.output_type, OutputSpec):
+            spec = self.output_type
+        else:
+            spec = OutputSpec.for_type(self.output_type)
+        # Optional on a model: the HTTP adapters know what their provider refuses.
+        check = getattr(self.model, "output_problem", None)
+        if check is not None and (problem := check(spec)):
+            raise ValueError(f"AgentSpec.output_type: {problem}")
+        return spec
 
     @restart.validator
     def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:

@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exc = _sole(raised)
         if isinstance(exc, CommandError):
             print(f"agentrio: error: {exc}", file=sys.stderr)
-            return 1
+            return exc.status
         if isinstance(exc, KeyboardInterrupt):
             return 130
         if isinstance(exc, BrokenPipeError):

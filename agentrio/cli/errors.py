@@ -2,4 +2,9 @@
 
 
 class CommandError(Exception):
-    pass
+    """A mistake to report in one line; the command exits with ``status``
+    (1 unless the command documents another code for it)."""
+
+    def __init__(self, message: str, *, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status

@@ -68,6 +68,7 @@ EXIT_CODES: dict[int, tuple[str, ...]] = {
     0: ("completed",),
     3: ("max_turns", "max_tool_calls", "timeout", "max_tokens", "context_overflow"),
     4: ("permission_denied",),
+    5: ("output_invalid",),
     130: ("aborted",),
 }
 

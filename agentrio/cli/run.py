@@ -1,9 +1,18 @@
 """``agentrio run PROMPT``: one run of a coding agent, streamed to the terminal.
 
+With --output-schema FILE the answer must be JSON that fits the JSON Schema
+in FILE (asked for in the provider's own way; an answer that does not fit
+goes back to the model with what was wrong, twice at most). The validated
+JSON is printed on stdout as one line, and the transcript goes to stderr;
+with --json the events stay as they are and one last line follows them,
+{"type": "output", "output": ...}.
+
 Exit codes: 0 the run completed; 1 it ended with an error (or could not
 start: a missing API key, an unreadable store); 2 a usage error; 3 it hit a
 limit (max turns, tool calls, time, tokens); 4 a person stopped it at an
-approval; 130 it was cancelled (Ctrl-C).
+approval; 5 its answer never fit --output-schema (why is on stderr); 6 the
+--output-schema FILE cannot be used (missing, not JSON, not a valid JSON
+Schema, or refused by the provider); 130 it was cancelled (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -17,12 +26,14 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from ..actors import Agent
+from ..actors import Agent, RunResult
 from ..events import Event
 from ..messages import converter
+from ..models import OutputSpec
 from .errors import CommandError
 from .live_view import LiveView, approval_question, exit_status
 from .options import Settings, add_agent_options
+from .output_schema import add_output_schema_option, read_output_schema
 from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
 from .terminal import open_terminal, read_line, stdin_is_terminal
 
@@ -38,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_agent_options(parser)
     parser.add_argument("--json", action="store_true", help="one JSON event per line instead of a transcript")
     parser.add_argument("--full", action="store_true", help="tool results in full")
+    add_output_schema_option(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -48,7 +60,9 @@ def _run(args: argparse.Namespace) -> int:
         raise CommandError("the prompt is empty")
     # With the prompt on stdin there is nobody left there to ask.
     interactive = args.prompt != "-" and stdin_is_terminal()
-    spec, policy = build_spec(settings, interactive=interactive)
+    model = settings.model()
+    output = read_output_schema(args.output_schema, model) if args.output_schema else None
+    spec, policy = build_spec(settings, interactive=interactive, model=model, output=output)
     if settings.permission == "ask" and not interactive and settings.tools != "none":
         print(
             "agentrio: stdin is not a terminal: calls that need approval will be refused "
@@ -65,7 +79,9 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
         if args.json:
             output: JsonOutput | TranscriptOutput = JsonOutput()
         else:
-            output = TranscriptOutput(Console(highlight=False, soft_wrap=True), full=args.full)
+            # With typed output, stdout is for the output alone.
+            console = Console(highlight=False, soft_wrap=True, stderr=spec.output_spec is not None)
+            output = TranscriptOutput(console, full=args.full)
         with trio.open_signal_receiver(signal.SIGINT) as interrupts:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_cancel_on_interrupt, interrupts, agent, output, nursery.cancel_scope)
@@ -75,7 +91,18 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
             print(
                 f"session {agent.session_id} (continue it with --session {agent.session_id})", file=sys.stderr
             )
-        return result
+        if spec.output_spec is not None:
+            _print_output(spec.output_spec, result, args)
+        return result.stop_reason
+
+
+def _print_output(output: OutputSpec, result: RunResult, args) -> None:
+    """The validated JSON on stdout, or why there is none on stderr."""
+    if result.stop_reason == "completed":
+        data = output.dump(result.output)
+        print(json.dumps({"type": "output", "output": data} if args.json else data, ensure_ascii=False))
+    elif result.stop_reason == "output_invalid":
+        print(f"agentrio: no answer fit {args.output_schema}: {result.error}", file=sys.stderr)
 
 
 async def _cancel_on_interrupt(interrupts, agent: Agent, output, scope: trio.CancelScope) -> None:
@@ -91,18 +118,21 @@ async def _cancel_on_interrupt(interrupts, agent: Agent, output, scope: trio.Can
         raise KeyboardInterrupt
 
 
-async def _follow(agent: Agent, prompt: str, on_event) -> str:
+async def _follow(agent: Agent, prompt: str, on_event) -> RunResult:
     """Run ``prompt``, giving every event of the run to ``on_event`` (async),
-    until the run's ``agent_end``; its stop reason."""
-    ended: list[str] = []
+    until the run's ``agent_end``; the run's result."""
+    results: list[RunResult] = []
+
+    async def run() -> None:
+        results.append(await agent.run(prompt))
+
     async with agent.subscribe() as events, trio.open_nursery() as nursery:
-        nursery.start_soon(agent.run, prompt)
+        nursery.start_soon(run)
         async for event in events:
             await on_event(event)
             if event.type == "agent_end":
-                ended.append(event.stop_reason)
                 break
-    return ended[0] if ended else "aborted"
+    return results[0]
 
 
 class JsonOutput:
@@ -112,7 +142,7 @@ class JsonOutput:
         #: The scope of the question being asked, cancelled by Ctrl-C.
         self.asking = trio.CancelScope()
 
-    async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> str:
+    async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> RunResult:
         async def on_event(event: Event) -> None:
             print(json.dumps(converter.unstructure(event, Event), ensure_ascii=False), flush=True)
             if event.type == "approval_request":
@@ -129,7 +159,7 @@ class TranscriptOutput:
         self.view = LiveView(console, full=full)
         self.asking = trio.CancelScope()
 
-    async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> str:
+    async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> RunResult:
         async def on_event(event: Event) -> None:
             self.view(event)
             if event.type == "approval_request":

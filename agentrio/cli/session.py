@@ -12,6 +12,7 @@ from ..actors import Agent, AgentSpec, Limits
 from ..events import Event
 from ..journal import SQLiteStore, StoreError
 from ..messages import ToolCall
+from ..models import Model, OutputSpec
 from ..supervisors import Runtime
 from ..tools import Tool
 from ..tools.builtin import coding_tools
@@ -49,15 +50,20 @@ class TerminalPolicy:
         return decision
 
 
-def build_spec(settings: Settings, *, interactive: bool) -> tuple[AgentSpec, TerminalPolicy]:
+def build_spec(
+    settings: Settings, *, interactive: bool, model: Model | None = None, output: OutputSpec | None = None
+) -> tuple[AgentSpec, TerminalPolicy]:
+    """The agent of a command: ``model`` (else the settings' own), asked for
+    ``output`` when given."""
     policy = TerminalPolicy(permission_policy(settings.permission), interactive)
     spec = AgentSpec(
         "agentrio",
-        settings.model(),
+        model or settings.model(),
         system_prompt=settings.system_prompt or SYSTEM_PROMPT.format(cwd=settings.cwd),
         tools=coding_tools(settings.cwd) if settings.tools == "coding" else (),
         permission=policy,
         limits=Limits(max_turns=settings.max_turns),
+        output_type=output,
     )
     return spec, policy
 

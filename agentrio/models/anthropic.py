@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .anthropic_request import anthropic_request_body
+from .anthropic_request import anthropic_request_body, output_problem
 from .anthropic_stream import AnthropicStreamMapper
-from .output import AnswerToolMapper
+from .output import AnswerToolMapper, OutputSpec
 from .request import ModelRequest
 from .sse_model import SSEModel, StreamMapper, option
 
@@ -57,6 +57,9 @@ class Anthropic(SSEModel):
             thinking_budget=self.thinking_budget,
             prompt_cache=self.prompt_cache,
         )
+
+    def output_problem(self, output: OutputSpec) -> str | None:
+        return output_problem(output)
 
     def new_mapper(self) -> AnthropicStreamMapper:
         return AnthropicStreamMapper(self.model, self.provider)

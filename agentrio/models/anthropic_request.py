@@ -64,6 +64,21 @@ def anthropic_messages(request: ModelRequest, *, provider: str) -> list[dict[str
     return messages
 
 
+#: What Anthropic refuses at the top level of a tool's ``input_schema``.
+_TOP_LEVEL_REFUSED = ("anyOf", "oneOf", "allOf")
+
+
+def output_problem(output: OutputSpec) -> str | None:
+    """Why Anthropic would refuse the answer tool of ``output``: its
+    ``input_schema`` may not combine schemas at the top level."""
+    if combined := [key for key in _TOP_LEVEL_REFUSED if key in output.schema]:
+        return (
+            f"Anthropic refuses {combined[0]} at the top level of a tool's input_schema, "
+            "and the answer is asked for as a tool call; move it under a property"
+        )
+    return None
+
+
 def _ask_for_output(body: dict[str, Any], output: OutputSpec, *, forced: bool) -> None:
     """Anthropic has no native structured output here: the answer is the
     input of a tool, which ``AnswerToolMapper`` turns back into text. The

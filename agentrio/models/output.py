@@ -43,6 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import jsonschema
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from ..messages.schema import json_schema
 from ..messages.typed import InvalidValue, convert, dump, schema_errors
@@ -57,6 +60,8 @@ if TYPE_CHECKING:
 #: structured output.
 OUTPUT_TOOL = "final_result"
 _NAME = re.compile(r"[^a-zA-Z0-9_-]")
+#: Where a schema keeps the definitions its references point to.
+_DEFINITIONS = ("$defs", "definitions")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
 
 
@@ -106,26 +111,33 @@ class OutputSpec:
     def for_schema(cls, schema: dict[str, Any], *, name: str | None = None, description: str = "") -> OutputSpec:
         """The spec of a JSON Schema (``agentrio run --output-schema``): the
         answer is checked against it and ``parse`` returns its JSON data.
-        ``ValueError`` for a schema that is not valid JSON Schema."""
+        ``ValueError`` for a schema that is not valid JSON Schema, or whose
+        ``$ref`` points outside it (no provider fetches another document,
+        and neither does ``parse``)."""
+        if not isinstance(schema, dict):
+            raise ValueError(f"invalid output schema: expected a JSON object, got {type(schema).__name__}")
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise ValueError(f"invalid output schema: {exc.message}") from None
-        return cls._build(Any, dict(schema), name or schema.get("title"), description)
+        spec = cls._build(Any, dict(schema), name or schema.get("title"), description)
+        if problem := _reference_problem(spec):
+            raise ValueError(f"unusable output schema: {problem}")
+        return spec
 
     @classmethod
     def _build(cls, hint: Any, schema: dict[str, Any], name: str | None, description: str) -> OutputSpec:
         wrapped = schema.get("type") != "object"
         if wrapped:
-            defs = schema.pop("$defs", None)
+            # Definitions stay at the root, where their references point.
+            defs = {key: schema.pop(key) for key in _DEFINITIONS if key in schema}
             schema = {
                 "type": "object",
                 "properties": {"result": schema},
                 "required": ["result"],
                 "additionalProperties": False,
+                **defs,
             }
-            if defs:
-                schema["$defs"] = defs
         if name is None:
             name = hint.__name__ if isinstance(hint, type) and not wrapped else "output"
         return cls(
@@ -191,6 +203,33 @@ class OutputSpec:
     def dump(self, value: Any) -> Any:
         """The JSON data of a value (what ``agentrio run`` prints)."""
         return dump(value, self.type)
+
+
+def _references(node: Any) -> list[str]:
+    if isinstance(node, list):
+        return [ref for item in node for ref in _references(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+    return own + [ref for value in node.values() for ref in _references(value)]
+
+
+def _reference_problem(spec: OutputSpec) -> str | None:
+    """Why a ``$ref`` of the schema sent cannot be followed, if one cannot."""
+    resolver = Registry().resolver_with_root(DRAFT202012.create_resource(spec.schema))
+    for ref in _references(spec.schema):
+        if not ref.startswith("#"):
+            return f"$ref {ref!r} points to another document, which providers do not fetch"
+        if spec.wrapped and not ref.startswith(tuple(f"#/{key}/" for key in _DEFINITIONS)):
+            return (
+                f"$ref {ref!r} points into the root of a schema that is not an object, which is asked "
+                'for as {"result": ...}; point it at a definition under $defs instead'
+            )
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            return f"$ref {ref!r} points to nothing in the schema"
+    return None
 
 
 class PartialOutput:

@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, aclosing
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 import httpx
@@ -28,6 +28,9 @@ from .provider_errors import connection_error, http_error, provider_error, timeo
 from .request import ModelRequest
 from .retry import RetryPolicy
 from .sse import MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+
+if TYPE_CHECKING:
+    from .output import OutputSpec
 from .stream_check import StreamChecker
 
 option = functools.partial(attrs.field, kw_only=True)
@@ -115,6 +118,11 @@ class SSEModel:
 
     def new_mapper(self) -> StreamMapper:
         raise NotImplementedError
+
+    def output_problem(self, output: OutputSpec) -> str | None:
+        """Why this provider would refuse to be asked for ``output``, or
+        None when it takes it."""
+        return None
 
     def mapper_for(self, request: ModelRequest) -> StreamMapper:
         """The mapper reading the answer to ``request``: ``new_mapper()``,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pexpect
 import pytest
 import trio
 
-from ..fake_openai import FakeOpenAI, start_fake_openai
+from ..fake_openai import FakeServer, start_fake_openai
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How long any single expectation may wait before the test fails.
@@ -84,7 +85,7 @@ class Terminal:
 
 @attrs.define
 class CommandLine:
-    server: FakeOpenAI
+    server: FakeServer
     workspace: Path
     db: Path
     env: dict[str, str]
@@ -123,6 +124,20 @@ class CommandLine:
         terminal = Terminal(child)
         self.children.append(terminal)
         return terminal
+
+    async def run(self, *args: str, model: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+        """Run the command with pipes, not a terminal, on stdin, stdout and
+        stderr: what it writes to each stays apart."""
+        with trio.fail_after(PATIENCE):
+            return await trio.run_process(
+                [sys.executable, *self.argv(*args, model=model)],
+                cwd=str(self.workspace),
+                env={**self.env, **(env or {})},
+                stdin=b"",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
 
 
 @pytest.fixture

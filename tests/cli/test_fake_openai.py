@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from agentrio.messages import AssistantMessage, Text, ToolCall, Usage, UserMessage
@@ -76,3 +77,34 @@ async def test_a_hung_reply_streams_its_start_and_counts_the_client_leaving(nurs
     assert "".join(seen) == "partial answer"
     with trio.fail_after(5):
         await server.wait_for(lambda: server.disconnects == 1)
+
+
+async def _served(nursery, api: str, replies):
+    """A fake server speaking ``api`` and the real adapter pointed at it."""
+    from agentrio.models import Anthropic, OpenAIResponses
+
+    from ..fake_anthropic import start_fake_anthropic
+
+    if api == "anthropic":
+        server = await start_fake_anthropic(nursery, replies, chunk_size=3)
+        return server, Anthropic("fake", base_url=server.base_url, api_key="k", prompt_cache=False)
+    server = await start_fake_openai(nursery, replies, chunk_size=3)
+    return server, OpenAIResponses("fake", base_url=server.base_url, api_key="k")
+
+
+@pytest.mark.parametrize("api, path", [("responses", "/v1/responses"), ("anthropic", "/v1/messages")])
+async def test_the_responses_and_anthropic_streams_carry_a_message_whole_through_the_real_adapter(
+    nursery, api, path
+):
+    message = AssistantMessage(
+        [Text("Reading both files now."), ToolCall("c1", "read", {"path": "a.txt"}), ToolCall("c2", "ls", {})],
+        usage=Usage(input_tokens=10, output_tokens=7, cache_read_tokens=3),
+    )
+    cut = AssistantMessage([Text("A long answ")], stop_reason="max_tokens")
+    server, model = await _served(nursery, api, [message, cut, HTTPError(400, "bad request here")])
+    received = await _complete(model)
+    assert (received.content, received.stop_reason, received.usage) == (message.content, "tool_use", message.usage)
+    assert [r.path for r in server.requests] == [path]
+    assert (await _complete(model)).stop_reason == "max_tokens"
+    with pytest.raises(ProviderError, match="bad request here"):
+        await _complete(model)

@@ -11,7 +11,7 @@ import pytest
 
 from agentrio.messages import UserMessage
 from agentrio.models import Anthropic, MessageAssembler, ModelRequest, OpenAIChat, OpenAIResponses, ToolSpec
-from agentrio.models.output import OUTPUT_TOOL, OutputSpec
+from agentrio.models.output import OUTPUT_TOOL, OutputInvalid, OutputSpec
 from agentrio.models.strict import openai_strict
 from agentrio.models.validation import request_problems
 
@@ -213,3 +213,42 @@ async def test_anthropic_without_typed_output_keeps_a_call_named_like_the_answer
     request = ModelRequest("", [UserMessage("hi")], [ToolSpec(OUTPUT_TOOL, "", {"type": "object"})])
     message = await assembled(Anthropic("claude", base_url=server.url, api_key="k"), request)
     assert [c.name for c in message.tool_calls] == [OUTPUT_TOOL] and message.stop_reason == "tool_use"
+
+
+def test_a_raw_schema_keeps_its_definitions_where_its_references_point_when_wrapped():
+    schema = {
+        "type": "array",
+        "items": {"$ref": "#/definitions/City"},
+        "definitions": {"City": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+    }
+    spec = OutputSpec.for_schema(schema)
+    assert spec.wrapped and spec.schema["definitions"] == schema["definitions"]
+    assert spec.parse('{"result": [{"name": "Paris"}]}') == [{"name": "Paris"}]
+    with pytest.raises(OutputInvalid, match="name"):
+        spec.parse('{"result": [{}]}')
+
+
+@pytest.mark.parametrize(
+    "schema, problem",
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "other.json"}}}, "points to another document"),
+        ({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}}, "points to nothing"),
+        ({"type": "array", "items": {"anyOf": [{"type": "string"}, {"$ref": "#"}]}}, "into the root"),
+        ([{"type": "object"}], "expected a JSON object"),
+    ],
+)
+def test_a_raw_schema_whose_references_cannot_be_followed_is_refused(schema, problem):
+    with pytest.raises(ValueError, match=problem):
+        OutputSpec.for_schema(schema)
+
+
+def test_an_agent_is_refused_an_output_its_provider_refuses_when_its_spec_is_made():
+    from agentrio import AgentSpec
+
+    combined = OutputSpec.for_schema({"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]})
+    with pytest.raises(ValueError, match="AgentSpec.output_type: Anthropic refuses anyOf at the top level"):
+        AgentSpec("a", Anthropic("claude", api_key="k"), output_type=combined)
+    spec = AgentSpec("a", OpenAIChat("gpt", api_key="k"), output_type=combined)
+    assert spec.output_spec is combined
+    # Types never put a combinator at the root: a union is asked for wrapped.
+    assert AgentSpec("a", Anthropic("claude", api_key="k"), output_type=City | Kind).output_spec.wrapped
