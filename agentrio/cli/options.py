@@ -27,12 +27,12 @@ import attrs
 
 from ..models import from_string
 from ..models.model_string import PROVIDERS
-from ..tools.permissions import Decision, Policy, allow_all, read_only
+from ..tools.permissions import PRESETS, Policy
 from .errors import CommandError
 
 CONFIG_FILE = "agentrio.toml"
 DEFAULT_DB = "agentrio.db"
-PERMISSIONS = ("ask", "allow", "read-only")
+PERMISSIONS = tuple(PRESETS)
 TOOLS = ("coding", "none")
 #: option -> environment variable
 ENVIRONMENT = {"model": "AGENTRIO_MODEL", "db": "AGENTRIO_DB"}
@@ -198,14 +198,6 @@ class Settings:
             raise CommandError(str(exc)) from None
 
 
-def read_only_refusing(call: Any, tool: Any) -> Decision:
-    """Calls that only look run; any side effect is refused, never asked."""
-    if read_only(call, tool) == "allow":
-        return Decision("allow")
-    return Decision("deny", f"{call.name} has side effects and this session is read-only")
-
-
 def permission_policy(permission: str) -> Policy:
-    """``ask``: looking is allowed, side effects are asked; ``allow``: all
-    runs; ``read-only``: side effects are refused."""
-    return {"ask": read_only, "allow": allow_all, "read-only": read_only_refusing}[permission]
+    """The named preset (``tools.permissions.PRESETS``)."""
+    return PRESETS[permission]

@@ -13,23 +13,13 @@ from ..actors import AgentSpec
 from ..models import from_string
 from ..models.model_string import PROVIDERS
 from ..tools.builtin import coding_tools
-from ..tools.permissions import Decision, allow_all, read_only
+from ..tools.permissions import PRESETS
 
-PERMISSIONS = ("ask", "allow", "read-only")
+PERMISSIONS = tuple(PRESETS)
 
 SYSTEM_PROMPT = """\
 You are a coding agent working in the directory {cwd}. Use the tools to look \
 before you change anything, keep changes small, and say briefly what you did."""
-
-
-def refuse_side_effects(call: Any, tool: Any) -> Decision:
-    """Calls that only look run; any side effect is refused, never asked."""
-    if read_only(call, tool) == "allow":
-        return Decision("allow")
-    return Decision("deny", f"{call.name} has side effects and this session is read-only")
-
-
-POLICIES = {"ask": read_only, "allow": allow_all, "read-only": refuse_side_effects}
 
 
 class SpecError(ValueError):
@@ -50,7 +40,7 @@ class AgentFactory:
 
     def check(self) -> None:
         """Fail now, with a clear message, rather than at the first session."""
-        if self.permission not in POLICIES:
+        if self.permission not in PRESETS:
             raise SpecError(f"--permission must be one of {', '.join(PERMISSIONS)}")
         if self.spec is None:
             self._model()
@@ -58,7 +48,7 @@ class AgentFactory:
             self._user_spec()
 
     def __call__(self, cwd: Path) -> AgentSpec:
-        policy = POLICIES[self.permission]
+        policy = PRESETS[self.permission]
         if self.spec is not None:
             found = self._user_spec()
             spec = found if isinstance(found, AgentSpec) else found(cwd)

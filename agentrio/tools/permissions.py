@@ -83,6 +83,19 @@ def read_only(call: ToolCall, tool: Tool) -> Verdict:
     return "allow" if tool.mode_for(call.arguments) == "parallel" else "ask"
 
 
+def refuse_side_effects(call: ToolCall, tool: Tool) -> Decision:
+    """Calls that only look run; any side effect is refused, never asked."""
+    if read_only(call, tool) == "allow":
+        return Decision("allow")
+    return Decision("deny", f"{call.name} has side effects and this session is read-only")
+
+
+#: The policies a person picks by name (``--permission``): ``ask``: looking
+#: is allowed, side effects are asked; ``allow``: all runs; ``read-only``:
+#: side effects are refused.
+PRESETS: dict[str, Policy] = {"ask": read_only, "allow": allow_all, "read-only": refuse_side_effects}
+
+
 @attrs.frozen
 class Rule:
     """One line of a ``rules`` policy: ``verdict`` for calls whose tool name
