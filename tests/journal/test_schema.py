@@ -290,7 +290,7 @@ async def test_a_store_from_before_checksums_gets_them_and_keeps_its_journal(db)
         loaded = await store.load_state("s1")
     assert (loaded.state, loaded.unsnapshotted) == (SessionState.replay(records), 13)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
         conn.execute("UPDATE records SET checksum = checksum + 1 WHERE seq = 20")
     conn.close()
     async with SQLiteStore(db) as store:
