@@ -21,7 +21,8 @@ from agentrio import (
     agent_tool,
 )
 from agentrio.cli import main
-from agentrio.journal import SessionInfo
+from agentrio.cli.session_tree import session_tree, spawned_below
+from agentrio.journal import SessionInfo, SessionSummary
 from agentrio.journal.codec import decode_record
 from agentrio.journal.fork import fork_session
 
@@ -308,3 +309,24 @@ def test_db_may_come_before_or_after_the_action(tmp_path):
             [sys.executable, "-m", "agentrio", *argv], capture_output=True, text=True, timeout=60
         )
         assert done.returncode == 1 and f"no store at {missing}" in done.stderr
+
+
+def test_the_tree_lists_every_session_once_even_from_a_damaged_store():
+    def summary(session_id, **fields):
+        return SessionSummary(SessionInfo(session_id, 1.0, **fields), 0, 1.0)
+
+    # a and b name each other as spawner, which no runtime writes.
+    summaries = [
+        summary("a", spawned_by="b"),
+        summary("b", spawned_by="a"),
+        summary("c", spawned_by="a"),
+        summary("d", parent_session_id="c", seed_length=0),
+    ]
+    nodes = session_tree(summaries)
+    assert [(n.prefix + n.summary.info.session_id, n.children, n.forks, n.orphan) for n in nodes] == [
+        ("a", ("b", "c"), (), False),
+        ("├─ b", ("a",), (), False),
+        ("└─ c", (), ("d",), False),
+        ("   └─ d", (), (), False),
+    ]
+    assert spawned_below([s.info for s in summaries], "a") == ["b", "c"]
