@@ -160,9 +160,9 @@ def _as_json(node: Node) -> dict[str, object]:
 
 async def delete_session(store: SQLiteStore, args: argparse.Namespace) -> None:
     infos = await store.list_sessions()
-    if not any(info.session_id == args.session_id for info in infos):
-        raise SessionNotFound(args.session_id)
-    spawned = spawned_below(infos, args.session_id)
+    # Children of a session that is gone already are not its to take along.
+    listed = any(info.session_id == args.session_id for info in infos)
+    spawned = spawned_below(infos, args.session_id) if listed else []
     if spawned and not args.with_children:
         raise CommandError(
             f"session {args.session_id} has {len(spawned)} child agent session(s) below it "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -176,6 +177,19 @@ def test_a_session_with_children_is_deleted_only_with_them(family, capsys):
         ("branch", "lead", "4", "0", "0", "fork of lead (4 messages) [deleted]"),
         ("orphan", "worker", "0", "0", "0", "child of gone [deleted]"),
     ]
+
+
+def test_delete_of_a_session_gone_already_leaves_the_children_that_name_it(family, capsys):
+    status, _, err = run(capsys, "sessions", "delete", "gone", "--with-children", "--db", str(family))
+    assert status == 1 and "no session 'gone'" in err
+    # Records left without their session row are still deleted, children or not.
+    with sqlite3.connect(family) as conn:
+        conn.execute("DELETE FROM sessions WHERE session_id = 'lead'")
+    conn.close()
+    status, _, err = run(capsys, "sessions", "delete", "lead", "--db", str(family))
+    assert status == 0 and err == f"deleted session lead from {family}\n"
+    _, out, _ = run(capsys, "sessions", "list", "--db", str(family))
+    assert [row[0] for row in columns(out)][-1] == "orphan" and len(columns(out)) == 5
 
 
 def test_delete_removes_a_session_and_leaves_its_forks(db, capsys):
