@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..journal import ForkRefused, SessionNotFound, SQLiteStore, StoreError, StoreNotFound
+from ..journal import ForkRefused, SessionInfo, SessionNotFound, SQLiteStore, StoreError, StoreNotFound
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
+from ..messages import converter
 from .errors import CommandError
 from .options import add_db_option, db_path
+from .session_tree import Node, session_tree, spawned_below
 from .transcript import timestamp, transcript
 
 DB_VARIABLE = "AGENTRIO_DB"
@@ -28,7 +31,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_db_option(store)
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    listing = actions.add_parser("list", parents=[store], help="one line a session")
+    listing = actions.add_parser(
+        "list",
+        parents=[store],
+        help="one line a session, as a tree",
+        description="One line a session: the sessions of child agents under the agent that spawned them, "
+        "forks under the session they were cut from. A session whose parent was deleted is at the top, "
+        "its PARENT marked [deleted].",
+    )
+    listing.add_argument(
+        "--json", action="store_true", help="one JSON object a session, in the same order, for scripts"
+    )
     listing.set_defaults(handler=_handler(list_sessions))
 
     show = actions.add_parser("show", parents=[store], help="a session's transcript")
@@ -53,8 +66,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     fork.set_defaults(handler=_handler(fork_from))
 
-    delete = actions.add_parser("delete", parents=[store], help="remove a session and its journal")
+    delete = actions.add_parser(
+        "delete",
+        parents=[store],
+        help="remove a session and its journal",
+        description="Remove a session and its journal. A session whose agent spawned child agents is "
+        "refused, naming them, unless --with-children is given. Forks keep their own copy of the "
+        "history and are never deleted with it.",
+    )
     delete.add_argument("session_id", metavar="ID")
+    delete.add_argument(
+        "--with-children",
+        action="store_true",
+        help="delete the sessions of the agents it spawned too (and theirs)",
+    )
     delete.set_defaults(handler=_handler(delete_session))
 
 
@@ -84,46 +109,68 @@ def _handler(
 
 
 async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
-    summaries = await store.list_summaries()
-    if not summaries:
+    nodes = session_tree(await store.list_summaries())
+    if not nodes:
         print(f"no sessions in {args.db}", file=sys.stderr)
         return
-    ids = {summary.info.session_id for summary in summaries}
-    forks: dict[str | None, list] = {}
-    for summary in summaries:
-        parent = summary.info.parent_session_id
-        forks.setdefault(parent if parent in ids else None, []).append(summary)
-    rows = [("ID", "CREATED", "MESSAGES", "LAST ACTIVITY", "FORKS", "PARENT")]
-
-    def add(summary, depth: int) -> None:
-        info = summary.info
-        parent = "-" if info.parent_session_id is None else f"{info.parent_session_id} ({info.seed_length} messages)"
-        children = forks.get(info.session_id, [])
-        tree = "   " * (depth - 1) + "└─ " if depth else ""
+    if args.json:
+        for node in nodes:
+            print(json.dumps(_as_json(node), ensure_ascii=False))
+        return
+    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT")]
+    for node in nodes:
+        info = node.summary.info
         rows.append(
             (
-                tree + info.session_id,
+                node.prefix + info.session_id,
+                info.agent_name or "-",
                 timestamp(info.created_at),
-                str(summary.messages),
-                timestamp(summary.updated_at),
-                str(len(children)),
-                parent,
+                str(node.summary.messages),
+                timestamp(node.summary.updated_at),
+                str(len(node.children)),
+                str(len(node.forks)),
+                _parent(node),
             )
         )
-        for child in children:
-            add(child, depth + 1)
-
-    # Forks under the session they were cut from, as a tree.
-    for summary in forks.get(None, []):
-        add(summary, 0)
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
+def _parent(node: Node) -> str:
+    info = node.summary.info
+    if info.spawned_by is not None:
+        parent = f"child of {info.spawned_by}"
+    elif info.parent_session_id is not None:
+        parent = f"fork of {info.parent_session_id} ({info.seed_length} messages)"
+    else:
+        return "-"
+    return f"{parent} [deleted]" if node.orphan else parent
+
+
+def _as_json(node: Node) -> dict[str, object]:
+    return {
+        **converter.unstructure(node.summary.info, SessionInfo),
+        "messages": node.summary.messages,
+        "updated_at": node.summary.updated_at,
+        "children": list(node.children),
+        "forks": list(node.forks),
+    }
+
+
 async def delete_session(store: SQLiteStore, args: argparse.Namespace) -> None:
-    await store.delete_session(args.session_id)
-    print(f"deleted session {args.session_id} from {args.db}", file=sys.stderr)
+    infos = await store.list_sessions()
+    # Children of a session that is gone already are not its to take along.
+    listed = any(info.session_id == args.session_id for info in infos)
+    spawned = spawned_below(infos, args.session_id) if listed else []
+    if spawned and not args.with_children:
+        raise CommandError(
+            f"session {args.session_id} has {len(spawned)} child agent session(s) below it "
+            f"({', '.join(spawned)}): give --with-children to delete them too, or delete them first"
+        )
+    for session_id in [*spawned, args.session_id]:
+        await store.delete_session(session_id)
+        print(f"deleted session {session_id} from {args.db}", file=sys.stderr)
 
 
 async def show_session(store: SQLiteStore, args: argparse.Namespace) -> None:

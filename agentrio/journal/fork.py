@@ -101,12 +101,18 @@ async def fork_session(
     at_turn: int | None = None,
     fork_id: str | None = None,
     repair: bool = False,
+    agent_name: str | None = None,
 ) -> LoadedSession:
-    """Create the fork in ``store``; its info names its parent and how many
-    messages it took."""
-    _, records = await store.load_session(session_id)
+    """Create the fork in ``store``; its info names its parent, how many
+    messages it took, and ``agent_name`` (by default its parent's)."""
+    source, records = await store.load_session(session_id)
     seed = fork_seed(session_id, records, at_message=at_message, at_turn=at_turn, repair=repair)
-    info = SessionInfo(fork_id or new_id("session"), parent_session_id=session_id, seed_length=len(seed))
+    info = SessionInfo(
+        fork_id or new_id("session"),
+        parent_session_id=session_id,
+        seed_length=len(seed),
+        agent_name=agent_name if agent_name is not None else source.agent_name,
+    )
     seed_records = [MessageAppended(m) for m in seed]
     await store.create_session(info, seed_records)
     return LoadedSession(info, SessionState.replay(seed_records), len(seed_records))

@@ -23,6 +23,21 @@ Row = tuple[Any, ...]
 #: encoded state without its history.
 Snapshot = tuple[int, int, str | bytes]
 
+#: The columns of the sessions table, in ``SessionInfo``'s order.
+SESSION_COLUMNS = "session_id, created_at, parent_session_id, seed_length, agent_name, spawned_by"
+
+
+def session_row(info: SessionInfo) -> tuple[Any, ...]:
+    """``info`` as the values of ``SESSION_COLUMNS``."""
+    return (
+        info.session_id,
+        info.created_at,
+        info.parent_session_id,
+        info.seed_length,
+        info.agent_name,
+        info.spawned_by,
+    )
+
 
 class RowDecoder:
     """``where`` names the store in errors. Rows are ``(seq, JSON)``; a

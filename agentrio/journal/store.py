@@ -49,11 +49,19 @@ class SchemaTooNew(StoreError):
 
 @attrs.frozen
 class SessionInfo:
+    """What a store keeps about a session beside its journal. Set when the
+    session is created and never changed: a restore keeps them."""
+
     session_id: str
     created_at: float = attrs.field(factory=time.time)
     #: For a fork: the session it was cut from and how many messages it took.
     parent_session_id: str | None = None
     seed_length: int = 0
+    #: The name of the agent spec the session was created for (None: not
+    #: known, as for sessions stored before it was kept).
+    agent_name: str | None = None
+    #: For a child agent's session: the session of the agent that created it.
+    spawned_by: str | None = None
 
 
 @attrs.frozen
@@ -178,7 +186,9 @@ class Store(Protocol):
 
     async def delete_session(self, session_id: str) -> None:
         """Remove the session and its journal (``SessionNotFound`` if there
-        is none). Forks of it keep their own copies and are not touched."""
+        is none). Forks of it keep their own copies and are not touched;
+        child agents' sessions it spawned are not touched either, and keep
+        its id in ``spawned_by``."""
         ...
 
 

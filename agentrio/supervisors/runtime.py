@@ -86,7 +86,9 @@ class Runtime:
     ) -> Agent:
         """Start an agent. With a ``session_id`` the store holds, the agent is
         restored from it (an interrupted run is repaired); otherwise a new
-        session with that id (or a fresh one) is created.
+        session with that id (or a fresh one) is created, recording the
+        spec's name and ``parent``'s session (``SessionInfo.agent_name``,
+        ``spawned_by``). A restored session keeps what it recorded.
 
         ``setup(agent, scope)`` runs in the agent's own task before the agent
         is published: what it enters in ``scope`` lives as long as the agent.
@@ -120,7 +122,9 @@ class Runtime:
             except SessionNotFound:
                 # Only a missing session starts afresh: a damaged or foreign
                 # store raises a StoreError instead.
-                info = SessionInfo(session_id)
+                info = SessionInfo(
+                    session_id, agent_name=spec.name, spawned_by=parent.session_id if parent else None
+                )
                 await self.store.create_session(info)
                 loaded = LoadedSession(info, SessionState(), 0)
             agent = await self._start(spec, loaded, parent, nursery, setup)
@@ -149,14 +153,19 @@ class Runtime:
         call answered and must not fall inside a turn that is still open
         (``ForkRefused``), unless ``repair``: an open turn is then closed in
         the copy as crash repair would close it. The new session records its
-        parent and how many messages it took. ``spec`` defaults to the live
-        source agent's."""
+        parent, how many messages it took and the name of ``spec``, which
+        defaults to the live source agent's."""
         source = self.registry.get(session_id)
         spec = spec or (source.spec if source is not None else None)
         if spec is None:
             raise ValueError(f"session {session_id!r} is not live here: pass the spec to fork it with")
         loaded = await fork_session(
-            self.store, session_id, at_message=at_message, at_turn=at_turn, repair=repair
+            self.store,
+            session_id,
+            at_message=at_message,
+            at_turn=at_turn,
+            repair=repair,
+            agent_name=spec.name,
         )
         await self.store.claim_session(loaded.info.session_id)
         try:

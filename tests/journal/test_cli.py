@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
 import pytest
 import trio
 
-from agentrio import AgentSpec, AssistantMessage, Runtime, ScriptedModel, SQLiteStore, Tool, ToolCall, Usage
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Runtime,
+    ScriptedModel,
+    SQLiteStore,
+    Tool,
+    ToolCall,
+    Usage,
+    agent_tool,
+)
 from agentrio.cli import main
-from agentrio.journal import SessionInfo
+from agentrio.cli.session_tree import session_tree, spawned_below
+from agentrio.journal import SessionInfo, SessionSummary
 from agentrio.journal.codec import decode_record
+from agentrio.journal.fork import fork_session
 
-from ..helpers import echo_tool, say
+from ..helpers import calls, echo_tool, say
 from .processes import ROOT
 from .records import tool_turn
 
@@ -57,18 +70,126 @@ def run(capsys, *argv):
     return status, out, err
 
 
+def columns(out: str) -> list[tuple[str, ...]]:
+    """The lines of a listing cut where the header's columns start (cells
+    are left-aligned under their heading), without the two timestamps."""
+    header, *lines = out.splitlines()
+    names = ["AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT"]
+    starts = [0, *(header.index(name) for name in names), None]
+    rows = []
+    for line in lines:
+        cells = (line[a:b].rstrip() for a, b in zip(starts, starts[1:]))
+        id_, agent, _, messages, _, children, forks, parent = cells
+        rows.append((id_, agent, messages, children, forks, parent))
+    return rows
+
+
 def test_list_shows_one_line_a_session(db, capsys):
     status, out, _ = run(capsys, "sessions", "list", "--db", str(db))
     assert status == 0
-    header, *lines = out.splitlines()
-    assert header.split() == ["ID", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "FORKS", "PARENT"]
+    assert out.splitlines()[0].split() == [
+        "ID", "AGENT", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "CHILDREN", "FORKS", "PARENT"
+    ]
     # Forks sit under their parent, as a tree.
-    assert lines[0].startswith("main ") and lines[1].startswith("└─ ")
-    rows = {line.removeprefix("└─ ").split()[0]: line for line in lines}
-    (fork_id,) = set(rows) - {"main", "crashed"}
-    assert rows[fork_id].endswith("main (5 messages)")
-    assert rows["main"].split()[3] == "7" and rows["main"].split()[6] == "1" and rows["main"].endswith("-")
-    assert rows["crashed"].split()[3] == "2" and rows["crashed"].split()[6] == "0"
+    main, fork, crashed = columns(out)
+    assert main == ("main", "a", "7", "0", "1", "-")
+    assert fork[0].startswith("└─ session_")
+    assert fork[1:] == ("a", "5", "0", "0", "fork of main (5 messages)")
+    assert crashed == ("crashed", "-", "2", "0", "0", "-")
+
+
+async def fill_family(db):
+    """A lead whose agent spawned a worker (through a tool) and a helper,
+    whose agent spawned another; a fork of the lead; and a session whose
+    spawner is gone."""
+    worker = AgentSpec("worker", ScriptedModel([say("done")]))
+    lead = AgentSpec(
+        "lead",
+        ScriptedModel([calls(("ask", {"task": "t"})), say("top done")]),
+        tools=[agent_tool(worker, name="ask", description="")],
+    )
+    async with Runtime(SQLiteStore(db)) as rt:
+        agent = await rt.create(lead, "lead")
+        await agent.run("go")
+        helper = await rt.create(AgentSpec("helper", ScriptedModel([])), "helper", parent=agent)
+        await rt.create(AgentSpec("deep", ScriptedModel([])), "deep", parent=helper)
+        await fork_session(rt.store, "lead", at_message=4, fork_id="branch")
+        await rt.store.create_session(SessionInfo("orphan", agent_name="worker", spawned_by="gone"))
+
+
+@pytest.fixture
+def family(tmp_path):
+    path = tmp_path / "family.db"
+    trio.run(fill_family, path)
+    return path
+
+
+def test_list_shows_child_agents_under_their_parent_with_names_and_counts(family, capsys):
+    status, out, _ = run(capsys, "sessions", "list", "--db", str(family))
+    assert status == 0
+    rows = columns(out)
+    worker = rows[1][0].removeprefix("├─ ")
+    assert rows == [
+        ("lead", "lead", "4", "2", "1", "-"),
+        (f"├─ {worker}", "worker", "2", "0", "0", "child of lead"),
+        ("├─ helper", "helper", "0", "1", "0", "child of lead"),
+        ("│  └─ deep", "deep", "0", "0", "0", "child of helper"),
+        ("└─ branch", "lead", "4", "0", "0", "fork of lead (4 messages)"),
+        ("orphan", "worker", "0", "0", "0", "child of gone [deleted]"),
+    ]
+
+
+def test_list_as_json_carries_names_parents_and_children(family, capsys):
+    status, out, _ = run(capsys, "sessions", "list", "--json", "--db", str(family))
+    assert status == 0
+    listed = [json.loads(line) for line in out.splitlines()]
+    fields = ("session_id", "agent_name", "spawned_by", "parent_session_id", "seed_length", "messages")
+    fields += ("children", "forks")
+    worker = listed[0]["children"][0]
+    assert [tuple(entry[field] for field in fields) for entry in listed] == [
+        ("lead", "lead", None, None, 0, 4, [worker, "helper"], ["branch"]),
+        (worker, "worker", "lead", None, 0, 2, [], []),
+        ("helper", "helper", "lead", None, 0, 0, ["deep"], []),
+        ("deep", "deep", "helper", None, 0, 0, [], []),
+        ("branch", "lead", None, "lead", 4, 4, [], []),
+        ("orphan", "worker", "gone", None, 0, 0, [], []),
+    ]
+    assert all(entry["updated_at"] >= entry["created_at"] > 0 for entry in listed)
+
+
+def test_a_session_with_children_is_deleted_only_with_them(family, capsys):
+    status, out, err = run(capsys, "sessions", "delete", "lead", "--db", str(family))
+    assert status == 1 and out == ""
+    worker = columns(run(capsys, "sessions", "list", "--db", str(family))[1])[1][0].removeprefix("├─ ")
+    assert err == (
+        f"agentrio: error: session lead has 3 child agent session(s) below it ({worker}, deep, helper): "
+        "give --with-children to delete them too, or delete them first\n"
+    )
+    status, _, err = run(capsys, "sessions", "delete", "helper", "--with-children", "--db", str(family))
+    assert status == 0
+    assert err == f"deleted session deep from {family}\ndeleted session helper from {family}\n"
+    status, _, err = run(capsys, "sessions", "delete", "lead", "--with-children", "--db", str(family))
+    assert status == 0
+    assert err == f"deleted session {worker} from {family}\ndeleted session lead from {family}\n"
+    # The fork keeps its copy, now at the top with its source marked gone.
+    _, out, _ = run(capsys, "sessions", "list", "--db", str(family))
+    assert columns(out) == [
+        ("branch", "lead", "4", "0", "0", "fork of lead (4 messages) [deleted]"),
+        ("orphan", "worker", "0", "0", "0", "child of gone [deleted]"),
+    ]
+
+
+def test_delete_of_a_session_gone_already_leaves_the_children_that_name_it(family, capsys):
+    status, _, err = run(capsys, "sessions", "delete", "gone", "--with-children", "--db", str(family))
+    assert status == 1 and "no session 'gone'" in err
+    # Records left without their session row are still deleted, children or not.
+    with sqlite3.connect(family) as conn:
+        conn.execute("DELETE FROM sessions WHERE session_id = 'lead'")
+    conn.close()
+    status, _, err = run(capsys, "sessions", "delete", "lead", "--db", str(family))
+    assert status == 0 and err == f"deleted session lead from {family}\n"
+    _, out, _ = run(capsys, "sessions", "list", "--db", str(family))
+    assert [row[0] for row in columns(out)][-1] == "orphan" and len(columns(out)) == 5
 
 
 def test_delete_removes_a_session_and_leaves_its_forks(db, capsys):
@@ -202,3 +323,24 @@ def test_db_may_come_before_or_after_the_action(tmp_path):
             [sys.executable, "-m", "agentrio", *argv], capture_output=True, text=True, timeout=60
         )
         assert done.returncode == 1 and f"no store at {missing}" in done.stderr
+
+
+def test_the_tree_lists_every_session_once_even_from_a_damaged_store():
+    def summary(session_id, **fields):
+        return SessionSummary(SessionInfo(session_id, 1.0, **fields), 0, 1.0)
+
+    # a and b name each other as spawner, which no runtime writes.
+    summaries = [
+        summary("a", spawned_by="b"),
+        summary("b", spawned_by="a"),
+        summary("c", spawned_by="a"),
+        summary("d", parent_session_id="c", seed_length=0),
+    ]
+    nodes = session_tree(summaries)
+    assert [(n.prefix + n.summary.info.session_id, n.children, n.forks, n.orphan) for n in nodes] == [
+        ("a", ("b", "c"), (), False),
+        ("├─ b", ("a",), (), False),
+        ("└─ c", (), ("d",), False),
+        ("   └─ d", (), (), False),
+    ]
+    assert spawned_below([s.info for s in summaries], "a") == ["b", "c"]

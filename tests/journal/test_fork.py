@@ -10,6 +10,7 @@ import trio
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, Tool
 from agentrio.journal import ForkRefused, SessionNotFound
+from agentrio.journal.fork import fork_session
 from agentrio.messages import TOOL_OUTCOME_UNKNOWN
 
 from ..helpers import calls, echo_tool, say
@@ -150,3 +151,20 @@ async def test_a_cut_inside_an_open_turn_is_refused(new_store):
         release.set()
         await agent.wait_idle()
         assert len((await rt.fork("src", at_turn=2)).messages) == 2 + 6
+
+
+async def test_a_fork_records_the_name_of_its_spec_and_a_stored_fork_its_sources(stores):
+    async with Runtime(stores()) as rt:
+        await two_turns(rt)
+        live = await rt.fork("src", at_message=4)
+        other = await rt.fork("src", at_message=4, spec=AgentSpec("reviewer", ScriptedModel([])))
+        # A fork made without a spec (as `agentrio sessions fork` does).
+        stored = await fork_session(rt.store, other.session_id, at_message=4)
+    async with stores() as store:
+        infos = {info.session_id: info for info in await store.list_sessions()}
+    assert {i.session_id: (i.agent_name, i.parent_session_id, i.spawned_by) for i in infos.values()} == {
+        "src": ("a", None, None),
+        live.session_id: ("a", "src", None),
+        other.session_id: ("reviewer", "src", None),
+        stored.info.session_id: ("reviewer", other.session_id, None),
+    }

@@ -7,15 +7,17 @@ import psycopg
 import pytest
 import trio
 
-from agentrio import Runtime
+from agentrio import AgentSpec, Runtime, ScriptedModel
 from agentrio.journal import (
     ForeignDatabase,
     PostgresStore,
     SchemaTooNew,
     SessionInfo,
+    SessionState,
     StoreError,
     StoreNotFound,
 )
+from agentrio.journal.codec import encode_record
 from agentrio.journal.postgres.database import Database
 from agentrio.journal.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -132,3 +134,28 @@ def test_migrations_run_in_order_once_and_keep_the_data(dsn):
         assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION + 1,)]
         assert conn.execute("SELECT session_id, label FROM agentrio.labels").fetchall() == [("s1", "new")]
         assert conn.execute("SELECT session_id FROM agentrio.sessions").fetchall() == [("s1",)]
+
+
+async def test_a_store_from_before_agent_names_keeps_its_sessions_and_names_new_ones(dsn):
+    options = {"schema": "agentrio", "holder": "test", "lease_seconds": 1.0, "create": True}
+    Database(dsn, **options, migrations=MIGRATIONS[:1]).close()
+    records = tool_turns(2)
+    with psycopg.connect(dsn) as conn:
+        conn.execute("INSERT INTO agentrio.sessions VALUES ('old', 1.0, NULL, 0), ('fork', 2.0, 'old', 4)")
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO agentrio.records VALUES ('old', %s, %s, 2.0, %s)",
+                [(seq, r.type, encode_record(r)) for seq, r in enumerate(records, 1)],
+            )
+    async with Runtime(PostgresStore(dsn)) as rt:
+        assert (await rt.store.load_session("old")) == (SessionInfo("old", 1.0), records)
+        old = await rt.create(AgentSpec("a", ScriptedModel([])), "old")
+        assert list(old.messages) == SessionState.replay(records).messages
+        child = await rt.create(AgentSpec("child", ScriptedModel([])), parent=old)
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(2,)]
+    async with PostgresStore(dsn) as store:
+        *before, new = await store.list_sessions()
+    # The old rows as they were, without the fields they never had.
+    assert before == [SessionInfo("old", 1.0), SessionInfo("fork", 2.0, "old", 4)]
+    assert (new.session_id, new.agent_name, new.spawned_by) == (child.session_id, "child", "old")

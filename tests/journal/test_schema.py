@@ -290,9 +290,39 @@ async def test_a_store_from_before_checksums_gets_them_and_keeps_its_journal(db)
         loaded = await store.load_state("s1")
     assert (loaded.state, loaded.unsnapshotted) == (SessionState.replay(records), 13)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
         conn.execute("UPDATE records SET checksum = checksum + 1 WHERE seq = 20")
     conn.close()
     async with SQLiteStore(db) as store:
         with pytest.raises(StoreCorrupt, match="record 20 is damaged"):
             await store.load_state("s1")
+
+
+async def test_a_store_from_before_agent_names_keeps_its_sessions_and_names_new_ones(db):
+    Database(db, create=True, synchronous="NORMAL", migrations=MIGRATIONS[:2]).close()
+    records = tool_turns(2)
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO sessions VALUES ('old', 1.0, NULL, 0)")
+        conn.execute("INSERT INTO sessions VALUES ('fork', 2.0, 'old', 4)")
+        conn.executemany(
+            "INSERT INTO records VALUES ('old', ?, ?, 2.0, ?, ?)",
+            [
+                (seq, r.type, data, record_checksum("old", seq, r.type, data.encode()))
+                for seq, r in enumerate(records, 1)
+                for data in [encode_record(r)]
+            ],
+        )
+    conn.close()
+    async with Runtime(SQLiteStore(db)) as rt:
+        assert (await rt.store.load_session("old")) == (SessionInfo("old", 1.0), records)
+        old = await rt.create(spec(), "old")
+        assert list(old.messages) == SessionState.replay(records).messages
+        child = await rt.create(AgentSpec("child", ScriptedModel([])), parent=old)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
+    conn.close()
+    async with SQLiteStore(db) as store:
+        *before, new = await store.list_sessions()
+    # The old rows as they were, without the fields they never had.
+    assert before == [SessionInfo("old", 1.0), SessionInfo("fork", 2.0, "old", 4)]
+    assert (new.session_id, new.agent_name, new.spawned_by) == (child.session_id, "child", "old")

@@ -19,7 +19,9 @@ from .records import tool_turn, tool_turns
 
 async def test_records_and_info_survive_closing(new_store):
     records = tool_turns(3)
-    info = SessionInfo("s1", created_at=1000.5, parent_session_id="s0", seed_length=4)
+    info = SessionInfo(
+        "s1", created_at=1000.5, parent_session_id="s0", seed_length=4, agent_name="a", spawned_by="s9"
+    )
     async with new_store() as store:
         await store.create_session(info, records[:2])
         await store.append("s1", records[2:7])
@@ -139,16 +141,21 @@ async def test_no_thread_of_the_store_outlives_it(new_store):
 
 
 async def test_summaries_count_messages_and_name_the_parent(store):
-    await store.create_session(SessionInfo("s1", created_at=1.0))
+    await store.create_session(SessionInfo("s1", created_at=1.0, agent_name="lead"))
     await store.create_session(SessionInfo("s2", created_at=2.0, parent_session_id="s1", seed_length=2))
+    await store.create_session(SessionInfo("s3", created_at=3.0, agent_name="worker", spawned_by="s1"))
     await store.append("s1", tool_turns(2))
     summaries = await store.list_summaries()
-    assert [(s.info.session_id, s.messages, s.info.parent_session_id) for s in summaries] == [
-        ("s1", 8, None),
-        ("s2", 0, "s1"),
+    assert [
+        (s.info.session_id, s.messages, s.info.parent_session_id, s.info.agent_name, s.info.spawned_by)
+        for s in summaries
+    ] == [
+        ("s1", 8, None, "lead", None),
+        ("s2", 0, "s1", None, None),
+        ("s3", 0, None, "worker", "s1"),
     ]
     assert summaries[0].updated_at > summaries[0].info.created_at
-    assert [info.session_id for info in await store.list_sessions()] == ["s1", "s2"]
+    assert await store.list_sessions() == [s.info for s in summaries]
 
 
 def break_the_database(new_store):

@@ -13,7 +13,7 @@ from psycopg import errors, sql
 
 from ..ownership import LeaseHeld
 from ..records import MessageAppended, Record
-from ..rows import RowDecoder
+from ..rows import SESSION_COLUMNS, RowDecoder, session_row
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -224,8 +224,8 @@ class Database:
             try:
                 with conn.transaction():  # a savepoint, so the error can be told apart
                     conn.execute(
-                        "INSERT INTO sessions VALUES (%s, %s, %s, %s)",
-                        (info.session_id, info.created_at, info.parent_session_id, info.seed_length),
+                        f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+                        session_row(info),
                     )
             except errors.UniqueViolation:
                 raise SessionExists(f"session {info.session_id!r} already exists in {self.where}") from None
@@ -352,22 +352,22 @@ class Database:
     def summaries(self) -> list[SessionSummary]:
         with self.translated():
             rows = self._conn.execute(
-                "SELECT session_id, created_at, parent_session_id, seed_length, "
+                f"SELECT {SESSION_COLUMNS}, "
                 "  count(*) FILTER (WHERE kind = %s), COALESCE(max(written_at), created_at) "
                 "FROM sessions LEFT JOIN records USING (session_id) "
                 "GROUP BY session_id ORDER BY created_at, session_id",
                 (MESSAGE,),
             ).fetchall()
-        return [SessionSummary(SessionInfo(*row[:4]), row[4], row[5]) for row in rows]
+        return [SessionSummary(SessionInfo(*row[:-2]), row[-2], row[-1]) for row in rows]
 
     def _info(self, session_id: str) -> SessionInfo:
         row = self._conn.execute(
-            "SELECT created_at, parent_session_id, seed_length FROM sessions WHERE session_id = %s",
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = %s",
             (session_id,),
         ).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return SessionInfo(session_id, *row)
+        return SessionInfo(*row)
 
     def _records(self, session_id: str, after: int) -> list[tuple[int, str]]:
         return self._conn.execute(

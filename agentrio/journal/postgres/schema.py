@@ -60,6 +60,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX inputs_by_session ON inputs (session_id, id)",
     ),
+    # The agent a session was created for, and the session of the agent
+    # that spawned it (see ``SessionInfo``); NULL in rows written before.
+    (
+        "ALTER TABLE sessions ADD COLUMN agent_name text",
+        "ALTER TABLE sessions ADD COLUMN spawned_by text",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

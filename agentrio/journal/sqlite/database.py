@@ -13,7 +13,7 @@ import attrs
 from ..checksum import record_checksum, snapshot_checksum
 from ..codec import many_objects
 from ..records import MessageAppended, Record
-from ..rows import RowDecoder
+from ..rows import SESSION_COLUMNS, RowDecoder, session_row
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -107,8 +107,7 @@ class Database:
         with translated(self.path), transaction(conn, "IMMEDIATE"):
             try:
                 conn.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?, ?)",
-                    (info.session_id, info.created_at, info.parent_session_id, info.seed_length),
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", session_row(info)
                 )
             except sqlite3.IntegrityError:
                 raise SessionExists(f"session {info.session_id!r} already exists in {self.path}") from None
@@ -214,17 +213,17 @@ class Database:
     def summaries(self) -> list[SessionSummary]:
         with translated(self.path):
             rows = self._conn.execute(
-                "SELECT session_id, created_at, parent_session_id, seed_length, "
+                f"SELECT {SESSION_COLUMNS}, "
                 "  COALESCE(SUM(kind = ?), 0), COALESCE(MAX(written_at), created_at) "
                 "FROM sessions LEFT JOIN records USING (session_id) "
                 "GROUP BY session_id ORDER BY created_at, session_id",
                 (MESSAGE,),
             ).fetchall()
-        return [SessionSummary(SessionInfo(*row[:4]), row[4], row[5]) for row in rows]
+        return [SessionSummary(SessionInfo(*row[:-2]), row[-2], row[-1]) for row in rows]
 
     def _info(self, session_id: str) -> SessionInfo:
         row = self._conn.execute(
-            "SELECT created_at, parent_session_id, seed_length FROM sessions WHERE session_id = ?",
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
@@ -237,7 +236,7 @@ class Database:
             if orphans:
                 raise StoreCorrupt(f"{self.path}: session {session_id!r} has records but no session row")
             raise SessionNotFound(session_id)
-        return SessionInfo(session_id, *row)
+        return SessionInfo(*row)
 
     def _records(self, session_id: str, after: int) -> list[StoredRecord]:
         return self._conn.execute(

@@ -55,6 +55,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE snapshots SET checksum = "
         "agentrio_snapshot_checksum(session_id, seq, message_count, CAST(state AS BLOB))",
     ),
+    # The agent a session was created for, and the session of the agent
+    # that spawned it (see ``SessionInfo``); NULL in rows written before.
+    (
+        "ALTER TABLE sessions ADD COLUMN agent_name TEXT",
+        "ALTER TABLE sessions ADD COLUMN spawned_by TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
