@@ -28,6 +28,7 @@ from .live_view import LiveView, approval_question, safe
 from .options import Settings, add_agent_options
 from .render import one_line
 from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
+from .session_tree import session_tree
 from .terminal import (
     BACKSPACE,
     CTRL_C,
@@ -297,12 +298,13 @@ class Chat:
         )
 
     async def _sessions(self, argument: str) -> None:
-        for summary in await self.rt.store.list_summaries():
-            info = summary.info
+        for node in session_tree(await self.rt.store.list_summaries()):
+            info, summary = node.summary.info, node.summary
             mark = "*" if info.session_id == self.agent.session_id else " "
-            parent = f"  forked from {info.parent_session_id}" if info.parent_session_id else ""
+            relation = f"  {node.relation}" if node.relation != "-" else ""
             self.say(
-                f"{mark} {info.session_id}  {summary.messages} messages  {timestamp(summary.updated_at)}{parent}"
+                f"{mark} {node.prefix}{info.session_id}  {info.agent_name or '-'}  {summary.messages} messages  "
+                f"{timestamp(summary.updated_at)}{relation}"
             )
 
     async def _resume(self, argument: str) -> None:

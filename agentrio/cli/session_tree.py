@@ -24,6 +24,19 @@ class Node:
     #: The session it hangs from (spawner or fork source) is not in the store.
     orphan: bool
 
+    @property
+    def relation(self) -> str:
+        """``child of X`` / ``fork of X (N messages)``, marked ``[deleted]``
+        when X is gone; ``-`` for a session that hangs from none."""
+        info = self.summary.info
+        if info.spawned_by is not None:
+            relation = f"child of {info.spawned_by}"
+        elif info.parent_session_id is not None:
+            relation = f"fork of {info.parent_session_id} ({info.seed_length} messages)"
+        else:
+            return "-"
+        return f"{relation} [deleted]" if self.orphan else relation
+
 
 def _hangs_from(info: SessionInfo) -> str | None:
     return info.spawned_by if info.spawned_by is not None else info.parent_session_id

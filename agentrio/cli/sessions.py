@@ -129,23 +129,12 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
                 timestamp(node.summary.updated_at),
                 str(len(node.children)),
                 str(len(node.forks)),
-                _parent(node),
+                node.relation,
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-
-
-def _parent(node: Node) -> str:
-    info = node.summary.info
-    if info.spawned_by is not None:
-        parent = f"child of {info.spawned_by}"
-    elif info.parent_session_id is not None:
-        parent = f"fork of {info.parent_session_id} ({info.seed_length} messages)"
-    else:
-        return "-"
-    return f"{parent} [deleted]" if node.orphan else parent
 
 
 def _as_json(node: Node) -> dict[str, object]:

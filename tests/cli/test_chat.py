@@ -103,7 +103,7 @@ async def test_a_stored_session_is_resumed_with_its_history(cli):
     term = cli.spawn("chat")
     await term.expect_text("/help for help")
     term.type_line("/sessions")
-    await term.expect(r"memo  2 messages")
+    await term.expect(r"memo  agentrio  2 messages")
     term.type_line("/resume memo")
     # A recap of where the session was, then the conversation goes on.
     await term.expect_text("› The colour is teal.")
