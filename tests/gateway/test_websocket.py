@@ -230,6 +230,8 @@ async def test_a_child_agents_updates_carry_its_path_and_keep_their_tool_call_id
     assert child_text == "child readingalpha"
     assert client.text() == "child readingalphaThe helper says alpha."
     assert [(s["sessionId"], s["title"]) for s in listed["sessions"]] == [(session_id, "ask the helper")]
+    assert listed["sessions"][0]["_meta"]["agentrio"]["children"] == 1
+    assert listed["sessions"][0]["_meta"]["agentrio"]["agent"] == "main"
 
 
 async def test_session_new_starts_its_mcp_servers_inside_the_agents_scope(workspace):

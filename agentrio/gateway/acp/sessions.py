@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,7 +126,6 @@ class Session:
         self.peers: list[Peer] = []
         self.status = "idle"
         #: Agent ids of the child agents seen at work in this session.
-        self.children: set[str] = set()
         self._nursery = nursery
         self._mapper = UpdateMapper(cwd)
         self._origins: dict[str, Peer | None] = {}
@@ -249,8 +249,6 @@ class Session:
             self._broadcast(self._status_update())
         for update in self._mapper.updates(event):
             self._broadcast(update)
-        if isinstance(event, ev.ChildEvent):
-            self.children.update(event.path)
         inner = event.event if isinstance(event, ev.ChildEvent) else event
         if isinstance(inner, ev.ApprovalRequest):
             approval = _Approval(inner, self._mapper.call_id(event, inner.call.id))
@@ -397,18 +395,25 @@ class SessionHub:
         return session
 
     async def listing(self) -> list[dict[str, Any]]:
-        summaries = {s.info.session_id: s for s in await self.runtime.store.list_summaries()}
-        children = set().union(*(session.children for session in self.sessions.values()))
+        summaries = await self.runtime.store.list_summaries()
+        children = Counter(s.info.spawned_by for s in summaries if s.info.spawned_by is not None)
         listed = []
-        for session_id, summary in sorted(summaries.items(), key=lambda item: -item[1].updated_at):
-            if session_id in children:
-                continue  # a child agent's session: shown within its parent's
+        for summary in sorted(summaries, key=lambda s: -s.updated_at):
+            session_id = summary.info.session_id
+            if summary.info.spawned_by is not None:
+                continue  # a child agent's session: its updates come within its parent's
             live = self.sessions.get(session_id)
+            meta = {
+                "agent": summary.info.agent_name,
+                "messages": summary.messages,
+                "children": children[session_id],
+                "status": live.status if live else "stored",
+            }
             info: dict[str, Any] = {
                 "sessionId": session_id,
                 "cwd": str(live.cwd if live else self.default_cwd),
                 "updatedAt": _iso(summary.updated_at),
-                "_meta": {"agentrio": {"messages": summary.messages, "status": live.status if live else "stored"}},
+                "_meta": {"agentrio": meta},
             }
             if live is not None and (title := _title(live.agent.messages)):
                 info["title"] = title
