@@ -62,8 +62,8 @@ class Slot:
     started_at: float | None = None
     finished_at: float | None = None
     scope: trio.CancelScope | None = None
-    #: Usage the call spent on the run's behalf (a sub-agent's, say).
-    usage: Usage = attrs.field(factory=Usage)
+    #: Usage the call spent on the run's behalf (a sub-agent's, say), if any.
+    usage: Usage | None = None
     #: The worker has reported back (with a result or after a cancel).
     ended: bool = False
     #: Journaled as finished ahead of its turn to be committed.
@@ -73,7 +73,7 @@ class Slot:
     posted: bool = False
 
     def add_usage(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
+        self.usage = usage if self.usage is None else self.usage + usage
 
     @property
     def duration(self) -> float:
@@ -119,8 +119,13 @@ class ToolBatch:
         self.slots = [Slot(call) for call in calls]
         self._next_commit = 0
         self._running = 0
-        # Each worker reports exactly once, so this never fills up.
-        self._send, self._finished = trio.open_memory_channel[tuple[Slot, Any]](max(len(calls), 1))
+        # What workers reported and the batch has not taken yet: each worker
+        # reports exactly once, so it holds at most one entry per call. (A
+        # list and a parking lot: a memory channel per batch costs more than
+        # the rest of a small batch's bookkeeping.)
+        self._reports: list[tuple[Slot, Any]] = []
+        self._reported = trio.lowlevel.ParkingLot()
+        self._settled = False
         self.stop: str | None = None
         #: What stopped the run, when a tool did (``ToolFatal``).
         self.error: str | None = None
@@ -301,11 +306,10 @@ class ToolBatch:
                 span.finished(outcome)
         finally:
             # Reported even when cancelled from outside, so nobody waits for
-            # a worker that has ended.
-            try:
-                self._send.send_nowait((slot, outcome))
-            except trio.ClosedResourceError:
-                pass  # the batch was settled without this worker
+            # a worker that has ended (unless the batch was settled without it).
+            if not self._settled:
+                self._reports.append((slot, outcome))
+                self._reported.unpark()
 
     def _report(self, slot: Slot, progress: Any) -> None:
         if not slot.committed:
@@ -320,12 +324,13 @@ class ToolBatch:
         """Wait for a worker to end, take every other that ended meanwhile,
         and make their results durable in one barrier: committed when every
         earlier call is in, recorded as finished otherwise."""
-        self._take(*await self._finished.receive())
-        while True:
-            try:
-                self._take(*self._finished.receive_nowait())
-            except trio.WouldBlock:
-                break
+        if self._reports:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        while not self._reports:
+            await self._reported.park()
+        reports, self._reports = self._reports, []
+        for slot, outcome in reports:
+            self._take(slot, outcome)
         await self._commit_ready()
         early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
         for slot in early:
@@ -339,7 +344,8 @@ class ToolBatch:
         self._running -= 1
         slot.ended = True
         slot.finished_at = trio.current_time()
-        self._ports.add_usage(slot.usage)
+        if slot.usage is not None:
+            self._ports.add_usage(slot.usage)
         if outcome is not None:  # None: the worker was cancelled
             slot.result = outcome.to_message(slot.call.id, slot.call.name)
             slot.concludes_turn = outcome.concludes_turn
@@ -386,7 +392,7 @@ class ToolBatch:
         with trio.move_on_after(ABANDON_AFTER):
             while self._running:
                 await self._receive_one()
-        self._send.close()
+        self._settled = True
         known = {}
         for slot in self.slots:
             if slot.committed:
