@@ -111,12 +111,62 @@ def argument_errors(validator: Any, args: Any) -> list[str]:
     if (depth := _depth(args)) > MAX_ARGUMENT_DEPTH:
         return [f"the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"]
     try:
+        if _plainly_valid(validator.schema, args):
+            return []
         return schema_errors(validator, args)
     except Exception as e:  # a flaw of the schema, found only now
         reason = f"{type(e).__name__}: {e}"
         if len(reason) > _MAX_REASON:
             reason = reason[:_MAX_REASON] + " [...]"
         return [f"the arguments could not be validated, the tool's schema is broken: {reason}"]
+
+
+#: Keywords of a schema ``_plainly_valid`` reads (or may ignore).
+_PLAIN_OBJECT = frozenset({"type", "properties", "required", "additionalProperties", "description", "title"})
+_PLAIN_PROPERTY = frozenset({"type", "description", "title"})
+#: Whether a value is certainly of a JSON Schema type, by its exact Python
+#: type (a value these miss may still fit: jsonschema decides).
+_PLAIN_TYPES = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+}
+
+
+_ABSENT = object()
+
+
+def _plainly_valid(schema: Any, args: Any) -> bool:
+    """True when ``args`` certainly fit ``schema``, decided by the types of
+    their values alone: the schema of most tools (an object of properties
+    with a plain type each) and well-formed arguments. False means "not
+    certain": jsonschema decides, and words the errors. Read from the schema
+    on every call, so a schema changed in place is never judged stale."""
+    if type(args) is not dict or type(schema) is not dict or not schema.keys() <= _PLAIN_OBJECT:
+        return False
+    properties = schema.get("properties", {})
+    additional = schema.get("additionalProperties", True)
+    if schema.get("type", "object") != "object" or type(properties) is not dict or type(additional) is not bool:
+        return False
+    required = schema.get("required", ())
+    if type(required) is not list and required != ():
+        return False
+    if not all(type(name) is str and name in args for name in required):
+        return False
+    for key, value in args.items():
+        sub = properties.get(key, _ABSENT)
+        if sub is _ABSENT:
+            if additional:
+                continue
+            return False
+        if type(sub) is not dict or not sub.keys() <= _PLAIN_PROPERTY:
+            return False
+        kind = sub.get("type")
+        if kind is not None and not (type(kind) is str and kind in _PLAIN_TYPES and _PLAIN_TYPES[kind](value)):
+            return False
+    return True
 
 
 def _depth(value: Any) -> int:

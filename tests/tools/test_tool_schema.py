@@ -92,3 +92,51 @@ async def test_in_a_run_deep_arguments_and_a_broken_schema_are_error_results_and
     assert (
         second.is_error and "the tool's schema is broken" in second.text and "PointerToNowhere" in second.text
     )
+
+
+PLAIN = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "integer"},
+        "x": {"type": "number"},
+        "s": {"type": "string", "description": "a name"},
+        "b": {"type": "boolean"},
+        "z": {"type": "null"},
+        "any": {},
+    },
+    "required": ["n"],
+}
+PLAIN_ARGS = [
+    {"n": 1},
+    {"n": 1, "x": 2.5, "s": "a", "b": False, "z": None, "any": [{"deep": 1}]},
+    {"n": 1, "extra": {"k": "v"}},
+    {"n": True},
+    {"n": 1.0},
+    {"n": 1.5},
+    {"n": "1"},
+    {"x": 1},
+    {"n": 1, "x": True},
+    {"n": 1, "s": 3},
+    {"n": 1, "b": 0},
+    {"n": 1, "z": False},
+]
+
+
+@pytest.mark.parametrize("closed", [False, True])
+@pytest.mark.parametrize("args", PLAIN_ARGS)
+def test_plain_schemas_are_judged_by_value_types_exactly_as_jsonschema_judges_them(args, closed):
+    # Such schemas skip jsonschema when the arguments plainly fit: the
+    # verdict and the errors must be jsonschema's all the same.
+    from jsonschema import Draft202012Validator
+
+    schema = {**PLAIN, "additionalProperties": not closed}
+    expected = sorted(e.message for e in Draft202012Validator(schema).iter_errors(args))
+    errors = Tool("t", "", schema, execute).argument_errors(args)
+    assert sorted(e.split(": ", 1)[-1] for e in errors) == expected
+
+
+def test_a_schema_changed_in_place_applies_to_the_next_call():
+    t = schema_tool(n={"type": "integer"})
+    assert t.argument_errors({"n": 1}) == []
+    t.parameters["properties"]["n"]["type"] = "string"
+    assert t.argument_errors({"n": 1}) == ["n: 1 is not of type 'string'"]
