@@ -26,7 +26,6 @@ from ..events import (
     AgentEnd,
     OutputUpdate,
     AgentStart,
-    Event,
     MessageDiscard,
     MessageEnd,
     MessageStart,
@@ -154,6 +153,8 @@ class Activity:
 
     def __init__(self, ports: ActivityPorts) -> None:
         self.ports = ports
+        #: ``emit(EventType, **fields)``: the agent's, called directly.
+        self.emit = ports.emit
         self.spec = ports.spec
         self.journal = ports.journal
         self._state = ports.journal.state
@@ -195,11 +196,8 @@ class Activity:
 
     # -- plumbing -------------------------------------------------------------
 
-    def emit(self, event_type: type[Event], **fields: Any) -> None:
-        self.ports.emit(event_type, **fields)
-
     def state(self, name: str) -> None:
-        self.ports.emit(State, name=name)
+        self.emit(State, name=name)
 
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent on the run's behalf (a sub-agent's, say)."""

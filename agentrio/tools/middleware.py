@@ -84,12 +84,31 @@ async def run_tool_call(
     """Run ``tool`` through ``middleware``; every failure becomes an
     ``is_error`` result. ``args`` must already be valid; layers and the tool
     get a copy, so nothing they do can change the call in history."""
+    try:
+        if not middleware:  # nothing can rewrite the arguments: no onion to build
+            return as_tool_result(await tool.execute(_copy(args), tool_ctx))
+        return as_tool_result(await _through(tool, call, args, middleware, tool_ctx))
+    except ToolRefused as refused:
+        return ToolResult(f"refused: {refused.reason}", is_error=True, error_code=PERMISSION_DENIED)
+    except ToolFatal as fatal:
+        return ToolResult(f"fatal: {fatal}", is_error=True, fatal=True)
+    except Exception as exc:
+        return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)
+
+
+async def _through(
+    tool: Tool,
+    call: ToolCall,
+    args: dict[str, Any],
+    middleware: Sequence[Middleware],
+    tool_ctx: ToolContext,
+) -> object:
+    """The middleware onion around ``tool.execute``."""
     ctx = ToolCallContext(tool, call, _copy(args), tool_ctx.agent_id, tool_ctx.session_id)
 
     async def execute() -> ToolResult:
-        # Middleware may rewrite the arguments; the tool must still get valid
-        # ones. Without middleware nothing could have: skip the comparison.
-        errors = tool.argument_errors(ctx.args) if middleware and ctx.args != args else []
+        # Middleware may rewrite the arguments; the tool must still get valid ones.
+        errors = tool.argument_errors(ctx.args) if ctx.args != args else []
         if errors:
             return ToolResult(
                 f"contract error: middleware changed the arguments of {tool.name!r} "
@@ -103,11 +122,4 @@ async def run_tool_call(
     call_next: CallNext = execute
     for layer in reversed(middleware):
         call_next = functools.partial(layer, ctx, call_next)
-    try:
-        return as_tool_result(await call_next())
-    except ToolRefused as refused:
-        return ToolResult(f"refused: {refused.reason}", is_error=True, error_code=PERMISSION_DENIED)
-    except ToolFatal as fatal:
-        return ToolResult(f"fatal: {fatal}", is_error=True, fatal=True)
-    except Exception as exc:
-        return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)
+    return await call_next()
