@@ -694,14 +694,14 @@ class Agent:
         )
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
-        async def supervised() -> None:
-            self._workers.add(call_id)
-            try:
-                await worker()
-            finally:
-                self._workers.discard(call_id)
+        self._nursery.start_soon(self._supervise_worker, call_id, worker)
 
-        self._nursery.start_soon(supervised)
+    async def _supervise_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
+        self._workers.add(call_id)
+        try:
+            await worker()
+        finally:
+            self._workers.discard(call_id)
 
     @asynccontextmanager
     async def _spawn_child(self, spec: AgentSpec, setup: Setup | None = None) -> AsyncIterator[Agent]:

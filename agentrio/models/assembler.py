@@ -6,7 +6,7 @@ import json
 
 import attrs
 
-from ..messages import AssistantMessage, Part, Text, Thinking, ToolCall, Usage, json_problem
+from ..messages import AssistantMessage, Part, Text, Thinking, ToolCall, Usage
 from .events import (
     Done,
     StreamEvent,
@@ -53,8 +53,12 @@ def parse_tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
         parsed = json.loads(arguments)
     except (ValueError, RecursionError):
         parsed = None
-    if type(parsed) is dict and json_problem(parsed) is None:
-        return ToolCall(call_id, name, parsed)
+    if type(parsed) is dict:
+        try:
+            # ToolCall checks its arguments itself: checking first would walk them twice.
+            return ToolCall(call_id, name, parsed)
+        except TypeError:
+            pass  # NaN, or nesting too deep to store
     return ToolCall(call_id, name, {}, raw_arguments=arguments)
 
 
