@@ -124,6 +124,10 @@ class OutputUpdate(_Event):
 @attrs.frozen(kw_only=True)
 class MessageEnd(_Event):
     message: Message
+    #: True when a replay made it from the journal, standing for a
+    #: ``message_end`` the replay log no longer held: its seq is that one's,
+    #: its time that of the replay.
+    replayed: bool = False
 
     type: ClassVar[str] = "message_end"
 
@@ -227,10 +231,12 @@ class Lagged(_Event):
     the deltas that follow come coalesced, and ``dropped`` of them (text or
     progress pieces past the log's text limit) were left out here; the
     ``message_end`` / ``tool_execution_end`` that follow still carry the
-    whole message or result. ``missed``: events after this one's ``seq`` that
-    the log no longer held (a reader that far behind, or a ``since`` older
-    than the log); read the agent's history (``agent.messages``) to catch
-    up. Its ``seq`` is that of the last event before the gap."""
+    whole message or result. ``missed``: how many seqs after this one's the
+    log no longer held (a reader that far behind, or a ``since`` older than
+    the log); the journal stands in for them: the messages of history
+    announced among them follow first, each as its ``message_end``
+    (``replayed``, with the seq it had), then what the log holds. Its
+    ``seq`` is that of the last event before the gap."""
 
     dropped: int = 0
     missed: int = 0

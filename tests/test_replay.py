@@ -1,5 +1,6 @@
 """Subscribers that resume after a seq: ``agent.subscribe(since=seq)``, and
-subscribers that fall behind and read on from the agent's replay log."""
+subscribers that fall behind and read on from the agent's replay log, and
+from the journal's messages for what the log no longer holds."""
 
 from __future__ import annotations
 
@@ -10,14 +11,26 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrio import AgentSpec, ScriptedModel, Tool
+from agentrio import (
+    AgentSpec,
+    Limits,
+    MemoryStore,
+    Runtime,
+    ScriptedModel,
+    Tool,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentrio.actors import bus as bus_module
 from agentrio.actors import replay
 from agentrio.actors.bus import SUBSCRIBER_CAPACITY, EventBus
-from agentrio.events import MessageUpdate, ToolExecutionUpdate, TurnStart
+from agentrio.actors.compaction import SUMMARY_HEADER
+from agentrio.events import MessageEnd, MessageUpdate, ToolExecutionUpdate, TurnStart
+from agentrio.journal import SessionState
 from agentrio.models.events import TextDelta
 from agentrio.models.scripted import message_events
 
-from .helpers import calls, say
+from .helpers import calls, echo_tool, say
 
 def _key(event) -> tuple:
     """Which text a delta continues."""
@@ -241,7 +254,7 @@ async def test_a_subscriber_far_behind_reads_on_from_the_log_without_losing_a_li
 
         nursery.start_soon(read_all)
         await agent.run("go")  # ``idle`` reads nothing meanwhile
-        assert len(idle) == SUBSCRIBER_CAPACITY + 1  # then it stopped buffering
+        assert len(idle) == SUBSCRIBER_CAPACITY  # then it stopped buffering
         async for event in idle:
             late.append(event)
             if event.type == "agent_end":
@@ -254,16 +267,186 @@ async def test_a_subscriber_far_behind_reads_on_from_the_log_without_losing_a_li
     assert _texts(late) == _texts(steady)
 
 
-async def test_a_since_older_than_the_log_starts_with_what_was_missed(rt):
-    agent = await rt.create(AgentSpec("a", ScriptedModel([say("one"), say("two")])))
-    await agent.run("first")  # nobody subscribed: nothing is logged yet
-    logged_from = agent._bus.seq
-    async with agent.subscribe(since=0) as events:
-        first = events.receive_nowait()
+# -- what the log no longer holds: the journal stands in ----------------------------------
+
+
+def _drain(events) -> list:
+    """Every event the subscription has for a reader now."""
+    out = []
+    while True:
+        try:
+            out.append(events.receive_nowait())
+        except trio.WouldBlock:
+            return out
+
+
+def _ends(events) -> list:
+    return [e for e in events if e.type == "message_end"]
+
+
+def _one_tool_turns(turns: int) -> ScriptedModel:
+    replies = []
+    for n in range(turns):
+        replies += [calls(("echo", {"text": f"t{n}"})), say(f"done {n}")]
+    return ScriptedModel(replies)
+
+
+def _check_journal_stands_in(got, steady, since, lost, agent) -> None:
+    """``got``, read after ``since`` when the log held nothing at or before
+    ``lost``: one ``lagged`` event, then the messages announced in between
+    from the journal (with the seqs they had), then what a steady reader saw
+    after ``lost``."""
+    lagged, rest = got[0], got[1:]
+    assert (lagged.type, lagged.seq, lagged.missed) == ("lagged", since, lost - since)
+    replayed = [e for e in rest if e.type == "message_end" and e.replayed]
+    assert rest[: len(replayed)] == replayed  # the journal's part comes first
+    held = agent.messages
+    expected = [e for e in _ends(steady) if since < e.seq <= lost and any(e.message is m for m in held)]
+    assert [(e.seq, e.message) for e in replayed] == [(e.seq, e.message) for e in expected]
+    after = [e for e in steady if e.seq > lost]
+    assert _lifecycle(rest[len(replayed) :]) == _lifecycle(after)
+    assert _nonempty(_texts(rest[len(replayed) :])) == _nonempty(_texts(after))
+    assert _strictly_increasing(got)
+
+
+@pytest.mark.parametrize("since_at", ["agent_start", "message_end", "tool_execution_start", "turn_end"])
+async def test_a_since_older_than_the_log_gets_each_later_message_once_from_the_journal_then_the_log(
+    rt, monkeypatch, since_at
+):
+    monkeypatch.setattr(replay, "REPLAY_CAPACITY", 8)
+    agent = await rt.create(AgentSpec("a", _one_tool_turns(4), tools=[echo_tool()]))
+    async with agent.subscribe() as everything:
+        for n in range(3):
+            await agent.run(f"turn {n}")
+        steady = _drain(everything)
+        # In the first turn, long evicted from the log.
+        since = next(e.seq for e in steady if e.type == since_at)
+        lost = agent._bus.lost_through
+        assert lost > since + 40
+        async with agent.subscribe(since=since) as resumed:
+            got = _drain(resumed)
+            await agent.run("last turn")
+            got += _drain(resumed)
+        steady += _drain(everything)
+    assert got[-2].type == "agent_end" and got[-2] == steady[-2]
+    _check_journal_stands_in(got, steady, since, lost, agent)
+    # Every message after the last one announced at or before since, once.
+    before = sum(e.seq <= since for e in _ends(steady))
+    assert [e.message for e in _ends(got)] == list(agent.messages[before:])
+    assert [e.seq for e in _ends(got)] == [e.seq for e in _ends(steady)[before:]]
+    assert any(isinstance(e.message, ToolResultMessage) for e in _ends(got) if e.replayed)
+
+
+async def test_a_reader_that_never_reads_while_many_turns_run_then_gets_every_message_once(rt, monkeypatch):
+    monkeypatch.setattr(bus_module, "SUBSCRIBER_CAPACITY", 64)  # a turn emits 40 events
+    monkeypatch.setattr(replay, "REPLAY_CAPACITY", 16)
+    turns = 30  # 120 messages: the journal's part comes in several catch-ups
+    agent = await rt.create(AgentSpec("a", _one_tool_turns(turns), tools=[echo_tool()]))
+    steady = []
+    async with agent.subscribe() as everything, agent.subscribe() as idle:
+        for n in range(turns):
+            await agent.run(f"turn {n}")
+            steady += _drain(everything)
+        assert len(idle) == 64
+        lost = agent._bus.lost_through
+        got = _drain(idle)
+    assert got[:64] == steady[:64]
+    _check_journal_stands_in(got[64:], steady, steady[63].seq, lost, agent)
+    assert sum(e.type == "lagged" for e in got) == 1
+    assert [e.message for e in _ends(got)] == list(agent.messages)
+    assert [e.seq for e in _ends(got)] == [e.seq for e in _ends(steady)]
+    assert got[-2].type == "agent_end"
+
+
+async def test_a_catch_up_taken_in_parts_while_the_log_loses_more_brings_every_message_once(monkeypatch):
+    monkeypatch.setattr(bus_module, "SUBSCRIBER_CAPACITY", 4)
+    monkeypatch.setattr(replay, "REPLAY_CAPACITY", 4)
+    bus = EventBus("agent", "session")
+    bus.history = state = SessionState()
+    sent = []
+
+    def say_more(count: int) -> None:
+        for _ in range(count):
+            message = UserMessage(f"message {len(sent)}")
+            state.messages.append(message)
+            bus.emit(MessageEnd, message=message)
+            bus.emit(TurnStart, turn=len(sent))
+            sent.append(message)
+
+    async with bus.subscribe() as events:
+        say_more(10)
+        first = [events.receive_nowait() for _ in range(9)]  # 4 buffered, lagged, 4 replayed
+        say_more(10)  # meanwhile the log loses more
+        rest = _drain(events)
+    got = first + rest
+    assert [e.type for e in got[:5]] == ["message_end", "turn_start", "message_end", "turn_start", "lagged"]
+    assert [e.message for e in _ends(got)] == sent
+    assert [e.seq for e in _ends(got)] == [2 * n + 1 for n in range(20)]
+    lagged = [e for e in got if e.type == "lagged"]
+    assert [(e.seq, e.missed) for e in lagged] == [(4, 12), (16, 20)]
+    assert got[-4:] == bus.replay(36)[1]  # then the log's part
+    assert _strictly_increasing(got)
+
+
+async def test_a_replay_after_a_compaction_skips_what_it_replaced_and_duplicates_nothing(rt, monkeypatch):
+    monkeypatch.setattr(replay, "REPLAY_CAPACITY", 8)
+    long = "x" * 800
+    model = ScriptedModel(
+        [calls(("echo", {"text": long})), say(long), say("a"), say("the summary"), say("b"), say("c")]
+    )
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], limits=Limits(keep_recent_tokens=100)))
+    async with agent.subscribe() as everything:
+        await agent.run("first")
         await agent.run("second")
-        rest = [events.receive_nowait() for _ in range(len(events))]
-    assert (first.type, first.missed, first.seq) == ("lagged", logged_from, 0)
-    assert rest[0].seq == logged_from + 1 and rest[-2].type == "agent_end"
+        await agent.compact()
+        await agent.run("third")
+        steady = _drain(everything)
+        assert agent.messages[0].text.startswith(SUMMARY_HEADER)
+        replaced = [m for m in (e.message for e in _ends(steady)) if not any(m is h for h in agent.messages)]
+        assert [m.text for m in replaced][:1] == ["first"] and len(replaced) == 4
+        since = _ends(steady)[0].seq  # the first prompt
+        lost = agent._bus.lost_through
+        async with agent.subscribe(since=since) as resumed:
+            got = _drain(resumed)
+            await agent.run("fourth")
+            got += _drain(resumed)
+        steady += _drain(everything)
+    _check_journal_stands_in(got, steady, since, lost, agent)
+    assert [e.message.text for e in _ends(got) if e.replayed] == ["second", "a", "third"]
+    assert all(not any(e.message is m for m in replaced) for e in _ends(got) if e.replayed)
+    texts = [e.message.text for e in _ends(got)]
+    assert len(texts) == len(set(texts))
+    assert texts[-2:] == ["fourth", "c"]
+
+
+async def test_a_replay_of_a_restored_session_brings_only_the_messages_this_process_announced():
+    store = MemoryStore()
+    async with Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([say("one")])), session_id="s")
+        await agent.run("first")
+    async with Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([say("two")])), session_id="s")
+        await agent.run("second")  # nobody subscribed: nothing is logged yet
+        logged_from = agent._bus.seq
+        async with agent.subscribe(since=0) as events:
+            got = _drain(events)
+        assert [m.text for m in agent.messages] == ["first", "one", "second", "two"]
+    assert (got[0].type, got[0].seq, got[0].missed) == ("lagged", 0, logged_from)
+    assert [(e.type, e.message.text, e.replayed) for e in got[1:]] == [
+        ("message_end", "second", True),
+        ("message_end", "two", True),
+    ]
+
+
+def test_message_seqs_skip_records_journaled_without_an_event_of_their_own():
+    seqs = replay.MessageSeqs(5)  # records 0..4 came before (restored history)
+    seqs.add(5, 10)
+    seqs.add(8, 20)  # records 6 and 7 were written by crash repair, with no event
+    seqs.add(9, 21)
+    seqs.add(7, 30)  # too late: no record is announced twice
+    assert list(seqs.between(0, 100)) == [(5, 10), (8, 20), (9, 21)]
+    assert list(seqs.between(10, 20)) == [(8, 20)]
+    assert list(seqs.between(20, 20)) == []
 
 
 @pytest.mark.parametrize("since", [-1, 10**6, "3", 1.5])

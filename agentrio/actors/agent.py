@@ -195,7 +195,7 @@ class Agent:
 
     def _attach(self, journal: Journal) -> None:
         self._journal = journal
-        self._state = journal.state
+        self._state = self._bus.history = journal.state
         journal.guard = self._owned.check
         self.inbox = Inbox(self._state.queue, journal.append, self._inbox_changed)
 
@@ -348,13 +348,17 @@ class Agent:
         see ``Subscription`` for what a reader that lags gets.
 
         With ``since`` (the ``seq`` of an event this agent emitted), the
-        subscription first replays what came after it (``ReplayLog``: every
+        subscription first replays what came after it, then goes live, with
+        no gap and no duplicate. The replay log (started by the agent's first
+        subscriber, its latest ``REPLAY_CAPACITY`` events) gives every
         lifecycle event, deltas coalesced, a message still streaming as one
-        ``message_update`` with its text so far), then goes live, with no gap
-        and no duplicate. The log starts with the agent's first subscriber
-        and holds its latest ``REPLAY_CAPACITY`` events: a ``since`` older
-        than that starts with a ``lagged`` event counting what is ``missed``
-        (the committed history is in ``agent.messages``)."""
+        ``message_update`` with its text so far. For a ``since`` older than
+        the log, the journal stands in for what the log no longer holds: a
+        ``lagged`` event counting those seqs (``missed``), then each message
+        of history (``messages``, and the open step's) announced among them,
+        in order, as its ``message_end`` (``replayed``, with the seq it had),
+        then the log. Messages a compaction replaced are not replayed, nor
+        are those this process did not announce (restored history)."""
         async with self._bus.subscribe(since) as events:
             yield events
 

@@ -6,15 +6,19 @@ import functools
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..events import Event, Lagged
-from .replay import ReplayLog
+from ..events import Event, Lagged, MessageEnd
+from .replay import MessageSeqs, ReplayLog
+
+if TYPE_CHECKING:
+    from ..journal import SessionState
+    from ..messages import Message
 
 #: Events a subscriber may have waiting. A subscriber further behind reads on
-#: from the agent's replay log (see ``Subscription``).
+#: from the agent's replay (see ``Subscription``).
 SUBSCRIBER_CAPACITY = 1024
 
 
@@ -25,12 +29,14 @@ class Subscription:
     keeps up it gets every event as it was emitted. Once
     ``SUBSCRIBER_CAPACITY`` events wait, the subscription stops buffering and
     the reader, having read what waits, gets a ``lagged`` event and then
-    continues from the agent's replay log (``ReplayLog``): every lifecycle
-    event (everything but ``message_update`` and ``tool_execution_update``)
-    and the deltas coalesced, then live again, with no gap and no duplicate.
-    Only a reader so far behind that the log no longer holds what it missed
-    loses events, and its ``lagged`` event says how many (``missed``).
-    Memory is bounded whether or not anyone reads.
+    catches up (see ``EventBus``): every lifecycle event (everything but
+    ``message_update`` and ``tool_execution_update``) the agent's replay log
+    still holds, and the deltas coalesced, then live again, with no gap and
+    no duplicate. Of a stretch the log no longer holds, the ``lagged`` event
+    says how many seqs it had (``missed``) and the journal stands in for it:
+    each message of history announced in it comes as its ``message_end``
+    (``replayed``). Memory is bounded whether or not anyone reads: a
+    catch-up takes at most ``SUBSCRIBER_CAPACITY`` events at a time.
     """
 
     def __init__(self, bus: EventBus, since: int | None = None) -> None:
@@ -39,11 +45,18 @@ class Subscription:
         self._closed = False
         self._arrived = trio.Event()
         self._readers = 0
-        #: Reading from the log after this seq, not from live emits.
+        #: Reading from the replay after this seq, not from live emits.
         self._behind_after: int | None = since
+        #: The subscription fell behind its buffer: its catch-up starts with
+        #: a ``lagged`` event even when the log holds everything.
+        self._fell_behind = False
+        #: Replaying the journal's messages up to this seq (the log held
+        #: nothing at or before it when the ``lagged`` event was made).
+        self._journal_through: int | None = None
 
     def __len__(self) -> int:
-        """Events waiting to be read."""
+        """Events waiting in the buffer (a reader that fell behind has more
+        to read from the replay)."""
         return len(self._events)
 
     @property
@@ -56,20 +69,40 @@ class Subscription:
             return
         events = self._events
         if len(events) >= SUBSCRIBER_CAPACITY:
-            # Fall behind: read on from the log after the last event held.
+            # Fall behind: read on from the replay after the last event held.
             self._behind_after = events[-1].seq
-            events.append(self._bus.make(Lagged, seq=events[-1].seq))
+            self._fell_behind = True
         else:
             events.append(event)
         self._arrived.set()
 
     def _catch_up(self, after: int) -> None:
-        missed, events = self._bus.replay(after)
-        if missed:
-            self._events.append(self._bus.make(Lagged, seq=after, missed=missed))
-        self._events.extend(events[:SUBSCRIBER_CAPACITY])
-        if len(events) > SUBSCRIBER_CAPACITY:
-            self._behind_after = events[SUBSCRIBER_CAPACITY - 1].seq
+        """Buffer what comes after seq ``after``, at most about
+        ``SUBSCRIBER_CAPACITY`` events: what the journal stands in for, then
+        what the log holds; live again once the log has given all it holds."""
+        bus, events, room = self._bus, self._events, SUBSCRIBER_CAPACITY
+        while True:
+            if self._journal_through is None:
+                lost = bus.lost_through
+                if lost > after or self._fell_behind:
+                    events.append(bus.make(Lagged, seq=after, missed=max(0, lost - after)))
+                    self._fell_behind = False
+                if lost <= after:
+                    break
+                self._journal_through = lost
+            replayed = bus.committed(after, self._journal_through, room)
+            events.extend(replayed)
+            if len(replayed) == room:  # perhaps more: on from the last one next time
+                self._behind_after = replayed[-1].seq
+                return
+            room -= len(replayed)
+            # The log may have lost more since an earlier catch-up: round again.
+            after, self._journal_through = self._journal_through, None
+        missed, logged = bus.replay(after)
+        assert not missed
+        events.extend(logged[:room])
+        if len(logged) > room:
+            self._behind_after = logged[room - 1].seq
         else:
             self._behind_after = None  # live again: the log held everything up to now
 
@@ -116,9 +149,14 @@ class EventBus:
 
     Emitting never blocks the agent and builds nothing until someone
     subscribes. From the first subscription on, every event also goes to the
-    agent's ``ReplayLog``, so that a subscriber can resume after any seq it
-    has seen (``subscribe(since=seq)``); each subscriber's buffer is bounded
-    (see ``Subscription``).
+    agent's ``ReplayLog``. Whether or not anyone subscribes, the bus notes
+    the seq of each ``message_end`` beside the message's place in the
+    journal (``MessageSeqs``; ``history`` is the session's projected state).
+    So a subscriber can resume after any seq it has seen
+    (``subscribe(since=seq)``): from the log, and, for what the log no
+    longer holds, with the messages of that stretch that history still
+    holds, each as a ``message_end`` with the seq of the one it stands for.
+    Each subscriber's buffer is bounded (see ``Subscription``).
     """
 
     def __init__(self, agent_id: str, session_id: str) -> None:
@@ -128,6 +166,10 @@ class EventBus:
         self._subscribers: list[Subscription] = []
         self._log: ReplayLog | None = None
         self._closed = False
+        #: The session's state, whose messages ``message_end`` events announce
+        #: (set by the agent; None: messages are not noted).
+        self.history: SessionState | None = None
+        self._message_seqs: MessageSeqs | None = None
 
     @property
     def seq(self) -> int:
@@ -148,6 +190,8 @@ class EventBus:
 
     def emit(self, event_type: type[Event], **fields: Any) -> None:
         self._seq += 1
+        if event_type is MessageEnd and self.history is not None:
+            self._announced(fields["message"])
         if self._log is None:
             return  # nobody has listened: build nothing, but keep counting
         event = self.make(event_type, **fields)
@@ -155,10 +199,46 @@ class EventBus:
         for subscriber in self._subscribers:
             subscriber.offer(event)
 
+    def _announced(self, message: Message) -> None:
+        """Note the seq of the ``message_end`` of ``message``, which the
+        journal has just taken (its latest message record, unless a few came
+        after it)."""
+        state = self.history
+        records = state.message_records + len(state.step_messages)
+        for back in range(min(records, 8)):
+            if state.written_by(records - 1 - back) is message:
+                if self._message_seqs is None:
+                    self._message_seqs = MessageSeqs(records - 1 - back)
+                self._message_seqs.add(records - 1 - back, self._seq)
+                return
+
+    @property
+    def lost_through(self) -> int:
+        """The latest seq the replay log does not hold (``ReplayLog``)."""
+        assert self._log is not None
+        return self._log.lost_through
+
     def replay(self, since: int) -> tuple[int, list[Event]]:
         """``ReplayLog.after``: the events after ``since`` the log holds."""
         assert self._log is not None
         return self._log.after(since)
+
+    def committed(self, after: int, through: int, limit: int) -> list[Event]:
+        """The first ``limit`` messages that history holds among those whose
+        ``message_end`` came after seq ``after`` and at or before
+        ``through``, in order, each as a ``message_end`` (``replayed``) with
+        the seq of the one it stands for."""
+        seqs, state = self._message_seqs, self.history
+        if seqs is None or state is None:
+            return []
+        out: list[Event] = []
+        for record, seq in seqs.between(after, through):
+            message = state.written_by(record)
+            if message is not None:
+                out.append(self.make(MessageEnd, seq=seq, message=message, replayed=True))
+                if len(out) == limit:
+                    break
+        return out
 
     @asynccontextmanager
     async def subscribe(self, since: int | None = None) -> AsyncIterator[Subscription]:

@@ -1,11 +1,15 @@
-"""An agent's recent events, kept so that a subscriber can resume after a
-seq it has seen (``agent.subscribe(since=seq)``, and a subscriber that fell
-behind)."""
+"""What a subscriber resumes from after a seq it has seen
+(``agent.subscribe(since=seq)``, and a subscriber that fell behind): the
+agent's recent events (``ReplayLog``) and, for what the log no longer holds,
+the seq of the ``message_end`` of each message the journal holds
+(``MessageSeqs``)."""
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -106,15 +110,17 @@ class _Run:
 
 class ReplayLog:
     """The latest ``REPLAY_CAPACITY`` events of an agent, in seq order, from
-    the moment the log was started.
+    the moment the log was started (the agent's first subscription).
 
     Guarantees: ``after(since)`` gives every lifecycle event (everything but
     ``message_update`` and ``tool_execution_update``) after ``since`` that the
     log still holds, in order; the deltas among them come coalesced (each run
     of deltas that continue each other as one, holding the text the reader
     has not seen yet, up to ``COALESCED_TEXT_LIMIT``; what is left out is
-    counted in a ``lagged`` event). Memory is bounded by the capacity and the
-    text limit, whatever the agent emits.
+    counted in a ``lagged`` event). Every event after ``lost_through`` is
+    held; what came at or before it is for the journal to replay
+    (``MessageSeqs``). Memory is bounded by the capacity and the text limit,
+    whatever the agent emits.
     """
 
     def __init__(self, started_after: int, make_lagged: Callable[..., Event]) -> None:
@@ -122,6 +128,11 @@ class ReplayLog:
         self._lost_through = started_after
         self._entries: deque[Event | _Run] = deque()
         self._make_lagged = make_lagged
+
+    @property
+    def lost_through(self) -> int:
+        """The latest seq the log does not hold: it holds every event after it."""
+        return self._lost_through
 
     def add(self, event: Event) -> None:
         entries = self._entries
@@ -155,3 +166,43 @@ class ReplayLog:
             elif entry.seq > since:
                 out.append(entry)
         return missed, out
+
+
+class MessageSeqs:
+    """The seq of the ``message_end`` event that announced each message
+    record of the session's journal, from the first one this process
+    announced on: 8 bytes a message, kept whether or not anyone subscribes,
+    so that a replay can stand in for ``message_end`` events the log no
+    longer holds with the messages themselves.
+
+    Record ``first + i`` was announced at ``seqs[i]``. A record journaled
+    without an event of its own (a call's result that crash repair wrote)
+    repeats the seq before it, which keeps the array sorted and tells it
+    apart; records before ``first`` (history restored from the store, or
+    repaired at start) have no seq here either.
+    """
+
+    __slots__ = ("_first", "_seqs")
+
+    def __init__(self, first: int) -> None:
+        self._first = first
+        self._seqs = array("q")
+
+    def add(self, record: int, seq: int) -> None:
+        """Record ``record`` was announced by the event numbered ``seq``."""
+        seqs = self._seqs
+        index = record - self._first
+        if index < len(seqs):
+            return  # announced already, or before the first
+        if index > len(seqs):
+            seqs.extend([seqs[-1] if seqs else 0] * (index - len(seqs)))
+        seqs.append(seq)
+
+    def between(self, after: int, through: int) -> Iterator[tuple[int, int]]:
+        """``(record, seq)`` of each record announced after seq ``after`` and
+        at or before ``through``, in order."""
+        seqs, first = self._seqs, self._first
+        for index in range(bisect_right(seqs, after), bisect_right(seqs, through)):
+            seq = seqs[index]
+            if index == 0 or seqs[index - 1] != seq:
+                yield first + index, seq

@@ -82,6 +82,18 @@ class SessionState:
         """How many message records the committed history reaches to."""
         return self.replaced + len(self.messages) - (self.summary is not None)
 
+    def written_by(self, record: int) -> Message | None:
+        """The message that the ``record``-th message record (counting from
+        0) wrote, while history holds it: committed, or in the open step.
+        None for a message a compaction replaced, or a record not written."""
+        committed = self.message_records
+        if record >= committed:
+            index = record - committed
+            return self.step_messages[index] if index < len(self.step_messages) else None
+        head = self.summary is not None
+        index = record - self.replaced + head
+        return self.messages[index] if index >= head else None
+
     def open_calls(self) -> list[ToolCall]:
         """Calls of the open step that have no result yet, in model order."""
         return unanswered_calls(self.step_messages)
