@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
 from agentrio.events import Event
@@ -184,3 +185,65 @@ async def test_ctrl_c_while_a_question_waits_cancels_the_run(cli):
     async with SQLiteStore(cli.db) as store, Runtime(store) as rt:
         agent = await rt.create(AgentSpec("agentrio", model), session_id="asked")
         assert (await agent.run("next")).stop_reason == "completed"
+
+
+async def test_a_long_tool_shows_a_live_status_line_with_its_time_and_the_tokens_so_far(cli):
+    cli.server.add(
+        AssistantMessage(
+            [Text("Waiting."), ToolCall("c1", "bash", {"command": "sleep 2"})], usage=Usage(120, 15)
+        ),
+        AssistantMessage([Text("Waited.")], usage=Usage(200, 9)),
+    )
+    term = cli.spawn("run", "Wait a bit.", "--permission", "allow")
+    # While the tool runs: its line with its time so far, and the run's status
+    # line with the time and the tokens of the reply that asked for it.
+    spinner = "[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"
+    await term.expect(rf"{spinner} bash sleep 2 1\.\ds\n{spinner} working \d+\.\ds · 120 tokens in, 15 out")
+    await term.expect(r"✓ bash sleep 2  [2-9]\.\ds")
+    await term.expect(r"■ completed · 1 turn · 320 tokens in, 24 out")
+    assert await term.wait() == 0
+
+
+async def test_a_result_is_cut_to_its_first_lines_and_full_shows_all_of_it(cli):
+    (cli.workspace / "ten.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    for options in ((), ("--full",)):
+        cli.server.add(
+            AssistantMessage([ToolCall("c1", "read", {"path": "ten.txt"})]), AssistantMessage([Text("Read.")])
+        )
+        term = cli.spawn("run", "Read ten.txt.", *options)
+        await term.expect(r"✓ read ten.txt")
+        assert await term.wait() == 0
+        shown = [int(n) for n in re.findall(r"│ +\d+\s+line (\d+)", term.text)]
+        if options:
+            assert shown == list(range(1, 11)) and "more lines" not in term.text
+        else:
+            assert shown == [1, 2, 3]
+            assert "│ … 7 more lines (--full shows them)" in term.text
+
+
+async def test_tools_none_offers_no_tools_and_read_only_refuses_side_effects_in_cwd(cli, tmp_path):
+    cli.server.add(AssistantMessage([Text("No tools here.")]))
+    term = cli.spawn("run", "Hello.", "--tools", "none")
+    assert await term.wait() == 0
+    assert "tools" not in cli.server.requests[0].body
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "plan.txt").write_text("the plan\n")
+    cli.server.add(
+        AssistantMessage(
+            [
+                ToolCall("c1", "read", {"path": "plan.txt"}),
+                ToolCall("c2", "write", {"path": "x.txt", "content": "x"}),
+            ]
+        ),
+        AssistantMessage([Text("Read it; could not write.")]),
+    )
+    term = cli.spawn("run", "Read and write.", "--cwd", str(elsewhere), "--permission", "read-only")
+    await term.expect(r"✓ read plan.txt")
+    await term.expect(r"✗ write x.txt")
+    await term.expect_text("write has side effects and this session is read-only")
+    assert await term.wait() == 0
+    assert [p.name for p in elsewhere.iterdir()] == ["plan.txt"]
+    assert not (cli.workspace / "x.txt").exists()
+    assert "the plan" in cli.server.requests[2].body["messages"][-2]["content"]
