@@ -156,3 +156,87 @@ async def test_fork_clear_and_model_switch_the_session_the_chat_talks_to(cli):
     assert history(4) == ["four", "Answer 4.", "five"]
     assert [r.body["model"] for r in cli.server.requests] == ["fake"] * 4 + ["other"]
     assert forked.group(1) != "base"
+
+
+SPINNER = "[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"
+
+
+async def test_parallel_tool_calls_show_running_side_by_side_then_done_with_their_time(cli, tmp_path):
+    # A slow ripgrep: each grep call takes two seconds.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "rg").write_text("#!/bin/sh\nsleep 2\nexit 1\n")
+    (bin_dir / "rg").chmod(0o755)
+    cli.server.add(
+        AssistantMessage(
+            [ToolCall("c1", "grep", {"pattern": "alpha"}), ToolCall("c2", "grep", {"pattern": "beta"})]
+        ),
+        AssistantMessage([Text("Neither is there.")]),
+    )
+    term = cli.spawn("chat", env={"PATH": f"{bin_dir}:{cli.env['PATH']}"})
+    await term.expect_text("/help for help")
+    term.type_line("Look for alpha and beta.")
+    # Both are drawn running at once, a second into each...
+    await term.expect(rf"{SPINNER} grep alpha [1-9]\.\ds\n{SPINNER} grep beta [1-9]\.\ds\n")
+    # ...then each line is replaced by its result, with its time.
+    await term.expect(r"✓ grep alpha  [2-9]\.\ds")
+    await term.expect(r"✓ grep beta  [2-9]\.\ds")
+    await term.expect_text("Neither is there.")
+    await term.expect(r"■ completed")
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+
+async def test_ctrl_c_once_cancels_the_turn_and_the_chat_goes_on(cli):
+    cli.server.add(Hang(AssistantMessage([Text("Going on and on")])), AssistantMessage([Text("Short now.")]))
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    term.type_line("Tell me everything.")
+    await term.expect_text("Going on and on")
+    term.interrupt()
+    await term.expect(r"■ aborted")
+    await cli.server.wait_for(lambda: cli.server.disconnects == 1)
+    term.type_line("Briefly, then.")
+    await term.expect_text("Short now.")
+    await term.expect(r"■ completed")
+    # The cancelled reply's text stayed in history, before the new line.
+    contents = [m.get("content") for m in cli.server.requests[1].body["messages"] if m["role"] != "system"]
+    assert contents == ["Tell me everything.", "Going on and on", "Briefly, then."]
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+
+async def test_session_resumes_a_stored_chat_with_a_recap_and_help_lists_the_commands(cli):
+    cli.server.add(AssistantMessage([Text("Noted: the door code is 4711.")]))
+    term = cli.spawn("chat", "--session", "door")
+    await term.expect_text("/help for help")
+    term.type_line("The door code is 4711.")
+    await term.expect_text("Noted: the door code is 4711.")
+    term.type_line("/quit")
+    await term.expect_text("continue it with agentrio chat --session door")
+    assert await term.wait() == 0
+
+    cli.server.add(AssistantMessage([Text("It is 4711.")]))
+    term = cli.spawn("chat", "--session", "door")
+    await term.expect_text("agentrio chat · session door")
+    await term.expect_text("› The door code is 4711.")
+    await term.expect_text("Noted: the door code is 4711.")
+    term.type_line("/help")
+    for command in ("/help", "/sessions", "/resume ID", "/fork N", "/usage", "/model", "/clear", "/quit"):
+        await term.expect_text(command)
+    term.type_line("What is the code?")
+    await term.expect_text("It is 4711.")
+    term.type_line("/quit")
+    assert await term.wait() == 0
+    contents = [m["content"] for m in cli.server.requests[1].body["messages"] if m["role"] != "system"]
+    assert contents == ["The door code is 4711.", "Noted: the door code is 4711.", "What is the code?"]
+
+
+async def test_a_missing_api_key_is_one_line_before_the_chat_opens(cli):
+    term = cli.spawn("chat", model=False, env={"AGENTRIO_MODEL": "anthropic:claude-sonnet-4-5"})
+    assert await term.wait() == 1
+    assert (
+        term.text.strip()
+        == "agentrio: error: ANTHROPIC_API_KEY is not set: it is needed for 'anthropic:claude-sonnet-4-5'"
+    )
+    assert cli.server.requests == []
