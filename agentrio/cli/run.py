@@ -55,13 +55,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     settings = Settings.load(args)
+    # A missing key or an unusable schema is said before anyone types a prompt on stdin.
+    model = settings.model()
+    output = read_output_schema(args.output_schema, model) if args.output_schema else None
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         raise CommandError("the prompt is empty")
     # With the prompt on stdin there is nobody left there to ask.
     interactive = args.prompt != "-" and stdin_is_terminal()
-    model = settings.model()
-    output = read_output_schema(args.output_schema, model) if args.output_schema else None
     spec, policy = build_spec(settings, interactive=interactive, model=model, output=output)
     if settings.permission == "ask" and not interactive and settings.tools != "none":
         print(

@@ -247,3 +247,13 @@ async def test_tools_none_offers_no_tools_and_read_only_refuses_side_effects_in_
     assert [p.name for p in elsewhere.iterdir()] == ["plan.txt"]
     assert not (cli.workspace / "x.txt").exists()
     assert "the plan" in cli.server.requests[2].body["messages"][-2]["content"]
+
+
+async def test_with_the_prompt_on_the_terminal_a_missing_key_is_said_before_it_is_typed(cli):
+    term = cli.spawn("run", "-", model=False, env={"AGENTRIO_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": ""})
+    await term.expect_text("agentrio: error: OPENAI_API_KEY is not set", timeout=10)
+    assert await term.wait() == 1
+    term = cli.spawn("run", "-", "--output-schema", "missing.json")
+    await term.expect_text("agentrio: error: --output-schema missing.json: no such file", timeout=10)
+    assert await term.wait() == 6
+    assert cli.server.requests == []
