@@ -5,8 +5,8 @@ it (it joins the current turn before the next model request); a line that
 starts with ``>>`` is queued as a follow-up (a turn of its own, after this
 one). The queue shows under the transcript. Esc or Ctrl-C cancels the turn;
 pressed twice in a row, it leaves. Tool calls that need approval are asked
-inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is a stored session;
-``--session ID`` resumes one.
+inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is
+a stored session; ``--session ID`` resumes one.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..journal import ForkRefused, SessionNotFound
 from ..supervisors import Runtime
 from .errors import CommandError
 from .live_view import LiveView, approval_question, safe
-from .options import Settings, add_agent_options
+from .options import Settings, add_agent_options, help_text
 from .render import one_line
 from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
 from .session_tree import session_tree
@@ -61,7 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "chat",
         help="an interactive session with a coding agent",
-        description=__doc__,
+        description=help_text(__doc__),
+        epilog="slash commands:\n" + "\n".join(f"  {line}" for line in HELP.splitlines() if line[:1] == "/"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_agent_options(parser)

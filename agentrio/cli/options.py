@@ -40,6 +40,11 @@ ENVIRONMENT = {"model": "AGENTRIO_MODEL", "db": "AGENTRIO_DB"}
 CONFIG_KEYS = ("model", "base_url", "cwd", "permission", "tools", "db", "max_turns", "system_prompt")
 
 
+def help_text(doc: str) -> str:
+    """A module's docstring as ``--help`` shows it: without reST's double backquotes."""
+    return doc.replace("``", "")
+
+
 def add_global_options(parser: argparse.ArgumentParser) -> None:
     """``--db`` and ``--model`` before the command."""
     parser.add_argument(

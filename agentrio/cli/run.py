@@ -32,7 +32,7 @@ from ..messages import converter
 from ..models import OutputSpec
 from .errors import CommandError
 from .live_view import LiveView, approval_question, exit_status
-from .options import Settings, add_agent_options
+from .options import Settings, add_agent_options, help_text
 from .output_schema import add_output_schema_option, read_output_schema
 from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
 from .terminal import open_terminal, read_line, stdin_is_terminal
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run an agent on a prompt and stream what it does",
-        description=__doc__,
+        description=help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", metavar="PROMPT", help="what to do; - reads it from stdin")

@@ -14,7 +14,7 @@ from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from ..messages import converter
 from .errors import CommandError
-from .options import add_db_option, db_path
+from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
 from .transcript import timestamp, transcript
 
@@ -23,7 +23,7 @@ DB_VARIABLE = "AGENTRIO_DB"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "sessions", help="list, show, export, fork and delete stored sessions", description=__doc__
+        "sessions", help="list, show, export, fork and delete stored sessions", description=help_text(__doc__)
     )
     # --db may come before the command, before the action or after it.
     add_db_option(parser)

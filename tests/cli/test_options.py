@@ -95,3 +95,14 @@ def test_chat_without_a_terminal_says_to_use_run(capsys, monkeypatch):
         monkeypatch.setattr(sys, "stdin", null)
         assert main(["chat", "--model", "openai:m", "--base-url", "http://127.0.0.1:1/v1"]) == 1
     assert "chat needs a terminal" in capsys.readouterr().err
+
+
+def test_help_is_plain_text_and_chat_lists_its_slash_commands(capsys):
+    for command in ("run", "chat", "sessions"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = capsys.readouterr().out
+        assert "``" not in out and f"agentrio {command}" in out
+        if command == "chat":
+            slashes = ("/help", "/sessions", "/resume ID", "/fork N", "/usage", "/model", "/clear", "/quit")
+            assert all(f"\n  {slash}" in out for slash in slashes)
