@@ -56,9 +56,16 @@ def one_line(text: str, limit: int = 90) -> str:
 
 
 def describe_call(name: str, arguments: dict) -> str:
-    for key in ("command", "path", "pattern"):
-        if isinstance(arguments.get(key), str):
-            return f"{name} {arguments[key]}"
+    """A call in a few words: its command, its pattern (and where, unless
+    everywhere), or its path."""
+    command, pattern, path = (arguments.get(key) for key in ("command", "pattern", "path"))
+    if isinstance(command, str):
+        return f"{name} {command}"
+    if isinstance(pattern, str):
+        where = f" in {path}" if isinstance(path, str) and path not in ("", ".") else ""
+        return f"{name} {pattern}{where}"
+    if isinstance(path, str):
+        return f"{name} {path}"
     return f"{name} {json.dumps(arguments, ensure_ascii=False)}" if arguments else name
 
 

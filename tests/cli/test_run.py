@@ -257,3 +257,21 @@ async def test_with_the_prompt_on_the_terminal_a_missing_key_is_said_before_it_i
     await term.expect_text("agentrio: error: --output-schema missing.json: no such file", timeout=10)
     assert await term.wait() == 6
     assert cli.server.requests == []
+
+
+async def test_a_search_is_summed_up_by_its_pattern_and_where_it_looks(cli):
+    (cli.workspace / "src").mkdir()
+    (cli.workspace / "src" / "a.py").write_text("# TODO: fix\n")
+    cli.server.add(
+        AssistantMessage(
+            [
+                ToolCall("c1", "grep", {"pattern": "TODO", "path": "src"}),
+                ToolCall("c2", "glob", {"pattern": "**/*.py"}),
+            ]
+        ),
+        AssistantMessage([Text("One TODO.")]),
+    )
+    term = cli.spawn("run", "Find the TODOs.")
+    await term.expect(r"✓ grep TODO in src  ")
+    await term.expect(r"✓ glob \*\*/\*\.py  ")
+    assert await term.wait() == 0
