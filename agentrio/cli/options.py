@@ -36,8 +36,18 @@ PERMISSIONS = tuple(PRESETS)
 TOOLS = ("coding", "none")
 #: option -> environment variable
 ENVIRONMENT = {"model": "AGENTRIO_MODEL", "db": "AGENTRIO_DB"}
-#: What agentrio.toml may set.
-CONFIG_KEYS = ("model", "base_url", "cwd", "permission", "tools", "db", "max_turns", "system_prompt")
+#: What agentrio.toml may set, and the type of each.
+CONFIG_TYPES: dict[str, type] = {
+    "model": str,
+    "base_url": str,
+    "cwd": str,
+    "permission": str,
+    "tools": str,
+    "db": str,
+    "max_turns": int,
+    "system_prompt": str,
+}
+CONFIG_KEYS = tuple(CONFIG_TYPES)
 
 
 def help_text(doc: str) -> str:
@@ -126,6 +136,11 @@ def _sources(args: argparse.Namespace, environ: Any) -> Callable[..., Any]:
         raise CommandError(
             f"{CONFIG_FILE}: unknown setting {min(unknown)!r}; known: {', '.join(CONFIG_KEYS)}"
         )
+    for key, setting in config.items():
+        expected = CONFIG_TYPES[key]
+        if not isinstance(setting, expected) or isinstance(setting, bool):
+            kind = "a string" if expected is str else "a whole number"
+            raise CommandError(f"{CONFIG_FILE}: {key} must be {kind}, got {setting!r}")
 
     def value(name: str, default: Any = None) -> Any:
         given = getattr(args, name, None)

@@ -65,6 +65,10 @@ def test_a_local_server_needs_no_api_key_but_a_provider_does(monkeypatch):
         ('modle = "x"\n', ["run", "hi"], "agentrio.toml: unknown setting 'modle'"),
         ("model = [\n", ["run", "hi"], "agentrio.toml"),
         ("max_turns = 0\n", ["run", "hi"], "max_turns must be a positive whole number"),
+        ("cwd = 3\n", ["run", "hi", "--model", "openai:m"], "agentrio.toml: cwd must be a string, got 3"),
+        ("max_turns = true\n", ["run", "hi"], "agentrio.toml: max_turns must be a whole number, got True"),
+        ('system_prompt = ["be brief"]\n', ["run", "hi"], "agentrio.toml: system_prompt must be a string"),
+        ("db = 7\n", ["sessions", "list"], "agentrio.toml: db must be a string, got 7"),
     ],
 )
 def test_mistakes_are_one_line_errors(tmp_path, capsys, config, argv, error):
