@@ -1,0 +1,60 @@
+"""``agentrio sessions list`` and chat's ``/sessions`` on a store where an
+agent spawned child agents, on a terminal."""
+
+from __future__ import annotations
+
+import re
+
+from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, agent_tool
+from agentrio.journal.fork import fork_session
+from agentrio.messages import AssistantMessage, Text, ToolCall
+
+
+async def fill(db) -> str:
+    """A lead whose agent asked a reviewer (a child agent) and a fork of it;
+    the reviewer's session id."""
+    reviewer = AgentSpec("reviewer", ScriptedModel([AssistantMessage([Text("Looks fine.")])]))
+    lead = AgentSpec(
+        "lead",
+        ScriptedModel(
+            [
+                AssistantMessage([ToolCall("c1", "review", {"task": "Review calc.py"})]),
+                AssistantMessage([Text("The reviewer says it looks fine.")]),
+            ]
+        ),
+        tools=[agent_tool(reviewer, name="review", description="Ask for a review.")],
+    )
+    async with Runtime(SQLiteStore(db)) as rt:
+        agent = await rt.create(lead, session_id="lead")
+        await agent.run("Get calc.py reviewed.")
+        await fork_session(rt.store, "lead", at_message=4, fork_id="retry")
+        (child,) = [info for info in await rt.store.list_sessions() if info.spawned_by == "lead"]
+    return child.session_id
+
+
+async def test_list_draws_child_agents_and_forks_under_their_session(cli):
+    child = await fill(cli.db)
+    term = cli.spawn("sessions", "list", model=False)
+    assert await term.wait() == 0
+    lines = [line.rstrip() for line in term.text.splitlines() if line.strip()]
+    assert lines[0].split() == [
+        "ID", "AGENT", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "CHILDREN", "FORKS", "PARENT"
+    ]
+    # id, agent, created, messages, last activity, children, forks, parent
+    at = r"\S+ \S+"
+    assert re.fullmatch(rf"lead +lead +{at} +4 +{at} +1 +1 +-", lines[1])
+    assert re.fullmatch(rf"├─ {child} +reviewer +{at} +2 +{at} +0 +0 +child of lead", lines[2])
+    assert re.fullmatch(rf"└─ retry +lead +{at} +4 +{at} +0 +0 +fork of lead \(4 messages\)", lines[3])
+    assert len(lines) == 4
+
+
+async def test_chat_sessions_draws_the_same_tree(cli):
+    child = await fill(cli.db)
+    term = cli.spawn("chat", "--session", "lead")
+    await term.expect_text("/help for help")
+    term.type_line("/sessions")
+    await term.expect(r"\* lead  lead  4 messages")
+    await term.expect(rf"├─ {child}  reviewer  2 messages  \S+ \S+  child of lead")
+    await term.expect(r"└─ retry  lead  4 messages  \S+ \S+  fork of lead \(4 messages\)")
+    term.type_line("/quit")
+    assert await term.wait() == 0
