@@ -7,6 +7,8 @@ import datetime
 import enum
 import json
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from collections.abc import Mapping, Sequence
@@ -442,3 +444,41 @@ def test_a_wrong_value_anywhere_is_named_by_its_field(typed_value, data):
     for error in errors:  # the field itself, a union around it, or a field inside it
         where = tuple(error.absolute_path)
         assert where == path[: len(where)] or where[: len(path)] == path, (path, where, error.message)
+
+
+def test_typed_tools_and_output_work_where_pydantic_cannot_be_imported(tmp_path):
+    script = tmp_path / "no_pydantic.py"
+    script.write_text(
+        """
+import sys
+sys.modules["pydantic"] = None  # import pydantic raises ImportError
+import dataclasses, enum, json
+from agentrio import AgentSpec, AssistantMessage, ScriptedModel, Text, ToolCall, run_sync, tool
+
+class Unit(enum.Enum):
+    C = "celsius"
+
+@dataclasses.dataclass
+class Reading:
+    city: str
+    unit: Unit
+
+@tool
+async def temperature(reading: Reading) -> Reading:
+    \"\"\"Echo a reading.\"\"\"
+    assert reading.unit is Unit.C
+    return reading
+
+model = ScriptedModel([
+    AssistantMessage([ToolCall("c1", "temperature", {"reading": {"city": "Oslo", "unit": "celsius"}})]),
+    AssistantMessage([Text(json.dumps({"city": "Oslo", "unit": "celsius"}))]),
+])
+result = run_sync(AgentSpec("a", model, tools=[temperature], output_type=Reading), "How warm?")
+print(result.stop_reason, result.output, model.requests[1].messages[-1].text)
+"""
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "completed Reading(city='Oslo', unit=<Unit.C: 'celsius'>) {\"city\": \"Oslo\", \"unit\": \"celsius\"}"
+    )
