@@ -171,3 +171,41 @@ def test_duplicate_tool_names_are_rejected():
 def test_streamed_arguments_that_are_not_a_json_object_are_kept_raw(raw, arguments, kept):
     call = parse_tool_call("c", "read", raw)
     assert call.arguments == arguments and call.raw_arguments == kept
+
+
+async def _checkpoints_while_streaming(model: ScriptedModel) -> tuple[int, int]:
+    """How often another task ran while ``model`` streamed one reply, and
+    how many events the reply was."""
+    ran = 0
+
+    async def bystander():
+        nonlocal ran
+        while True:
+            await trio.lowlevel.checkpoint()
+            ran += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(bystander)
+        await trio.lowlevel.checkpoint()  # the bystander is running
+        before = ran
+        events = await collect(model, ModelRequest("", [UserMessage("hi")], []))
+        after = ran
+        nursery.cancel_scope.cancel()
+    assert isinstance(events[-1], Done)
+    return after - before, len(events)
+
+
+async def test_a_stream_yields_to_other_tasks_between_events_by_default_and_once_with_yield_every_0():
+    reply = AssistantMessage([Text("a reply long enough for several chunks")])
+    between, count = await _checkpoints_while_streaming(ScriptedModel([reply]))
+    assert count > 5 and between >= count - 1
+    burst, _ = await _checkpoints_while_streaming(ScriptedModel([reply], yield_every=0))
+    assert burst <= 1
+    every_4, _ = await _checkpoints_while_streaming(ScriptedModel([reply], yield_every=4))
+    assert burst < every_4 < between
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, None])
+def test_yield_every_must_be_a_non_negative_int(bad):
+    with pytest.raises(ValueError, match="yield_every"):
+        ScriptedModel([], yield_every=bad)

@@ -73,6 +73,11 @@ class ScriptedModel:
     callable ``reply(request)``, sync or async, returning one of those. With
     ``strict=True`` a request a real provider would reject fails with a 400
     ``ProviderError``. ``requests`` records every request received.
+
+    The stream yields to trio before every ``yield_every``-th event, as an
+    HTTP stream whose reads each bring that many events: 1 (the default)
+    lets other tasks run between any two events; 0 hands a whole reply over
+    in one burst, the way a reply that arrived in one read is parsed.
     """
 
     def __init__(
@@ -83,12 +88,16 @@ class ScriptedModel:
         chunk_size: int = 8,
         model: str = "scripted",
         provider: str = "scripted",
+        yield_every: int = 1,
     ) -> None:
         if chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
+        if not isinstance(yield_every, int) or yield_every < 0:
+            raise ValueError(f"yield_every must be an int of at least 0, got {yield_every!r}")
         self._replies: deque[Reply] = deque(replies)
         self.strict = strict
         self.chunk_size = chunk_size
+        self.yield_every = yield_every
         self.model = model
         self.provider = provider
         self.requests: list[ModelRequest] = []
@@ -115,8 +124,11 @@ class ScriptedModel:
             raise reply
         if not isinstance(reply, AssistantMessage):
             raise TypeError(f"a scripted reply must be an AssistantMessage, got {reply!r}")
-        for event in message_events(
-            reply, chunk_size=self.chunk_size, model=self.model, provider=self.provider
-        ):
+        every = self.yield_every
+        events = message_events(reply, chunk_size=self.chunk_size, model=self.model, provider=self.provider)
+        if not every:
             await trio.lowlevel.checkpoint()
+        for count, event in enumerate(events):
+            if every and count % every == 0:
+                await trio.lowlevel.checkpoint()
             yield event
