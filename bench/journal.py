@@ -60,10 +60,9 @@ from agentrio import (  # noqa: E402
 )
 from agentrio.journal import Journal, SessionInfo, SessionState  # noqa: E402
 from agentrio.journal.codec import decode_record, encode_record  # noqa: E402
+from agentrio.mailbox import InboxSpliced, QueuedInput  # noqa: E402
 from agentrio.journal.records import (  # noqa: E402
-    InboxSpliced,
     MessageAppended,
-    QueuedInput,
     Record,
     StepEnded,
     StepStarted,
