@@ -456,3 +456,33 @@ async def test_a_since_that_is_no_seq_of_the_agent_is_refused(rt, since):
     with pytest.raises(ValueError, match="since="):
         async with agent.subscribe(since=since):
             pass
+
+
+async def test_a_reader_takes_a_burst_of_events_without_a_task_switch_each_yet_stays_a_cancel_point():
+    bus = EventBus("agent", "session")
+    switches = 0
+
+    async def bystander():
+        nonlocal switches
+        while True:
+            await trio.lowlevel.checkpoint()
+            switches += 1
+
+    async with bus.subscribe() as events, trio.open_nursery() as nursery:
+        nursery.start_soon(bystander)
+        await trio.lowlevel.checkpoint()
+        for turn in range(10 * bus_module.YIELD_EVERY):
+            bus.emit(TurnStart, turn=turn)
+        before = switches
+        got = [await events.receive() for _ in range(10 * bus_module.YIELD_EVERY)]
+        # It still yields now and then: at most once every YIELD_EVERY events.
+        assert 10 <= switches - before <= 11
+        assert [e.turn for e in got] == list(range(10 * bus_module.YIELD_EVERY))
+
+        bus.emit(TurnStart, turn=-1)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await events.receive()  # an event waits, but a cancelled reader is cancelled
+        assert scope.cancelled_caught
+        assert (await events.receive()).turn == -1  # and nothing was lost
+        nursery.cancel_scope.cancel()
