@@ -11,6 +11,8 @@ from agentrio import (
     ProviderError,
     Runtime,
     ScriptedModel,
+    SessionHeld,
+    SQLiteStore,
     Tool,
     ToolResultMessage,
     Usage,
@@ -327,6 +329,23 @@ async def test_teardown_follows_its_order_and_collects_every_error():
     with pytest.raises(trio.EndOfChannel):  # the handle closed: the subscription ended
         subscription.receive_nowait()
     assert len(rt.registry) == 0
+
+
+async def test_an_error_raised_in_the_runtime_block_leaves_it_as_raised(tmp_path):
+    """Not wrapped in the root nursery's exception group: ``except
+    SessionHeld`` around the block catches a held session."""
+    spec = AgentSpec("a", ScriptedModel([]))
+    async with Runtime(SQLiteStore(tmp_path / "sessions.db")) as holder:
+        await holder.create(spec, session_id="s")
+        with pytest.raises(SessionHeld):
+            async with Runtime(SQLiteStore(tmp_path / "sessions.db")) as rt:
+                await rt.create(spec, session_id="s")
+    mine = KeyError("mine")
+    with pytest.raises(KeyError) as raised:
+        async with Runtime() as rt:
+            await rt.create(spec)
+            raise mine
+    assert raised.value is mine
 
 
 async def test_dispose_cancels_with_cause_disposed_and_keeps_the_inbox(rt):

@@ -24,7 +24,8 @@ class Runtime:
     every agent runs, and the HTTP client their models share. Leaving the
     block disposes every agent, newest first (cancel, wait, close), then
     waits for anything they still supervise. The store is opened for the
-    block (unless it already is) and closed last."""
+    block (unless it already is) and closed last. An error raised in the
+    block leaves it as raised, not in an exception group."""
 
     def __init__(self, store: Store | None = None, *, resume: bool = False) -> None:
         self.store: Store = store if store is not None else MemoryStore()
@@ -64,7 +65,14 @@ class Runtime:
                         errors.append(error)
         finally:
             self._nursery = None
-            suppress = await self._stack.__aexit__(exc_type, exc, tb)
+            try:
+                suppress = await self._stack.__aexit__(exc_type, exc, tb)
+            except BaseExceptionGroup as group:
+                # The root nursery wraps the block's own error in a group: let
+                # it leave the block as it was raised (`except SessionHeld`).
+                if not isinstance(exc, Exception) or _sole(group) is not exc:
+                    raise
+                suppress = False
         if errors:
             raise ExceptionGroup("tearing down the runtime failed", errors)
         return suppress
@@ -238,3 +246,10 @@ def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **opti
             return await agent.run(prompt)
 
     return trio.run(main)
+
+
+def _sole(exc: BaseException) -> BaseException:
+    """The one exception a chain of single-exception groups carries."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
