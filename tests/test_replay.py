@@ -475,8 +475,9 @@ async def test_a_reader_takes_a_burst_of_events_without_a_task_switch_each_yet_s
             bus.emit(TurnStart, turn=turn)
         before = switches
         got = [await events.receive() for _ in range(10 * bus_module.YIELD_EVERY)]
-        # It still yields now and then: at most once every YIELD_EVERY events.
-        assert 10 <= switches - before <= 11
+        # It still yields now and then: once every YIELD_EVERY events (give
+        # or take the edges: trio may run the bystander first or last).
+        assert 9 <= switches - before <= 12
         assert [e.turn for e in got] == list(range(10 * bus_module.YIELD_EVERY))
 
         bus.emit(TurnStart, turn=-1)

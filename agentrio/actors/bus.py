@@ -178,6 +178,7 @@ class EventBus:
         self._seq = 0
         self._subscribers: list[Subscription] = []
         self._log: ReplayLog | None = None
+        self._now = trio.current_time
         self._closed = False
         #: The session's state, whose messages ``message_end`` events announce
         #: (set by the agent; None: messages are not noted).
@@ -197,7 +198,7 @@ class EventBus:
             agent_id=self._agent_id,
             session_id=self._session_id,
             seq=self._seq if seq is None else seq,
-            time=trio.current_time(),
+            time=self._now(),
             **fields,
         )
 
@@ -207,7 +208,9 @@ class EventBus:
             self._announced(fields["message"])
         if self._log is None:
             return  # nobody has listened: build nothing, but keep counting
-        event = self.make(event_type, **fields)
+        event = event_type(
+            agent_id=self._agent_id, session_id=self._session_id, seq=self._seq, time=self._now(), **fields
+        )
         self._log.add(event)
         for subscriber in self._subscribers:
             subscriber.offer(event)
@@ -261,6 +264,9 @@ class EventBus:
                 "(seqs count from the agent's start in this process)"
             )
         if self._log is None:
+            # Read trio's clock through its own method: cheaper per event
+            # than trio's module-level lookup.
+            self._now = trio.lowlevel.current_clock().current_time
             self._log = ReplayLog(self._seq, functools.partial(self.make, Lagged))
         subscription = Subscription(self, since if since is not None and since < self._seq else None)
         if self._closed:
