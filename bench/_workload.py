@@ -5,7 +5,10 @@ One turn is one ``agent.run``: a prompt, one model reply asking for
 answer. The model is a ``ScriptedModel`` whose reply is one callable, so a
 conversation can have any number of turns. It runs with ``strict=False``:
 strict mode checks the whole history on every request, which is the
-model's cost, not the runtime's. ``ScriptedModel`` records every request;
+model's cost, not the runtime's; and with ``yield_every=0``: each reply
+reaches the agent in one burst, as a reply read from the network in one
+piece would (the peers' scripted models hand theirs over without yielding
+to the event loop either). ``ScriptedModel`` records every request;
 a conversation clears that record after each run, outside the timing, so
 that holding every past request is not what is measured.
 """
@@ -44,7 +47,7 @@ async def _noop(args: dict, ctx: object) -> str:
 NOOP = Tool("noop", "Does nothing.", {"type": "object", "properties": {"i": {"type": "integer"}}}, _noop)
 
 
-def scripted(turns: int, calls: int = CALLS) -> ScriptedModel:
+def scripted(turns: int, calls: int = CALLS, yield_every: int = 0) -> ScriptedModel:
     """A model for ``turns`` turns: a prompt gets ``calls`` tool calls (or,
     with none, the answer), tool results get the text answer."""
     ids = itertools.count()
@@ -55,7 +58,7 @@ def scripted(turns: int, calls: int = CALLS) -> ScriptedModel:
             return AssistantMessage([ToolCall(f"c{turn}_{i}", "noop", {"i": i}) for i in range(calls)])
         return AssistantMessage([Text("done")])
 
-    return ScriptedModel(itertools.repeat(reply, 2 * turns), strict=False)
+    return ScriptedModel(itertools.repeat(reply, 2 * turns), strict=False, yield_every=yield_every)
 
 
 def spec(model: ScriptedModel) -> AgentSpec:
@@ -69,10 +72,12 @@ async def drain(agent: Agent) -> None:
             pass
 
 
-async def conversation(turns: int, calls: int = CALLS, subscribed: bool = False) -> list[float]:
+async def conversation(
+    turns: int, calls: int = CALLS, subscribed: bool = False, yield_every: int = 0
+) -> list[float]:
     """Hold a conversation of ``turns`` runs with one agent; return the CPU
     time of each run."""
-    model = scripted(turns, calls)
+    model = scripted(turns, calls, yield_every)
     times = []
     async with trio.open_nursery() as nursery, Runtime() as rt:
         agent = await rt.create(spec(model))

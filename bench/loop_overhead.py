@@ -15,6 +15,10 @@ parallel calls of a no-op tool, the results, and a text answer, from a
   (faster with 8 calls a turn) adds little;
 * per run: a run whose model answers at once (one request, no tool), the
   fixed cost of a run, measured the same way;
+* per turn with one subscriber reading every event, and per turn with a
+  model that yields to trio between any two stream events (each costs a
+  task switch, as a reply trickling in from the network does), measured
+  the same way;
 * idle agent: Python memory held per idle agent (tracemalloc, ``--agents``).
 """
 
@@ -44,7 +48,14 @@ async def marginal(turns: int) -> dict[str, float]:
 
     four, eight = steady(await conversation(turns, CALLS)), steady(await conversation(turns, 2 * CALLS))
     bare = steady(await conversation(turns, 0))
-    return {"per parallel call (4 -> 8)": (eight - four) / CALLS, "per run (answered at once)": bare}
+    subscribed = steady(await conversation(turns, CALLS, subscribed=True))
+    trickled = steady(await conversation(turns, CALLS, yield_every=1))
+    return {
+        "per parallel call (4 -> 8)": (eight - four) / CALLS,
+        "per run (answered at once)": bare,
+        "per turn, one subscriber reading every event": subscribed,
+        "per turn, the model yielding between any two stream events": trickled,
+    }
 
 
 def main() -> None:

@@ -63,8 +63,8 @@ async def _agentrio_crowd(count: int, calls: int) -> float:
 
 AGENTRIO = Framework(
     "agentrio",
-    "agent.run(prompt) on one agent, which keeps the history; ScriptedModel streamed in chunks; "
-    "4 calls of a Tool in parallel; one subscriber reading every event",
+    "agent.run(prompt) on one agent, which keeps the history; ScriptedModel streamed in chunks, "
+    "each reply handed over in one burst (yield_every=0); 4 calls of a Tool in parallel; one subscriber reading every event",
     _agentrio_conversation,
     _agentrio_crowd,
     trio.run,

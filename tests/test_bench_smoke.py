@@ -62,6 +62,8 @@ def test_loop_overhead_quick_reports_each_turn_and_the_fixed_costs():
         "fixed and marginal costs (20 runs each)",
         "per parallel call (4 -> 8)",
         "per run (answered at once)",
+        "per turn, one subscriber reading every event",
+        "per turn, the model yielding between any two stream events",
         "idle agents (tracemalloc)",
         "50",
     ]
@@ -77,3 +79,9 @@ def test_scale_quick_reports_idle_and_running_agents():
         "10",
         "30",
     ]
+
+
+def test_journal_runs_at_small_sizes_and_states_its_targets():
+    lines = _bench("bench/journal.py", "--quick")
+    assert any(line.startswith("targets: one agent, synchronous=NORMAL") for line in lines)
+    assert any("agentrio, 1 agent" in line for line in lines)
