@@ -1,7 +1,15 @@
-"""The README's promises: its example runs as written, its Quick start is
+"""The README's promises: its examples run as written, its Quick start is
 exactly two commands, .ci/run runs the same ones, and the commands of "Use
-it from the terminal" run as written."""
+it from the terminal" run as written.
 
+A block is read from README.md when its test runs, so a README edit that
+breaks a block fails a test. Python fragments run with only the names the
+README leaves to the reader (``spec``, ``model``, ``rt``, ``root``, the
+functions a supervisor runs), each given by the test by name; a provider
+model string talks to the fake servers of tests/fake_openai.py and
+tests/fake_anthropic.py through the environment a user would set."""
+
+import ast
 import json
 import os
 import re
@@ -10,6 +18,11 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
+import trio
+
+from .helpers import calls, say
+from .pgcluster import Cluster, ServerMissing
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -17,6 +30,41 @@ README = (ROOT / "README.md").read_text()
 
 def _blocks(language, text=README):
     return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+
+
+def _fenced(text: str = README) -> list[tuple[str, str, str]]:
+    """Every fenced block of ``text``, in order, as (the title of the heading
+    it is under, its language, its text)."""
+    blocks, heading, lines = [], "", iter(text.splitlines(keepends=True))
+    for line in lines:
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        elif line.startswith("```"):
+            body = []
+            for inner in lines:
+                if inner.startswith("```"):
+                    break
+                body.append(inner)
+            blocks.append((heading, line[3:].strip(), "".join(body)))
+    return blocks
+
+
+def _block(heading: str, language: str, index: int = 0) -> str:
+    """The ``index``-th block in ``language`` under the heading ``heading``."""
+    return [body for title, lang, body in _fenced() if (title, lang) == (heading, language)][index]
+
+
+async def _run_fragment(code: str, **reader_supplies):
+    """Run a README fragment as a reader pastes it into an async function of
+    theirs (top-level ``await`` and ``async with`` allowed), where no name is
+    defined but those the README leaves to the reader, given by name in
+    ``reader_supplies``. Returns the fragment's names."""
+    namespace = {"__name__": "readme_fragment", **reader_supplies}
+    compiled = compile(code, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    awaitable = eval(compiled, namespace)
+    if awaitable is not None:
+        await awaitable
+    return namespace
 
 
 def test_the_tour_example_runs_as_written(tmp_path):
@@ -141,3 +189,220 @@ async def test_the_sessions_commands_run_as_written(tmp_path):
     assert forked.stdout.startswith("session_") and "with 12 messages" in forked.stderr
     # Its agent spawned one, so delete asks for --with-children, as the comment says.
     assert "give --with-children to delete them too" in deleted.stderr
+
+
+async def test_the_deploy_tool_runs_make_deploy_and_reports_progress(tmp_path, monkeypatch):
+    """The block as written, called by an agent. What the reader supplies is
+    their deploy system, ``make deploy SERVICE`` run in /srv: a stand-in
+    ``make`` first on PATH plays it, succeeding for ``web`` only."""
+    from agentrio import AgentSpec, Runtime, ScriptedModel
+
+    from .conftest import record
+
+    assert Path("/srv").is_dir(), "the example deploys from /srv (a directory the FHS defines)"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "make").write_text('#!/bin/sh\necho "make $* in $(pwd)"\n[ "$2" = web ]\n')
+    (bin_dir / "make").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    deploy = (await _run_fragment(_block("Tools", "python")))["deploy"]
+    assert deploy.execution_mode == "exclusive"
+    model = ScriptedModel([
+        calls(("deploy", {"service": "web"})), say("web is deployed."),
+        calls(("deploy", {"service": "db"})), say("db failed."),
+    ])
+    async with Runtime() as rt:
+        agent = await rt.create(AgentSpec("ops", model, tools=[deploy]))
+        async with record(agent) as events:
+            assert (await agent.run("Deploy web.")).text == "web is deployed."
+            assert (await agent.run("Deploy db.")).text == "db failed."
+    updates = [e.progress for e in events.of("tool_execution_update")]
+    assert updates[0] == {"stage": "building"}
+    assert {"stream": "stdout", "text": "make deploy web in /srv\n"} in updates
+    web, db = events.of("tool_execution_end")
+    assert (web.is_error, web.result.text) == (False, "make deploy web in /srv\n")
+    assert (db.is_error, db.result.text) == (True, "make deploy db in /srv\n")
+
+
+async def test_the_durable_sessions_snippet_creates_then_restores(tmp_path, monkeypatch):
+    """Run where the reader's program runs (sessions.db lands there), with the
+    reader's ``spec``: once on no file (it creates), then after a run of that
+    session (it restores the history)."""
+    from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
+
+    monkeypatch.chdir(tmp_path)
+    spec = AgentSpec("coder", ScriptedModel([say("add subtracts.")]))
+    snippet = _block("Durable sessions", "python")
+    created = (await _run_fragment(snippet, spec=spec))["agent"]
+    assert (tmp_path / "sessions.db").exists()
+    assert (created.session_id, created.messages) == ("fix-issue-42", ())
+    async with Runtime(SQLiteStore("sessions.db")) as rt:
+        await (await rt.create(spec, session_id="fix-issue-42")).run("Which function is wrong?")
+    restored = (await _run_fragment(snippet, spec=spec))["agent"]
+    assert [m.text for m in restored.messages] == ["Which function is wrong?", "add subtracts."]
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A PostgreSQL server of the tests' own (as tests/journal starts one)."""
+    try:
+        cluster = Cluster.start(fsync=False)
+    except ServerMissing as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must test the PostgreSQL store: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
+
+
+async def test_the_postgres_snippet_restores_and_says_when_a_session_is_held(postgres):
+    """The block with the reader's ``spec`` and the reader's database: its DSN
+    (the one string literal that is a ``postgresql://`` URL) is the test
+    server's. While another store holds the session it raises
+    ``SessionHeld``, as its comment says; once released, it restores it."""
+    from agentrio import AgentSpec, PostgresStore, Runtime, ScriptedModel, SessionHeld
+
+    dsn = postgres.new_database()
+    try:
+        snippet = _block("Sessions on PostgreSQL", "python")
+        snippet, found = re.subn(r'"postgresql://[^"]*"', repr(dsn), snippet)
+        assert found == 1
+        spec = AgentSpec("coder", ScriptedModel([say("add subtracts.")]))
+        async with Runtime(PostgresStore(dsn)) as elsewhere:
+            held = await elsewhere.create(spec, session_id="fix-issue-42")
+            await held.run("Which function is wrong?")
+            with pytest.raises(SessionHeld, match="fix-issue-42"):
+                await _run_fragment(snippet, spec=spec)
+        names = await _run_fragment(snippet, spec=spec)
+        assert [m.text for m in names["agent"].messages] == ["Which function is wrong?", "add subtracts."]
+        assert names["store"].lease_seconds == 15.0
+    finally:
+        postgres.drop_database(dsn)
+
+
+async def test_the_team_snippet_runs_the_reviewer_as_a_child_with_coding_tools(tmp_path):
+    """The block with the reader's ``model`` (one script that both agents
+    read from, in the order they ask) and ``root``; then ``lead`` runs."""
+    from agentrio import Runtime, ScriptedModel
+
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    model = ScriptedModel([
+        calls(("ask_reviewer", {"task": "Review calc.py."})),  # lead
+        calls(("read", {"path": "calc.py"})),  # reviewer
+        say("add subtracts."),  # reviewer
+        say("The reviewer found that add subtracts."),  # lead
+    ])
+    team = await _run_fragment(_block("Teams: agents as tools", "python"), model=model, root=tmp_path)
+    async with Runtime() as rt:
+        lead = await rt.create(team["lead"])
+        async with lead.stream("Review calc.py.") as run:
+            events = [event async for event in run]
+    assert run.result.text == "The reviewer found that add subtracts."
+    children = [e for e in events if e.type == "child_event"]
+    assert children and all(e.names == ["reviewer"] for e in children)
+    (read,) = [e.event for e in children if e.event.type == "tool_execution_end"]
+    assert read.tool_name == "read" and "return a - b" in read.result.text
+    (answer,) = [e for e in events if e.type == "tool_execution_end"]
+    assert (answer.tool_name, answer.result.text) == ("ask_reviewer", "add subtracts.")
+
+
+async def test_the_supervisor_snippet_restarts_the_watcher_with_the_index(capsys):
+    """The block with the reader's ``run_index``, ``run_watcher`` and
+    ``serve``: while ``serve`` runs the index fails once; the watcher,
+    started after it, is restarted with it; leaving the block stops both,
+    newest first. ``on_event=print`` prints the restart."""
+    log = []
+    index_lost, watcher_back = trio.Event(), trio.Event()
+
+    async def run_index(task_status):
+        log.append("index up")
+        task_status.started()
+        try:
+            if log.count("index up") == 1:
+                await index_lost.wait()
+                raise OSError("the index file went away")
+            await trio.sleep_forever()
+        finally:
+            log.append("index down")
+
+    async def run_watcher(task_status):
+        log.append("watcher up")
+        task_status.started()
+        if log.count("watcher up") == 2:
+            watcher_back.set()
+        try:
+            await trio.sleep_forever()
+        finally:
+            log.append("watcher down")
+
+    async def serve():
+        index_lost.set()
+        await watcher_back.wait()
+
+    snippet = _block("Supervisors and MCP tool servers", "python", 0)
+    await _run_fragment(snippet, run_index=run_index, run_watcher=run_watcher, serve=serve)
+    assert log == [
+        "index up", "watcher up",
+        "index down", "watcher down", "index up", "watcher up",  # the restart
+        "watcher down", "index down",  # the block's end
+    ]
+    (printed,) = capsys.readouterr().out.splitlines()
+    assert printed.startswith("ChildRestart(") and "restarting=['index', 'watcher']" in printed
+
+
+async def test_the_mcp_snippet_gives_the_agent_the_time_servers_tools():
+    """The block with the reader's ``rt`` and ``model``, running the real
+    ``mcp-server-time``; the agent then asks it the time in Paris."""
+    from agentrio import Runtime, ScriptedModel
+
+    model = ScriptedModel([
+        calls(("get_current_time", {"timezone": "Europe/Paris"})),
+        say("It is evening in Paris."),
+    ])
+    async with Runtime() as rt:
+        snippet = _block("Supervisors and MCP tool servers", "python", 1)
+        names = await _run_fragment(snippet, rt=rt, model=model)
+        agent = names["agent"]
+        assert {"get_current_time", "convert_time"} <= set(agent.tools)
+        result = await agent.run("What time is it in Paris?")
+    assert result.stop_reason == "completed"
+    now = agent.messages[2]
+    assert now.tool_name == "get_current_time" and not now.is_error
+    assert json.loads(now.text)["timezone"] == "Europe/Paris"
+
+
+async def test_the_from_string_snippet_reaches_each_provider_through_its_environment(nursery, monkeypatch):
+    """The block's statements in order, with the variables its comments name
+    set as a user sets them (keys, and base URLs of the fake servers); each
+    ``model`` it makes, and its ``spec``, then answer a prompt."""
+    from agentrio import AgentSpec, Runtime
+
+    from .fake_anthropic import start_fake_anthropic
+    from .fake_openai import start_fake_openai
+
+    openai = await start_fake_openai(nursery, [say("from OpenAI")])
+    anthropic = await start_fake_anthropic(nursery, [say("from Anthropic"), say("from the spec's model")])
+    for name, value in dict(
+        OPENAI_API_KEY="sk-openai", OPENAI_BASE_URL=openai.base_url,
+        ANTHROPIC_API_KEY="sk-anthropic", ANTHROPIC_BASE_URL=anthropic.base_url,
+    ).items():
+        monkeypatch.setenv(name, value)
+    snippet = _block("Models", "python")
+    assert set(re.findall(r"[A-Z]+_[A-Z_]+", snippet)) == {
+        "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+    }
+    names, models = {}, []
+    for statement in ast.parse(snippet).body:  # each `model = ...` replaces the last
+        exec(compile(ast.Module([statement], []), "README.md", "exec", dont_inherit=True), names)
+        if isinstance(statement, ast.Assign) and statement.targets[0].id == "model":
+            models.append(names["model"])
+    async with Runtime() as rt:
+        answers = []
+        for spec in [AgentSpec("probe", model) for model in models] + [names["spec"]]:
+            answers.append((await (await rt.create(spec)).run("Who are you?")).text)
+    assert answers == ["from OpenAI", "from Anthropic", "from the spec's model"]
+    (chat,) = openai.requests
+    assert (chat.body["model"], chat.headers["authorization"]) == ("gpt-4.1", "Bearer sk-openai")
+    assert [(r.body["model"], r.headers["x-api-key"]) for r in anthropic.requests] == [
+        ("claude-sonnet-4-5", "sk-anthropic")
+    ] * 2
