@@ -24,7 +24,7 @@ from agentrio.messages import TOOL_ABORTED
 from agentrio.models import StreamStart, TextDelta, TextStart, ToolCallDelta, ToolCallStart
 
 from .conftest import record
-from .helpers import calls, say, start_run
+from .helpers import calls, say, sleeper, start_run
 
 
 @attrs.define
@@ -302,3 +302,20 @@ async def test_a_tool_that_ignores_cancellation_cannot_hold_the_agent(autojump_c
         release.set()
     # ...and Runtime exit waited for it.
     assert finished
+
+
+async def test_a_cancelled_call_reports_how_long_it_ran_and_one_never_started_none(rt, autojump_clock):
+    model = ScriptedModel([calls(("sleep", {"seconds": 60, "tag": "a"}), ("sleep", {"seconds": 60, "tag": "b"}))])
+    spec = AgentSpec("a", model, tools=[sleeper(mode="exclusive")])
+    agent = await rt.create(spec)
+    async with record(agent) as recorder, trio.open_nursery() as nursery:
+        results = start_run(nursery, agent, "go")
+        while not recorder.of("tool_execution_start"):
+            await trio.sleep(0.1)
+        await trio.sleep(4)
+        await agent.cancel()
+        await agent.wait_idle()
+    assert results[0].stop_reason == "aborted"
+    ran, never = recorder.of("tool_execution_end")
+    assert ran.duration == pytest.approx(4, abs=0.2)  # it ran until the cancel, not 0 s
+    assert never.duration == 0.0  # an exclusive call after it never started

@@ -634,11 +634,13 @@ class Activity:
         self._batch = None
         if state.step_open:
             for call in state.open_calls():
-                result = known.get(call.id) or error_result(
-                    call,
-                    TOOL_ABORTED if call.id in state.started_calls else ABORTED_BEFORE_DISPATCH,
+                result, duration = known.get(call.id) or (
+                    error_result(
+                        call, TOOL_ABORTED if call.id in state.started_calls else ABORTED_BEFORE_DISPATCH
+                    ),
+                    0.0,
                 )
-                await self.commit_tool_result(call, result)
+                await self.commit_tool_result(call, result, duration)
             await self._end_step()
         if state.turn_open:
             self.state("done")

@@ -382,13 +382,13 @@ class ToolBatch:
         # A replacement answers this call, whatever ids it was given.
         slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
 
-    async def settle(self) -> dict[str, ToolResultMessage]:
+    async def settle(self) -> dict[str, tuple[ToolResultMessage, float]]:
         """After a cancel or a failure: wait for the cancelled workers to end,
-        then return a result for every call not yet committed that was
-        dispatched: its own when it finished, ``TOOL_ABORTED`` when it
-        stopped without one, ``TOOL_ABANDONED`` (and a ``tool_abandoned``
-        event) for a worker still running after ``ABANDON_AFTER``, which the
-        agent's nursery goes on supervising."""
+        then return a result, with how long the call ran, for every call not
+        yet committed that was dispatched: its own when it finished,
+        ``TOOL_ABORTED`` when it stopped without one, ``TOOL_ABANDONED`` (and
+        a ``tool_abandoned`` event) for a worker still running after
+        ``ABANDON_AFTER``, which the agent's nursery goes on supervising."""
         with trio.move_on_after(ABANDON_AFTER):
             while self._running:
                 await self._receive_one()
@@ -402,15 +402,16 @@ class ToolBatch:
                     await self._post(slot)
                 if waited.cancelled_caught:  # never commit what the hook may have meant to remove
                     slot.result = _error(slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld")
-                known[slot.call.id] = slot.result
+                known[slot.call.id] = slot.result, slot.duration
             elif slot.scope is not None and not slot.ended:
                 self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)
-                known[slot.call.id] = error_result(
+                abandoned = error_result(
                     slot.call,
                     TOOL_ABANDONED,
                     "the call was cancelled but did not stop; it was abandoned while still "
                     "running, so its effects may still be happening.",
                 )
+                known[slot.call.id] = abandoned, trio.current_time() - slot.started_at
             elif slot.scope is not None:
-                known[slot.call.id] = error_result(slot.call, TOOL_ABORTED)
+                known[slot.call.id] = error_result(slot.call, TOOL_ABORTED), slot.duration
         return known
