@@ -1,6 +1,7 @@
-"""The README's promises: its examples run as written, its Quick start is
-exactly two commands, .ci/run runs the same ones, and the commands of "Use
-it from the terminal" run as written.
+"""The README's promises: its blocks run as written (shell commands,
+Python, the Zed settings, ``agentrio serve``) or, where a block is not
+code, are checked against what they describe; its Quick start is exactly
+two commands and .ci/run runs the same ones.
 
 A block is read from README.md when its test runs, so a README edit that
 breaks a block fails a test. Python fragments run with only the names the
@@ -13,10 +14,16 @@ import ast
 import json
 import os
 import re
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
+import httpx
 import pexpect
 import pytest
 import trio
@@ -26,6 +33,7 @@ from .pgcluster import Cluster, ServerMissing
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
 def _blocks(language, text=README):
@@ -65,6 +73,24 @@ async def _run_fragment(code: str, **reader_supplies):
     if awaitable is not None:
         await awaitable
     return namespace
+
+
+async def _ended(process: trio.Process) -> None:
+    """Wait for ``process`` to end, asked to already; killed after 30 s."""
+    with trio.move_on_after(30):
+        await process.wait()
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+
+
+def _shell_env(**variables: str) -> dict[str, str]:
+    """A user's environment for the commands: this interpreter's scripts
+    (``agentrio``) on PATH, and no agentrio or provider setting but ``variables``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTRIO_", "OPENAI_", "ANTHROPIC_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    env.update(variables)
+    return env
 
 
 def test_the_tour_example_runs_as_written(tmp_path):
@@ -189,6 +215,46 @@ async def test_the_sessions_commands_run_as_written(tmp_path):
     assert forked.stdout.startswith("session_") and "with 12 messages" in forked.stderr
     # Its agent spawned one, so delete asks for --with-children, as the comment says.
     assert "give --with-children to delete them too" in deleted.stderr
+
+
+def test_the_quick_start_installs_this_tree_and_runs_the_demo(tmp_path):
+    """The first command: its ``pip install`` is checked rather than run (it
+    would reinstall the package under the running suite): the extra it names
+    exists and this tree is what is installed, editable. Its ``agentrio demo``
+    runs as written. The second command, ``pytest``, is the one running this."""
+    quick_start = _block("Quick start", "sh").splitlines()
+    install, demo = quick_start[0].split(" && ")
+    pip, verb, editable, target = shlex.split(install)
+    assert (pip, verb, editable, target) == ("pip", "install", "-e", ".[test]")
+    assert "test" in PYPROJECT["project"]["optional-dependencies"]
+    installed = json.loads(metadata.distribution("agentrio").read_text("direct_url.json"))
+    assert installed["dir_info"].get("editable") and Path(installed["url"].removeprefix("file://")) == ROOT
+    done = subprocess.run(
+        ["/bin/sh", "-c", demo], cwd=tmp_path, env=_shell_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "run completed" in done.stdout and "final calc.py:" in done.stdout
+    assert quick_start[1] == "pytest" and PYPROJECT["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
+
+
+def _pip_installs() -> list[str]:
+    """What every ``pip install`` of the README installs, in blocks and prose."""
+    targets = re.findall(r"pip install\s+(?:-e\s+)?('[^']+'|[\w.\[\]-]+)", README)
+    return [shlex.split(target)[0] for target in targets]
+
+
+def test_every_pip_install_names_an_extra_the_package_has():
+    """The ``pip install`` lines of the Quick start and Performance, and those
+    in comments and prose (``agentrio[postgres]``, ``[mcp]``, ``[otel]``)."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    named = _pip_installs()
+    for target in named:
+        if "[" in target:
+            package, extra = target.removesuffix("]").split("[")
+            assert package in (".", "agentrio") and extra in extras, target
+        else:  # a package of its own, which the test extra installs
+            assert any(requirement.startswith(f"{target}>=") for requirement in extras["test"]), target
+    assert {"test", "bench", "postgres", "mcp", "otel"} <= {t.removesuffix("]").split("[")[-1] for t in named}
 
 
 async def test_the_deploy_tool_runs_make_deploy_and_reports_progress(tmp_path, monkeypatch):
@@ -406,3 +472,169 @@ async def test_the_from_string_snippet_reaches_each_provider_through_its_environ
     assert [(r.body["model"], r.headers["x-api-key"]) for r in anthropic.requests] == [
         ("claude-sonnet-4-5", "sk-anthropic")
     ] * 2
+
+
+async def test_the_zed_settings_start_an_acp_agent_that_answers(nursery, tmp_path):
+    """Zed's ``agent_servers`` entry: its command is the script this package
+    installs, its arguments parse with the CLI's own parser, its ``env`` is
+    the key its model needs. Then it is started as Zed starts it (that
+    command, those arguments, that env added to the user's) and prompted over
+    ACP, against the fake Anthropic server."""
+    from agentrio.cli import build_parser
+    from agentrio.gateway.stdio import LineTransport
+    from agentrio.models.model_string import PROVIDERS
+
+    from .fake_anthropic import start_fake_anthropic
+
+    settings = json.loads(_block("Editors and the web console (ACP)", "json"))
+    (server,) = settings["agent_servers"].values()
+    assert set(server) == {"command", "args", "env"}
+    assert server["command"] in PYPROJECT["project"]["scripts"]
+    args = build_parser().parse_args(server["args"])
+    assert args.command == "acp"
+    assert set(server["env"]) == {PROVIDERS[args.model.partition(":")[0]][1]}
+
+    fake = await start_fake_anthropic(nursery, [say("Hello from agentrio.")])
+    env = _shell_env(**server["env"], ANTHROPIC_BASE_URL=fake.base_url, HOME=str(tmp_path))
+    command = shutil.which(server["command"], path=env["PATH"])
+    process = await trio.lowlevel.open_process(
+        [command, *server["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    )
+    wire = LineTransport(process.stdout, process.stdin)
+
+    async def call(id_, method, params):
+        await wire.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}))
+        updates = []
+        while "id" not in (message := json.loads(await wire.receive())):
+            updates.append(message["params"]["update"])
+        assert "result" in message, message
+        return message["result"], updates
+
+    try:
+        with trio.fail_after(60):
+            initialized, _ = await call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+            assert initialized["protocolVersion"] == 1
+            session, _ = await call(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []})
+            prompt = {"sessionId": session["sessionId"], "prompt": [{"type": "text", "text": "Hello?"}]}
+            done, updates = await call(3, "session/prompt", prompt)
+    finally:
+        await process.stdin.aclose()  # as Zed ends an agent server
+        await _ended(process)
+    assert done["stopReason"] == "end_turn"
+    said = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
+    assert said == "Hello from agentrio."
+    (request,) = fake.requests
+    assert (request.body["model"], request.headers["x-api-key"]) == ("claude-sonnet-4-5", "sk-...")
+    assert process.returncode == 0
+    assert (tmp_path / ".local/share/agentrio/sessions.db").exists()  # the default --db, as the README says
+
+
+async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, tmp_path):
+    """The command as written (a user's key exported, the fake OpenAI server
+    as the provider, a home of its own for the default --db); it binds where
+    its comment says and prints the address the next line shows, with a
+    token. That address serves the console; ACP at /acp takes that token and
+    refuses none with 401; SIGINT stops it cleanly."""
+    import trio_websocket
+
+    from .fake_openai import start_fake_openai
+
+    command, shown = _block("Editors and the web console (ACP)", "sh").splitlines()
+    command, binds = (part.strip() for part in command.split("#"))
+    address = binds.removeprefix("binds ")
+    assert address == "127.0.0.1:8765"  # the default --host and --port
+    printed = re.escape(shown.removeprefix("#").split("<-")[0].strip()).replace("…", r"(\w[\w-]*)")
+    fake = await start_fake_openai(nursery)
+    env = _shell_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake.base_url, HOME=str(tmp_path))
+    process = await trio.lowlevel.open_process(
+        ["/bin/sh", "-c", f"exec {command}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+    )
+    try:
+        with trio.fail_after(60):
+            out = b""
+            while b"\n" not in out:
+                chunk = await process.stdout.receive_some()
+                if not chunk:
+                    errors = await process.stderr.receive_some()
+                    pytest.fail(f"agentrio serve ended: {errors.decode()}")
+                out += chunk
+        first_line = out.decode().splitlines()[0]
+        assert (match := re.fullmatch(printed, first_line)), first_line
+        url, token = first_line.split(": ", 1)[1], match[1]
+        async with httpx.AsyncClient() as client:
+            page = await client.get(url)
+            assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+            assert url.startswith(f"http://{address}/")
+            assert (await client.get(f"http://{address}/acp")).status_code == 401
+        async with trio_websocket.open_websocket_url(f"ws://{address}/acp?token={token}") as ws:
+            initialize = {"protocolVersion": 1, "clientCapabilities": {}}
+            await ws.send_message(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                              "params": initialize}))
+            assert json.loads(await ws.get_message())["result"]["protocolVersion"] == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        await _ended(process)
+    assert process.returncode == 0
+
+
+#: Runs each script of its arguments as `python SCRIPT --help` does; prints how each exited and its usage.
+_HELP_OF_EACH = """
+import contextlib, io, json, runpy, sys
+from pathlib import Path
+helps = {}
+for script in sys.argv[1:]:
+    sys.argv, sys.path[0] = [script, "--help"], str(Path(script).resolve().parent)
+    with contextlib.redirect_stdout(io.StringIO()) as usage:
+        try:
+            runpy.run_path(script, run_name="__main__")
+            status = "ran without exiting"
+        except SystemExit as exit:
+            status = exit.code
+    helps[script] = (status, usage.getvalue())
+print(json.dumps(helps))
+"""
+
+
+def test_the_performance_commands_name_benchmarks_that_run():
+    """The block's benchmark lines, each run with ``--help`` (at the sizes as
+    written each takes minutes; tests/test_bench_smoke.py and
+    tests/test_tracing.py run the --quick sizes): each script exists and
+    parses its options, and the first three take ``--quick``, as the text
+    under the block says. The ``pip install`` line is checked by
+    test_every_pip_install_names_an_extra_the_package_has."""
+    install, *benchmarks = _block("Performance", "sh").splitlines()
+    assert install.startswith("pip install ")
+    scripts = []
+    for line in benchmarks:
+        command, _, comment = line.partition("#")
+        python, script = shlex.split(command)
+        assert python == "python" and comment.strip()
+        scripts.append(script)
+    assert len(set(scripts)) == len(scripts) and all((ROOT / s).is_file() for s in scripts)
+    # Each as `python SCRIPT --help` runs it (its folder first on sys.path),
+    # all in one interpreter to start it once.
+    helps = subprocess.run([sys.executable, "-c", _HELP_OF_EACH, *scripts], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+    assert helps.returncode == 0, helps.stderr
+    for number, (script, (status, usage)) in enumerate(json.loads(helps.stdout).items()):
+        assert status == 0 and usage.startswith("usage: "), (script, status, usage)
+        assert "--quick" in usage or number >= 3, script
+
+
+def test_the_layout_lists_every_package():
+    """The Layout block is a listing, not code: each folder it names is a
+    package of agentrio, and it names every one."""
+    listed = re.findall(r"^  (\w+)/", _block("Layout", ""), re.M)
+    packages = sorted(p.parent.name for p in (ROOT / "agentrio").glob("*/__init__.py"))
+    assert _block("Layout", "").startswith("agentrio/\n")
+    assert sorted(listed) == packages
+
+
+def test_the_agentrio_toml_settings_named_are_the_ones_it_takes():
+    """Not a block: the prose of "Use it from the terminal" lists what
+    agentrio.toml may set; the config loader takes exactly those."""
+    from agentrio.cli.options import CONFIG_KEYS
+
+    named = re.search(r"an `agentrio.toml` in the working\sdirectory \(([^)]*)\)", README)[1]
+    assert tuple(re.findall(r"`(\w+)`", named)) == CONFIG_KEYS
