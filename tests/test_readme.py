@@ -1,7 +1,8 @@
-"""The README's promises: its blocks run as written (shell commands,
-Python, the Zed settings, ``agentrio serve``) or, where a block is not
-code, are checked against what they describe; its Quick start is exactly
-two commands and .ci/run runs the same ones.
+"""The README's promises: every fenced block in it is run by a test as
+written, or checked against what it describes where it is not code
+(``BLOCKS`` says which test takes which block, and a test checks that it
+names every block); its Quick start is exactly two commands and .ci/run
+runs the same ones.
 
 A block is read from README.md when its test runs, so a README edit that
 breaks a block fails a test. Python fragments run with only the names the
@@ -11,6 +12,7 @@ model string talks to the fake servers of tests/fake_openai.py and
 tests/fake_anthropic.py through the environment a user would set."""
 
 import ast
+import importlib
 import json
 import os
 import re
@@ -91,6 +93,61 @@ def _shell_env(**variables: str) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     env.update(variables)
     return env
+
+
+#: Every fenced block of README.md, in order: the heading it is under, its
+#: language, and the tests that run it (in this module unless one says another).
+BLOCKS = [
+    ("Quick start", "sh",
+     "test_quick_start_is_two_commands_and_ci_runs_them",
+     "test_the_quick_start_installs_this_tree_and_runs_the_demo"),
+    ("Use it from the terminal", "sh",
+     "test_the_terminal_section_runs_as_written"),
+    ("Use it from the terminal", "json",
+     "test_the_terminal_section_runs_as_written"),
+    ("Use it from the terminal", "sh",
+     "test_the_terminal_section_runs_as_written"),
+    ("A tour of the API", "python",
+     "test_the_tour_example_runs_as_written"),
+    ("Tools", "python",
+     "test_the_deploy_tool_runs_make_deploy_and_reports_progress"),
+    ("Tools", "python",
+     "test_typed_tools.py::test_the_readme_typed_tool_example_gets_the_enum_member"),
+    ("Durable sessions", "python",
+     "test_the_durable_sessions_snippet_creates_then_restores"),
+    ("Durable sessions", "sh",
+     "test_the_sessions_commands_run_as_written"),
+    ("Sessions on PostgreSQL", "python",
+     "test_the_postgres_snippet_restores_and_says_when_a_session_is_held"),
+    ("Teams: agents as tools", "python",
+     "test_the_team_snippet_runs_the_reviewer_as_a_child_with_coding_tools"),
+    ("Supervisors and MCP tool servers", "python",
+     "test_the_supervisor_snippet_restarts_the_watcher_with_the_index"),
+    ("Supervisors and MCP tool servers", "python",
+     "test_the_mcp_snippet_gives_the_agent_the_time_servers_tools"),
+    ("Models", "python",
+     "test_the_from_string_snippet_reaches_each_provider_through_its_environment"),
+    ("Tracing", "python",
+     "test_tracing.py::test_the_readme_tracing_example_runs_as_written"),
+    ("Editors and the web console (ACP)", "json",
+     "test_the_zed_settings_start_an_acp_agent_that_answers"),
+    ("Editors and the web console (ACP)", "sh",
+     "test_agentrio_serve_as_written_serves_the_console_it_prints"),
+    ("Performance", "sh",
+     "test_the_performance_commands_name_benchmarks_that_run"),
+    ("Layout", "",
+     "test_the_layout_lists_every_package"),
+]
+
+
+def test_every_block_of_the_readme_is_run_by_a_test():
+    """A block added to the README without a test, or a test renamed, fails here."""
+    assert [(heading, language) for heading, language, _ in _fenced()] == [row[:2] for row in BLOCKS]
+    for _, _, *tests in BLOCKS:
+        for test in tests:
+            module, _, name = test.rpartition("::")
+            where = globals() if not module else vars(importlib.import_module(f"tests.{module[:-3]}"))
+            assert name.startswith("test_") and callable(where.get(name)), f"{test} is not a test"
 
 
 def test_the_tour_example_runs_as_written(tmp_path):
