@@ -106,7 +106,8 @@ class _Resume:
 
 @attrs.frozen
 class _Close:
-    """Stop accepting work (the first step of ``dispose``)."""
+    """Stop accepting work (the first step of ``dispose``); answers whether
+    the agent was idle."""
 
 
 @attrs.define(eq=False)
@@ -391,16 +392,18 @@ class Agent:
         errors: list[Exception] = []
         try:
             try:
-                await self._mailbox.call(_Close())
+                idle = await self._mailbox.call(_Close())
             except (MailboxClosed, ActorStopped):
-                pass
-            for child in reversed(self.children()):
+                idle = False
+            children = self.children()
+            for child in reversed(children):
                 try:
                     await child.dispose()
                 except Exception as exc:
                     errors.append(exc)
-            await self.cancel("disposed", keep_inbox=True)
-            await self.wait_idle()
+            if children or not idle:  # (an idle agent has nothing to cancel or wait for)
+                await self.cancel("disposed", keep_inbox=True)
+                await self.wait_idle()
             self._mailbox.close()  # the actor's loop ends: it closes the scope, then the handle
             await self._stopped.wait()
         finally:
@@ -530,6 +533,8 @@ class Agent:
                     self._wake()
             case _Close():
                 self._closing = True
+                # Idle, it stays idle: nothing can wake it any more.
+                return not self._busy and self._activity is None
             case _:
                 raise TypeError(f"agent {self.id} cannot handle {message!r}")
         return None
