@@ -19,6 +19,7 @@ from ..store import Claims, LoadedSession, SessionInfo, SessionNotFound, Session
 from ..thread import Result
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
+from .locks import Lock, SessionLocks
 
 #: The claims of every SQLiteStore in this process, one set per file (by
 #: device and inode, however its path is spelled), so that two store objects
@@ -60,9 +61,16 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     others until then.
 
     ``claim_session`` claims a session for its writer until
-    ``release_session`` or the store's closing; a claim by any SQLiteStore
-    of this process on the same file makes it raise ``SessionHeld``. Other
-    processes' claims are not seen.
+    ``release_session`` or the store's closing, and raises ``SessionHeld``
+    at once if another writer has it: a store of this process on the same
+    file, or another process (``locks.SessionLocked``, naming its pid and
+    host). Across processes the claim is a lock file beside the database
+    (``<file>-locks/``, see ``locks``), which the kernel releases when its
+    process ends, however it ends: a crashed or killed holder never blocks
+    a session, and the next opener repairs it. Reading needs no claim, and
+    works while a session is held. ``release_session`` commits what was
+    appended before another process can take the session; ``delete_session``
+    is refused while another writer holds it.
     """
 
     def __init__(
@@ -73,6 +81,9 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         #: Whether a barrier may commit in the trio thread (see above).
         self._commits_here = synchronous == "NORMAL"
         self._claims = Claims()
+        self._locks = SessionLocks(self.path)
+        #: The lock file of each session this store has claimed.
+        self._locked: dict[str, Lock] = {}
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
         super().__init__(f"agentrio store {self.path.name}")
@@ -110,9 +121,11 @@ class SQLiteStore(BufferedStore[Database, Batch]):
 
     async def _close(self) -> StoreError | None:
         try:
-            return await super()._close()
+            return await super()._close()  # commits what is buffered first
         finally:
             self._last_seq.clear()
+            while self._locked:
+                self._locks.release(self._locked.popitem()[1])
             self._claims.release_all(self)
 
     def _last_seq_of(self, session_id: str) -> int:
@@ -135,15 +148,20 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
         await self.sync()  # read back what this store appended
         info, records = await self._call(Database.load_records, session_id)
-        # A session being written here knows its last record better than the file.
-        self._last_seq.setdefault(session_id, len(records))
+        self._saw(session_id, len(records))
         return info, records
 
     async def load_state(self, session_id: str) -> LoadedSession:
         await self.sync()
         loaded, last_seq = await self._call(Database.load_state, session_id)
-        self._last_seq.setdefault(session_id, last_seq)
+        self._saw(session_id, last_seq)
         return loaded
+
+    def _saw(self, session_id: str, last_seq: int) -> None:
+        # A session being written here knows its last record better than the
+        # file (records appended while it was read are not in it yet); one
+        # that another process wrote since this store last did, the file.
+        self._last_seq[session_id] = max(self._last_seq.get(session_id, 0), last_seq)
 
     async def append(self, session_id: str, records: Sequence[Record]) -> None:
         last_seq = self._last_seq_of(session_id)
@@ -169,10 +187,34 @@ class SQLiteStore(BufferedStore[Database, Batch]):
 
     async def claim_session(self, session_id: str) -> None:
         self._check_usable()
-        self._claims.claim(session_id, self)
+        self._claims.claim(session_id, self)  # this process's writers first
+        try:
+            self._locked[session_id] = self._locks.acquire(session_id)
+        except BaseException:
+            self._claims.release(session_id, self)
+            raise
 
     async def release_session(self, session_id: str) -> None:
+        lock = self._locked.pop(session_id, None)
+        if lock is not None:
+            try:
+                # Another process may take the session the moment it is
+                # released: what was appended to it is committed first.
+                with trio.CancelScope(shield=True):
+                    await self._all_committed()
+            finally:
+                self._locks.release(lock)
         self._claims.release(session_id, self)
+
+    async def _all_committed(self) -> None:
+        """Wait until every append so far is committed, or the store has
+        failed or closed (then nothing more of it is written). Unlike
+        ``sync`` it raises nothing: a failure is told by the next barrier,
+        or by the closing."""
+        target = self._buffered
+        while self._committed_upto < target and self._failure is None and self._db is not None:
+            self._write()
+            await self._commit_done.wait()
 
     async def list_sessions(self) -> list[SessionInfo]:
         return [summary.info for summary in await self.list_summaries()]
@@ -182,8 +224,17 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         return await self._call(Database.summaries)
 
     async def delete_session(self, session_id: str) -> None:
+        """Refused with ``SessionHeld`` while another writer holds the
+        session (a claim of this store is no obstacle)."""
         await self.sync()
-        await self._call(Database.delete_session, session_id)
+        if session_id in self._locked:
+            await self._call(Database.delete_session, session_id)
+        else:
+            await self.claim_session(session_id)
+            try:
+                await self._call(Database.delete_session, session_id)
+            finally:
+                await self.release_session(session_id)
         self._last_seq.pop(session_id, None)
 
 
