@@ -6,7 +6,8 @@ starts with ``>>`` is queued as a follow-up (a turn of its own, after this
 one). The queue shows under the transcript. Esc or Ctrl-C cancels the turn;
 pressed twice in a row, it leaves. Tool calls that need approval are asked
 inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is
-a stored session; ``--session ID`` resumes one.
+a stored session; ``--session ID`` resumes one (exit status 7 if another
+process has it open).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rich.text import Text
 
 from ..actors import Agent, AgentSpec
 from ..events import Event
-from ..journal import ForkRefused, SessionNotFound
+from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
 from .errors import CommandError
 from .live_view import LiveView, approval_question, safe
@@ -317,7 +318,13 @@ class Chat:
             await self.rt.store.load_state(argument)
         except SessionNotFound:
             raise CommandError(f"no session {argument!r}") from None
-        await self._replace(lambda: self.rt.create(self.spec, session_id=argument))
+        # Opened before this session is closed: one open elsewhere leaves the chat as it was.
+        try:
+            agent = await self.rt.create(self.spec, session_id=argument)
+        except SessionHeld as exc:
+            raise CommandError(f"cannot resume it: {exc}") from None
+        await self.rt.dispose(self.agent)
+        await self._switch_to(agent)
         self.say(f"resumed session {argument} ({len(self.agent.messages)} messages)")
 
     async def _fork(self, argument: str) -> None:

@@ -12,7 +12,9 @@ start: a missing API key, an unreadable store); 2 a usage error; 3 it hit a
 limit (max turns, tool calls, time, tokens); 4 a person stopped it at an
 approval; 5 its answer never fit --output-schema (why is on stderr); 6 the
 --output-schema FILE cannot be used (missing, not JSON, not a valid JSON
-Schema, or refused by the provider); 130 it was cancelled (Ctrl-C).
+Schema, or refused by the provider); 7 the --session is open in another
+process (an agentrio run, chat or serve that has not ended); 130 it was
+cancelled (Ctrl-C).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import attrs
 
 from ..actors import Agent, AgentSpec, Limits
 from ..events import Event
-from ..journal import SQLiteStore, StoreError
+from ..journal import SessionHeld, SQLiteStore, StoreError
 from ..messages import ToolCall
 from ..models import Model, OutputSpec
 from ..supervisors import Runtime
@@ -20,6 +20,10 @@ from ..tools.permissions import Decision, Policy, decide
 from ..tracing.otlp import exporting_from_env
 from .errors import CommandError
 from .options import Settings, permission_policy
+
+#: The exit status of a command whose session is open for writing elsewhere
+#: (another ``agentrio run``/``chat``/``serve`` has it): try again once it ends.
+SESSION_HELD_STATUS = 7
 
 SYSTEM_PROMPT = (
     "You are a coding agent working in the directory {cwd}. Use the tools to read, search and change "
@@ -102,8 +106,12 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
 
 async def open_agent(rt: Runtime, spec: AgentSpec, session_id: str | None) -> Agent:
-    """The agent of ``session_id``: restored when the store holds it, else new."""
+    """The agent of ``session_id``: restored when the store holds it, else
+    new. A session open in another process is a one-line error (exit status
+    ``SESSION_HELD_STATUS``)."""
     try:
         return await rt.create(spec, session_id=session_id)
+    except SessionHeld as exc:
+        raise CommandError(str(exc), status=SESSION_HELD_STATUS) from None
     except StoreError as exc:
         raise CommandError(str(exc)) from None

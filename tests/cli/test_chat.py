@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 import trio
 
+from agentrio import SQLiteStore
+from agentrio.journal import SessionInfo
 from agentrio.messages import AssistantMessage, Text, ToolCall, Usage
 
 from ..fake_openai import FakeRequest, Hang
@@ -240,3 +245,34 @@ async def test_a_missing_api_key_is_one_line_before_the_chat_opens(cli):
         == "agentrio: error: ANTHROPIC_API_KEY is not set: it is needed for 'anthropic:claude-sonnet-4-5'"
     )
     assert cli.server.requests == []
+
+
+async def test_a_session_open_in_another_process_is_one_line_and_exit_7(cli):
+    async with SQLiteStore(cli.db) as store:
+        await store.create_session(SessionInfo("shared"))
+        await store.claim_session("shared")  # this test's process holds it
+        term = cli.spawn("chat", "--session", "shared")
+        assert await term.wait() == 7
+    assert re.fullmatch(
+        rf"agentrio: error: session 'shared' is open for writing in another process \(pid {os.getpid()} "
+        r"on [^,]+, since [0-9: -]+\): a session has one writer at a time; it can be read meanwhile, "
+        r"and opened once that writer ends",
+        term.text.strip(),
+    ), term.text
+    assert cli.server.requests == []
+
+
+async def test_resume_of_a_session_open_elsewhere_says_so_and_the_chat_goes_on(cli):
+    cli.server.add(AssistantMessage([Text("Still here.")]))
+    async with SQLiteStore(cli.db) as store:
+        await store.create_session(SessionInfo("elsewhere"))
+        await store.claim_session("elsewhere")
+        term = cli.spawn("chat", "--session", "mine")
+        await term.expect_text("/help for help")
+        term.type_line("/resume elsewhere")
+        await term.expect_text("cannot resume it: session 'elsewhere' is open for writing in another process")
+        term.type_line("Are you there?")
+        await term.expect_text("Still here.")
+        term.type_line("/quit")
+        await term.expect_text("continue it with agentrio chat --session mine")
+        assert await term.wait() == 0

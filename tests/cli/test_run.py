@@ -7,9 +7,11 @@ import re
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
 from agentrio.events import Event
+from agentrio.journal.records import TurnEnded
 from agentrio.messages import AssistantMessage, Text, ToolCall, Usage, converter
 
 from ..fake_openai import HTTPError
+from ..tools.processes import assert_all_gone, processes_with, sleepers, unique_duration, wait_for_sleeper
 
 
 async def test_run_streams_text_and_tool_calls_and_exits_0_when_completed(cli):
@@ -53,6 +55,48 @@ async def test_ctrl_c_during_a_tool_exits_130_and_leaves_a_restorable_provider_v
         result = await agent.run("Are you there?")
     assert result.stop_reason == "completed"
     assert [m.role for m in model.requests[0].messages][-2:] == ["tool_result", "user"]
+
+
+async def test_a_session_running_in_another_process_is_refused_in_one_line_with_exit_7_and_left_alone(cli):
+    marker = unique_duration()
+    call = ToolCall("c1", "bash", {"command": f"sleep {marker}"})
+    cli.server.add(AssistantMessage([Text("Running it."), call]))
+    first = cli.spawn("run", "Run the slow command.", "--permission", "allow", "--session", "shared")
+    await first.expect(r"⠋ bash sleep")
+    await wait_for_sleeper(marker)
+
+    second = await cli.run("run", "Hello.", "--permission", "allow", "--session", "shared")
+    assert second.returncode == 7
+    assert re.fullmatch(
+        rf"agentrio: error: session 'shared' is open for writing in another process "
+        rf"\(pid {first.child.pid} on [^,]+, since [0-9: -]+\): a session has one writer at a time; "
+        r"it can be read meanwhile, and opened once that writer ends\n",
+        second.stderr.decode(),
+    ), second.stderr.decode()
+    assert len(cli.server.requests) == 1  # the second asked the model nothing
+    # Reading it works meanwhile.
+    shown = await cli.run("sessions", "show", "shared", model=False)
+    assert shown.returncode == 0 and "Run the slow command." in shown.stdout.decode()
+
+    # The first was left alone: its command still runs, and it ends as its person decides.
+    assert sleepers(marker)
+    first.interrupt()
+    await first.expect(r"■ aborted")
+    assert await first.wait() == 130
+    assert_all_gone(processes_with(marker))
+    cli.server.add(AssistantMessage([Text("Back again.")]))
+    third = await cli.run("run", "Are you there?", "--permission", "allow", "--session", "shared")
+    assert third.returncode == 0, third.stderr.decode()
+    _, records = await _load(cli.db, "shared")
+    assert [(r.turn, r.stop_reason) for r in records if isinstance(r, TurnEnded)] == [
+        (1, "aborted"),
+        (2, "completed"),
+    ]
+
+
+async def _load(db, session_id):
+    async with SQLiteStore(db) as store:
+        return await store.load_session(session_id)
 
 
 async def test_a_limit_exits_3_and_a_model_error_exits_1(cli):
