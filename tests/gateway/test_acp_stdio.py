@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from acp import schema, text_block
+from acp import RequestError, schema, text_block
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
@@ -242,5 +242,37 @@ def test_file_tools_go_through_a_client_that_offers_its_buffers(workspace, tmp_p
         assert (workspace / "a.txt").read_text() == "alpha\n" and not (workspace / "new.txt").exists()
         # Paths outside the workspace are refused before the editor is asked.
         assert client.statuses("x1") == ["pending", "in_progress", "failed"]
+
+    drive(replies, main)
+
+
+def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gateway_goes_on(workspace, tmp_path):
+    replies = [AssistantMessage([Text("First here.")]), AssistantMessage([Text("Second here.")])]
+
+    async def main(fake: FakeServerThread) -> None:
+        first = RecordingClient()
+        async with spawn_acp(first, *acp_args(fake, tmp_path), stderr_path=tmp_path / "first.err") as (one, _):
+            await one.initialize(protocol_version=1)
+            session_id = (await one.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await one.prompt(session_id=session_id, prompt=[text_block("hello")])
+            second = RecordingClient()
+            async with spawn_acp(second, *acp_args(fake, tmp_path), stderr_path=tmp_path / "second.err") as (
+                two,
+                _,
+            ):
+                await two.initialize(protocol_version=1)
+                with pytest.raises(RequestError) as refused:
+                    await two.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+                assert refused.value.code == -32010
+                assert str(refused.value).startswith(
+                    f"session {session_id!r} is open for writing in another process (pid "
+                )
+                assert refused.value.data["sessionId"] == session_id
+                assert refused.value.data["holder"].startswith("pid ")
+                # The second gateway goes on: its own sessions work.
+                other = (await two.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+                response = await two.prompt(session_id=other, prompt=[text_block("and you?")])
+                assert response.stop_reason == "end_turn"
+        assert "Traceback" not in (tmp_path / "second.err").read_text()
 
     drive(replies, main)

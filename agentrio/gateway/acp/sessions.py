@@ -22,7 +22,7 @@ import trio
 
 from ... import events as ev
 from ...actors import Agent, AgentScope, AgentSpec, Subscription
-from ...journal import SessionNotFound
+from ...journal import SessionHeld, SessionNotFound
 from ...mailbox import QueuedInput
 from ...messages import ToolCall, UserMessage
 from ...supervisors import Runtime
@@ -35,6 +35,9 @@ from .updates import STOP_REASONS, UpdateMapper, text_block
 log = logging.getLogger("agentrio.gateway")
 
 RESOURCE_NOT_FOUND = -32002
+#: ``session/load`` of a session that another process (or runtime) has open
+#: for writing; ``data`` holds ``sessionId`` and ``holder`` (who, if known).
+SESSION_HELD = -32010
 
 PERMISSION_OPTIONS = [
     {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
@@ -446,6 +449,10 @@ class SessionHub:
             agent = await self.runtime.create(spec, session_id=session_id, setup=setup if servers else None)
         except ImportError as exc:
             raise RpcError(INVALID_PARAMS, f"MCP servers need agentrio's `mcp` extra: {exc}") from None
+        except SessionHeld as exc:
+            holder = getattr(exc, "holder", None)
+            data = {"sessionId": session_id, "holder": None if holder is None else str(holder)}
+            raise RpcError(SESSION_HELD, str(exc), data) from None
         except Exception as exc:
             log.exception("starting a session failed")
             raise RpcError(INTERNAL_ERROR, f"could not start the session: {exc}") from None
