@@ -36,7 +36,8 @@ import time
 
 _PR_SET_CHILD_SUBREAPER = 36
 _POLL = 0.01
-#: How often, in seconds, the shim checks that the runner is still alive.
+#: How often, in seconds, the shim checks that the runner is still alive (at
+#: least: it checks whenever it wakes).
 _RUNNER_CHECK = 0.5
 _PROC = "/proc"
 
@@ -72,7 +73,9 @@ def main(argv: list[str]) -> int:
         got = signal.sigtimedwait(_WAITED, _RUNNER_CHECK)
         if got is not None and got.si_signo == signal.SIGTERM:
             break
-        if got is None and os.getppid() != runner:
+        # At every wake-up, not only after a quiet _RUNNER_CHECK: a tree
+        # that keeps ending processes sends SIGCHLD more often than that.
+        if os.getppid() != runner:
             break  # the runner died (killed outright): stop the tree all the same
         tree.reap()
     ended_alone = tree.status is not None

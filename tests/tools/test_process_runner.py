@@ -270,3 +270,21 @@ async def test_a_command_does_not_outlive_a_runner_killed_outright(tmp_path):
         process.kill()
         await process.wait()
     assert_all_gone(processes_with(marker))
+
+
+async def test_a_command_does_not_outlive_a_runner_killed_outright_while_its_processes_keep_ending(tmp_path):
+    # Orphans re-parented to the shim end every 0.1 s: its SIGCHLDs come
+    # more often than its quiet-time check of the runner.
+    marker = unique_duration()
+    command = f"while :; do (sleep 0.05 &); sleep 0.1; done & sleep {marker}"
+    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, {command!r})\n"
+    root = Path(__file__).resolve().parents[2]
+    process = await trio.lowlevel.open_process([sys.executable, "-c", host], cwd=root)
+    try:
+        with trio.fail_after(20):
+            await wait_for_sleeper(marker)
+        await trio.sleep(0.3)  # the loop is running
+    finally:
+        process.kill()
+        await process.wait()
+    assert_all_gone(processes_with(marker))
