@@ -49,8 +49,8 @@ Setup = Callable[["Agent", AgentScope], Awaitable["Callable[[], None] | None"]]
 
 T = TypeVar("T")
 
-CancelCause = Literal["user", "parent", "hook", "disposed", "lease_lost"]
-CANCEL_CAUSES = ("user", "parent", "hook", "disposed", "lease_lost")
+CancelCause = Literal["user", "parent", "hook", "disposed", "lease_lost", "store_failed"]
+CANCEL_CAUSES = ("user", "parent", "hook", "disposed", "lease_lost", "store_failed")
 APPROVAL_DECISIONS = ("approve", "deny", "deny_and_stop")
 
 #: Messages that may wait in an agent's mailbox before senders wait.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -17,6 +18,8 @@ from ..journal.fork import fork_session
 from ..models.http import open_http_client
 from .registry import AgentRegistry
 from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
+
+log = logging.getLogger(__name__)
 
 
 class Runtime:
@@ -36,6 +39,8 @@ class Runtime:
         self.registry = AgentRegistry()
         self._nursery: trio.Nursery | None = None
         self._stack: AsyncExitStack | None = None
+        #: The task that stops the agents' work if the store fails.
+        self._watching = trio.CancelScope()
 
     async def __aenter__(self) -> Runtime:
         if self._stack is not None:
@@ -44,6 +49,9 @@ class Runtime:
             await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
+            failed = getattr(self.store, "failed", None)
+            if isinstance(failed, trio.Event):
+                self._nursery.start_soon(self._stop_on_store_failure, failed)
             self._stack = stack.pop_all()
         return self
 
@@ -64,6 +72,7 @@ class Runtime:
                     except Exception as error:
                         errors.append(error)
         finally:
+            self._watching.cancel()
             self._nursery = None
             try:
                 suppress = await self._stack.__aexit__(exc_type, exc, tb)
@@ -76,6 +85,20 @@ class Runtime:
         if errors:
             raise ExceptionGroup("tearing down the runtime failed", errors)
         return suppress
+
+    async def _stop_on_store_failure(self, failed: trio.Event) -> None:
+        """Once a write of the store has failed, nothing more is journaled:
+        every live agent's work is cancelled at once (cause
+        ``store_failed``), so that no tool goes on acting unrecorded; its
+        tools' processes are stopped, and its run ends ``error`` naming the
+        failure. (A store with a ``failed`` event: ``SQLiteStore``.)"""
+        with self._watching:
+            await failed.wait()
+            for agent in reversed(self.registry.agents):  # children first
+                try:
+                    await agent.cancel("store_failed", keep_inbox=True)
+                except Exception:
+                    log.exception("agent %s: its work could not be stopped after the store failed", agent.id)
 
     @property
     def nursery(self) -> trio.Nursery:
