@@ -3,8 +3,9 @@ session, and the permission policy a person answers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import attrs
 
@@ -99,10 +100,34 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """A Runtime on the settings' store; store errors are told plainly.
     Spans are exported while it runs when an OTLP endpoint is set."""
     try:
-        async with exporting_from_env(), SQLiteStore(settings.db) as store, Runtime(store) as rt:
-            yield rt
+        with logging_to(log_path(settings.db)):
+            async with exporting_from_env(), SQLiteStore(settings.db) as store, Runtime(store) as rt:
+                yield rt
     except StoreError as exc:
         raise CommandError(str(exc)) from None
+
+
+def log_path(db: str) -> str:
+    """Where a terminal command's log goes: beside its database."""
+    return f"{db}.log"
+
+
+@contextmanager
+def logging_to(path: str) -> Iterator[None]:
+    """While it lasts, what the library logs (the traceback of a run that
+    failed, say) is appended to ``path``, created when first written, and
+    not drawn over the live transcript, which tells the error in one line."""
+    logger = logging.getLogger("agentrio")
+    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        handler.close()
 
 
 async def open_agent(rt: Runtime, spec: AgentSpec, session_id: str | None) -> Agent:

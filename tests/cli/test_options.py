@@ -110,3 +110,23 @@ def test_help_is_plain_text_and_chat_lists_its_slash_commands(capsys):
         if command == "chat":
             slashes = ("/help", "/sessions", "/resume ID", "/fork N", "/usage", "/model", "/clear", "/quit")
             assert all(f"\n  {slash}" in out for slash in slashes)
+
+
+async def test_what_the_library_logs_during_a_command_goes_to_a_file_beside_the_database(tmp_path, capsys):
+    import logging
+
+    from agentrio.cli.session import open_runtime
+
+    settings = Settings.load(build_parser().parse_args(["--db", str(tmp_path / "s.db"), "run", "x"]))
+    logger = logging.getLogger("agentrio")
+    async with open_runtime(settings):
+        try:
+            raise RuntimeError("boom")
+        except RuntimeError:
+            logging.getLogger("agentrio.actors").exception("agent a: run failed")
+    # Not drawn over the transcript (Python's last-resort handler prints to stderr)...
+    assert capsys.readouterr().err == ""
+    # ...but kept, traceback and all, beside the session database.
+    text = (tmp_path / "s.db.log").read_text()
+    assert "ERROR agentrio.actors: agent a: run failed" in text and "RuntimeError: boom" in text
+    assert logger.handlers == [] and logger.propagate  # as it was before the command
