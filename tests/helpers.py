@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import trio
 
@@ -68,3 +70,23 @@ def start_run(nursery, agent, prompt: str) -> list:
 
     nursery.start_soon(run)
     return results
+
+
+@asynccontextmanager
+async def counting_switches() -> AsyncIterator[Callable[[], int]]:
+    """A bystander task that counts its turns to run: the callable yielded
+    says how many it has had so far, so a test sees how often the code under
+    test let other tasks run."""
+    ran = 0
+
+    async def bystander():
+        nonlocal ran
+        while True:
+            await trio.lowlevel.checkpoint()
+            ran += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(bystander)
+        await trio.lowlevel.checkpoint()  # the bystander is running
+        yield lambda: ran
+        nursery.cancel_scope.cancel()

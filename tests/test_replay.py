@@ -30,7 +30,7 @@ from agentrio.journal import SessionState
 from agentrio.models.events import TextDelta
 from agentrio.models.scripted import message_events
 
-from .helpers import calls, echo_tool, say
+from .helpers import calls, counting_switches, echo_tool, say
 
 def _key(event) -> tuple:
     """Which text a delta continues."""
@@ -460,24 +460,14 @@ async def test_a_since_that_is_no_seq_of_the_agent_is_refused(rt, since):
 
 async def test_a_reader_takes_a_burst_of_events_without_a_task_switch_each_yet_stays_a_cancel_point():
     bus = EventBus("agent", "session")
-    switches = 0
-
-    async def bystander():
-        nonlocal switches
-        while True:
-            await trio.lowlevel.checkpoint()
-            switches += 1
-
-    async with bus.subscribe() as events, trio.open_nursery() as nursery:
-        nursery.start_soon(bystander)
-        await trio.lowlevel.checkpoint()
+    async with bus.subscribe() as events, counting_switches() as switches:
         for turn in range(10 * bus_module.YIELD_EVERY):
             bus.emit(TurnStart, turn=turn)
-        before = switches
+        before = switches()
         got = [await events.receive() for _ in range(10 * bus_module.YIELD_EVERY)]
         # It still yields now and then: once every YIELD_EVERY events (give
         # or take the edges: trio may run the bystander first or last).
-        assert 9 <= switches - before <= 12
+        assert 9 <= switches() - before <= 12
         assert [e.turn for e in got] == list(range(10 * bus_module.YIELD_EVERY))
 
         bus.emit(TurnStart, turn=-1)
@@ -486,4 +476,3 @@ async def test_a_reader_takes_a_burst_of_events_without_a_task_switch_each_yet_s
             await events.receive()  # an event waits, but a cancelled reader is cancelled
         assert scope.cancelled_caught
         assert (await events.receive()).turn == -1  # and nothing was lost
-        nursery.cancel_scope.cancel()

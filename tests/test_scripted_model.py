@@ -26,6 +26,8 @@ from agentrio.models import (
 )
 from agentrio.models.assembler import parse_tool_call
 
+from .helpers import counting_switches
+
 
 async def collect(model, request):
     return [event async for event in model.stream(request)]
@@ -176,21 +178,10 @@ def test_streamed_arguments_that_are_not_a_json_object_are_kept_raw(raw, argumen
 async def _checkpoints_while_streaming(model: ScriptedModel) -> tuple[int, int]:
     """How often another task ran while ``model`` streamed one reply, and
     how many events the reply was."""
-    ran = 0
-
-    async def bystander():
-        nonlocal ran
-        while True:
-            await trio.lowlevel.checkpoint()
-            ran += 1
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(bystander)
-        await trio.lowlevel.checkpoint()  # the bystander is running
-        before = ran
+    async with counting_switches() as switches:
+        before = switches()
         events = await collect(model, ModelRequest("", [UserMessage("hi")], []))
-        after = ran
-        nursery.cancel_scope.cancel()
+        after = switches()
     assert isinstance(events[-1], Done)
     return after - before, len(events)
 
