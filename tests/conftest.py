@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from contextlib import asynccontextmanager
 
 import pytest
@@ -8,6 +9,8 @@ import trio
 from agentrio import Runtime
 from agentrio.actors import ownership
 from agentrio.events import Event
+
+from .pgcluster import Cluster, ServerMissing
 
 # The suite runs with the actors' ownership checks on: any agent state
 # changed outside the agent's own tasks fails the test that did it.
@@ -56,3 +59,17 @@ async def record(agent):
 async def rt():
     async with Runtime() as runtime:
         yield runtime
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server of the tests' own for the whole test session
+    (each test makes a database of its own on it)."""
+    try:
+        cluster = Cluster.start(fsync=False)
+    except ServerMissing as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must test the PostgreSQL store: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()

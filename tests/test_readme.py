@@ -31,7 +31,6 @@ import pytest
 import trio
 
 from .helpers import calls, say
-from .pgcluster import Cluster, ServerMissing
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -363,19 +362,6 @@ async def test_the_durable_sessions_snippet_creates_then_restores(tmp_path, monk
         await (await rt.create(spec, session_id="fix-issue-42")).run("Which function is wrong?")
     restored = (await _run_fragment(snippet, spec=spec))["agent"]
     assert [m.text for m in restored.messages] == ["Which function is wrong?", "add subtracts."]
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    """A PostgreSQL server of the tests' own (as tests/journal starts one)."""
-    try:
-        cluster = Cluster.start(fsync=False)
-    except ServerMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test the PostgreSQL store: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    yield cluster
-    cluster.stop()
 
 
 async def test_the_postgres_snippet_restores_and_says_when_a_session_is_held(postgres):

@@ -1,27 +1,12 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from agentrio import MemoryStore
 
-from ..pgcluster import Cluster, ServerMissing
 from .places import DURABLE, Place
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    """A PostgreSQL server of our own for the whole test session."""
-    try:
-        cluster = Cluster.start(fsync=False)
-    except ServerMissing as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test the PostgreSQL store: {exc}", pytrace=False)
-        pytest.skip(str(exc))
-    yield cluster
-    cluster.stop()
 
 
 @pytest.fixture
