@@ -282,7 +282,7 @@ async def main() -> None:
     args = parser.parse_args()
     restores = (1_000, 10_000)
     if args.quick:
-        args.turns, args.full_turns, restores = 20, 5, (100, 300)
+        args.turns, args.full_turns, restores = 20, 5, (16 * MESSAGES_PER_TURN, 48 * MESSAGES_PER_TURN)
     if args.rounds < 5:
         parser.error("--rounds must be at least 5: a median of fewer says little")
     versions = f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}"
