@@ -17,6 +17,7 @@ PACKAGE = Path(agentrio.__file__).parent
 LAYERS = {
     "_ids": 0,
     "_callbacks": 0,
+    "_errors": 0,
     "initiator": 0,
     "messages": 1,
     "models": 2,

@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from .. import _callbacks, tracing
+from .._errors import sole_error
 from ..events import (
     AgentEnd,
     OutputUpdate,
@@ -653,8 +654,7 @@ def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:
 
 def _describe_error(exc: BaseException) -> str:
     # A nursery's group of one says nothing more than its error.
-    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
+    exc = sole_error(exc)
     return f"{type(exc).__name__}: {exc}"
 
 

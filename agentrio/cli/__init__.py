@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from .._errors import sole_error
 from . import acp, chat, demo, run, serve, sessions
 from .errors import CommandError
 from .options import add_global_options
@@ -37,20 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sole(exc: BaseException) -> BaseException:
-    """The one exception a chain of single-exception groups carries (trio's
-    nurseries wrap what they let through)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
     except BaseException as raised:
-        exc = _sole(raised)
+        exc = sole_error(raised)
         if isinstance(exc, CommandError):
             print(f"agentrio: error: {exc}", file=sys.stderr)
             return exc.status

@@ -9,6 +9,7 @@ from types import TracebackType
 
 import trio
 
+from .._errors import sole_error
 from .._ids import new_id
 from ..actors.agent import Agent, Setup
 from ..actors.scope import AgentScope
@@ -79,7 +80,7 @@ class Runtime:
             except BaseExceptionGroup as group:
                 # The root nursery wraps the block's own error in a group: let
                 # it leave the block as it was raised (`except SessionHeld`).
-                if not isinstance(exc, Exception) or _sole(group) is not exc:
+                if not isinstance(exc, Exception) or sole_error(group) is not exc:
                     raise
                 suppress = False
         if errors:
@@ -269,10 +270,3 @@ def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **opti
             return await agent.run(prompt)
 
     return trio.run(main)
-
-
-def _sole(exc: BaseException) -> BaseException:
-    """The one exception a chain of single-exception groups carries."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
