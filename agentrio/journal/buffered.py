@@ -243,6 +243,16 @@ class BufferedStore(Generic[D, B]):
             )
         return self._db
 
+    async def _all_committed(self) -> None:
+        """Wait until every append so far is committed, or the store has
+        failed or closed (then nothing more of it is written). Unlike
+        ``sync`` it raises nothing: a failure is told by the next barrier,
+        or by the closing."""
+        target = self._buffered
+        while self._committed_upto < target and self._failure is None and self._db is not None:
+            self._write()
+            await self._commit_done.wait()
+
     async def _sync_all(self) -> None:
         """Every append so far is committed."""
         self._check_usable()

@@ -217,16 +217,6 @@ class SQLiteStore(BufferedStore[Database, Batch]):
                 self._locks.release(lock)
         self._claims.release(session_id, self)
 
-    async def _all_committed(self) -> None:
-        """Wait until every append so far is committed, or the store has
-        failed or closed (then nothing more of it is written). Unlike
-        ``sync`` it raises nothing: a failure is told by the next barrier,
-        or by the closing."""
-        target = self._buffered
-        while self._committed_upto < target and self._failure is None and self._db is not None:
-            self._write()
-            await self._commit_done.wait()
-
     async def list_sessions(self) -> list[SessionInfo]:
         return [summary.info for summary in await self.list_summaries()]
 
