@@ -258,18 +258,26 @@ async def test_if_the_shim_is_killed_its_process_group_is_killed_instead(tmp_pat
     assert zombie_children() == []
 
 
-async def test_a_command_does_not_outlive_a_runner_killed_outright(tmp_path):
-    marker = unique_duration()
-    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, 'sleep {marker} & wait')\n"
+async def _kill_the_runner_of(command: str, marker: str, *, running_for: float = 0.0) -> None:
+    """Run ``command`` through ``run_process`` in a process of its own,
+    then SIGKILL that process once ``marker``'s sleep is up (and
+    ``running_for`` more seconds): nothing the command started may remain."""
+    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, {command!r})\n"
     root = Path(__file__).resolve().parents[2]
     process = await trio.lowlevel.open_process([sys.executable, "-c", host], cwd=root)
     try:
         with trio.fail_after(20):
             await wait_for_sleeper(marker)
+        await trio.sleep(running_for)
     finally:
         process.kill()
         await process.wait()
     assert_all_gone(processes_with(marker))
+
+
+async def test_a_command_does_not_outlive_a_runner_killed_outright(tmp_path):
+    marker = unique_duration()
+    await _kill_the_runner_of(f"sleep {marker} & wait", marker)
 
 
 async def test_a_command_does_not_outlive_a_runner_killed_outright_while_its_processes_keep_ending(tmp_path):
@@ -277,14 +285,4 @@ async def test_a_command_does_not_outlive_a_runner_killed_outright_while_its_pro
     # more often than its quiet-time check of the runner.
     marker = unique_duration()
     command = f"while :; do (sleep 0.05 &); sleep 0.1; done & sleep {marker}"
-    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, {command!r})\n"
-    root = Path(__file__).resolve().parents[2]
-    process = await trio.lowlevel.open_process([sys.executable, "-c", host], cwd=root)
-    try:
-        with trio.fail_after(20):
-            await wait_for_sleeper(marker)
-        await trio.sleep(0.3)  # the loop is running
-    finally:
-        process.kill()
-        await process.wait()
-    assert_all_gone(processes_with(marker))
+    await _kill_the_runner_of(command, marker, running_for=0.3)  # the loop is running
