@@ -46,6 +46,7 @@ async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(sqlite_s
     ]
     await sqlite_store.create_session(SessionInfo("s1"), odd[:1])
     await sqlite_store.append("s1", odd[1:])
+    await sqlite_store.sync("s1")  # committed before another store reads the file
     async with SQLiteStore(db) as other:
         assert (await other.load_session("s1"))[1] == odd
         assert (await other.load_state("s1")).state.messages == [r.message for r in odd]
