@@ -1,7 +1,8 @@
 """The supervising shim between ``run_process`` and the command it runs.
 
-Run as a script (``python -I -S _reaper.py STATUS_FD GRACE -- ARGV...``, with
-STATUS_FD ``-`` when nobody reads the command's end; it
+Run as a script (``python -I -S _reaper.py STATUS_FD GRACE RUNNER -- ARGV...``,
+with STATUS_FD ``-`` when nobody reads the command's end and RUNNER the pid
+of the process that starts the shim; it
 imports nothing from agentrio, so it starts fast). It makes itself a child
 subreaper (Linux), starts ARGV, and so stays the ancestor of everything the
 command starts: a process that changes its group or session (``setsid``,
@@ -15,7 +16,9 @@ from the shim, and stopped:
   left (a process that forks while being killed is caught by the next
   round); every descendant is reaped, so no zombie is left either;
 - the same when the runner dies (it is killed outright: the shim's parent
-  changes), so a command never outlives the process that started it;
+  is no longer RUNNER), so a command never outlives the process that
+  started it; a runner dead before the shim got going means ARGV never
+  starts;
 - the command's end is written to STATUS_FD as one line as soon as it is
   known — ``exit N``, ``signal N``, or ``error ERRNO`` when ARGV could not
   be started — and the shim exits once the tree is gone.
@@ -44,10 +47,15 @@ _PROC = "/proc"
 
 def main(argv: list[str]) -> int:
     status_fd = None if argv[0] == "-" else int(argv[0])
-    grace, command = float(argv[1]), argv[3:]
+    grace, runner, command = float(argv[1]), int(argv[2]), argv[4:]
     if status_fd is not None:
         os.set_inheritable(status_fd, False)
     _become_subreaper()
+    # The runner's pid comes on the command line, not from getppid() here:
+    # a runner killed before this line ran has already left the shim to
+    # init, and the command must not start for nobody.
+    if os.getppid() != runner:
+        return 0
     # Both signals are taken by sigtimedwait, never by a handler, so neither
     # can interrupt the bookkeeping; SIGCHLD needs a handler to be queued.
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -68,7 +76,6 @@ def main(argv: list[str]) -> int:
             return 127
         return 0
     tree = _Tree(child)
-    runner = os.getppid()
     while tree.status is None:
         got = signal.sigtimedwait(_WAITED, _RUNNER_CHECK)
         if got is not None and got.si_signo == signal.SIGTERM:

@@ -51,7 +51,7 @@ def supervised(argv: Sequence[str], grace: float, status_fd: int | None = None) 
     ``status_fd``: a pipe's write end (passed to the shim) on which the shim
     says how the command ended."""
     fd = "-" if status_fd is None else str(status_fd)
-    return [sys.executable, "-I", "-S", _REAPER, fd, str(grace), "--", *argv]
+    return [sys.executable, "-I", "-S", _REAPER, fd, str(grace), str(os.getpid()), "--", *argv]
 
 
 @attrs.frozen

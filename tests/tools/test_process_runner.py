@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from agentrio.tools.process import run_process
+from agentrio.tools.process import run_process, supervised
 from tests.tools.processes import (
     assert_all_gone,
     processes_with,
@@ -286,3 +286,18 @@ async def test_a_command_does_not_outlive_a_runner_killed_outright_while_its_pro
     marker = unique_duration()
     command = f"while :; do (sleep 0.05 &); sleep 0.1; done & sleep {marker}"
     await _kill_the_runner_of(command, marker, running_for=0.3)  # the loop is running
+
+
+async def test_a_command_never_starts_when_its_runner_died_before_the_shim_looked(tmp_path):
+    # The shim is told its runner's pid; here the runner named is not its
+    # parent, as when the runner was killed before the shim's first line ran.
+    flag = tmp_path / "ran"
+    argv = supervised(["touch", str(flag)], GRACE)
+    runner = argv.index("--") - 1
+    argv[runner] = str(os.getpid() + 1_000_000)  # no such process
+    shim = await trio.run_process(argv, check=False)
+    assert shim.returncode == 0
+    assert not flag.exists()
+    # Told its real runner, the same shim runs the command.
+    await trio.run_process(supervised(["touch", str(flag)], GRACE))
+    assert flag.exists()
