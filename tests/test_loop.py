@@ -504,3 +504,47 @@ async def test_a_stream_may_end_with_an_error_event(rt):
     result = await agent.run("go")
     assert result.stop_reason == "model_error" and result.error == "HTTP 500 server_error: upstream died"
     assert agent.messages[-1].text == "partial" and agent.messages[-1].stop_reason == "error"
+
+
+async def test_an_adapter_that_raises_fails_the_request_and_a_failing_observer_fails_the_run(rt):
+    from agentrio.models import StreamStart
+
+    class Raising(ScriptedModel):
+        async def stream(self, request):
+            self.requests.append(request)
+            yield StreamStart()
+            raise KeyError("lost")
+
+    agent = await rt.create(AgentSpec("a", Raising([])))
+    result = await agent.run("go")
+    assert result.stop_reason == "model_error" and result.error == "adapter_error: KeyError: 'lost'"
+
+    def observe(event):
+        raise KeyError("observer")
+
+    agent = await rt.create(AgentSpec("b", ScriptedModel([say("hi")]), hooks=Hooks(on_assistant_stream=observe)))
+    result = await agent.run("go")
+    assert result.stop_reason == "error" and "observer" in result.error
+
+
+async def test_a_cancel_closes_the_stream_in_the_task_that_opened_it(rt):
+    from agentrio.models import StreamStart
+
+    tasks = []
+
+    class Hanging(ScriptedModel):
+        async def stream(self, request):
+            tasks.append(trio.lowlevel.current_task())
+            try:
+                yield StreamStart()
+                await trio.sleep_forever()
+            finally:
+                tasks.append(trio.lowlevel.current_task())
+
+    agent = await rt.create(AgentSpec("a", Hanging([])))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(agent.run, "go")
+        await trio.testing.wait_all_tasks_blocked()
+        await agent.cancel()
+    await agent.wait_idle()
+    assert len(tasks) == 2 and tasks[0] is tasks[1]
