@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +78,8 @@ class Subscription:
             self._fell_behind = True
         else:
             events.append(event)
-        self._arrived.set()
+        if self._readers:  # (a reader that is not waiting finds it without a wake-up)
+            self._arrived.set()
 
     def _catch_up(self, after: int) -> None:
         """Buffer what comes after seq ``after``, at most about
@@ -128,33 +129,40 @@ class Subscription:
         tasks whenever it waits, and at least once every ``YIELD_EVERY``
         events it takes from the buffer, so a reader of a busy agent takes
         what waits in one go instead of paying a task switch per event."""
+        return await self._next(trio.EndOfChannel)
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    def __anext__(self) -> Coroutine[Any, Any, Event]:
+        return self._next(StopAsyncIteration)
+
+    async def _next(self, end: type[Exception]) -> Event:
+        """``receive``, raising ``end`` once the subscription has ended (one
+        coroutine a read: ``async for`` reads through it directly)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         while True:
-            try:
-                event = self.receive_nowait()
-            except trio.WouldBlock:
-                self._arrived = trio.Event()
-                self._readers += 1
-                self._unyielded = 0
+            if self._events:
+                event = self._events.popleft()
+            else:
                 try:
-                    await self._arrived.wait()
-                finally:
-                    self._readers -= 1
-                continue
+                    event = self.receive_nowait()
+                except trio.WouldBlock:
+                    self._arrived = trio.Event()
+                    self._readers += 1
+                    self._unyielded = 0
+                    try:
+                        await self._arrived.wait()
+                    finally:
+                        self._readers -= 1
+                    continue
+                except trio.EndOfChannel:
+                    raise end from None
             self._unyielded += 1
             if self._unyielded >= YIELD_EVERY:
                 self._unyielded = 0
                 await trio.lowlevel.cancel_shielded_checkpoint()
             return event
-
-    def __aiter__(self) -> Subscription:
-        return self
-
-    async def __anext__(self) -> Event:
-        try:
-            return await self.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
 
 
 class EventBus:

@@ -136,19 +136,16 @@ class ReplayLog:
 
     def add(self, event: Event) -> None:
         entries = self._entries
+        entry: Event | _Run = event
         if isinstance(event, DELTAS):
             last = entries[-1] if entries else None
             if isinstance(last, _Run) and last.last_seq == event.seq - 1 and continues(last.first, event):
                 last.add(event)
                 return
             if is_text_delta(event):
-                run = _Run(event, [], 0, event.seq - 1)
-                run.add(event)
-                entries.append(run)
-            else:
-                entries.append(event)
-        else:
-            entries.append(event)
+                entry = _Run(event, [], 0, event.seq - 1)
+                entry.add(event)
+        entries.append(entry)
         if len(entries) > REPLAY_CAPACITY:
             evicted = entries.popleft()
             self._lost_through = evicted.last_seq if isinstance(evicted, _Run) else evicted.seq
