@@ -151,7 +151,7 @@ class ToolBatch:
 
     async def _check_permission(self, slot: Slot) -> None:
         policy = self._agent.spec.permission
-        if policy is None or slot.result is not None:
+        if slot.result is not None:
             return
         call = slot.call
         try:
@@ -190,10 +190,11 @@ class ToolBatch:
         for slot in self.slots:
             self._validate(slot)
         state("check_permission")
-        for slot in self.slots:
-            await self._check_permission(slot)
-            if self.stop:
-                break
+        if self._agent.spec.permission is not None:
+            for slot in self.slots:
+                await self._check_permission(slot)
+                if self.stop:
+                    break
         state("execute_tools")
         try:
             await self._execute()
