@@ -11,8 +11,8 @@ way. What the actor boundary gave is kept:
 * a cancel closes the stream, and its connection, in the task that opened
   it (the activity's, whose scope the cancel reaches);
 * whatever the adapter raises becomes the request's error, a
-  ``ProviderError``, never the activity's failure; while an exception the
-  reader itself raises (a failing ``observe`` hook) goes on up as before.
+  ``ProviderError``, never the activity's failure; an exception the reader
+  raises itself (a failing ``observe`` hook) is its own, and goes on up.
 """
 
 from __future__ import annotations
