@@ -72,27 +72,38 @@ class MessageAssembler:
         self.done: Done | None = None
 
     def feed(self, event: StreamEvent) -> None:
-        match event:
-            case TextDelta(index=i, text=t):
-                self._blocks[i].text.append(t)
-            case ToolCallDelta(index=i, arguments=a):
-                self._blocks[i].text.append(a)
-            case ThinkingDelta(index=i, text=t, signature=s):
-                block = self._blocks[i]
-                block.text.append(t)
-                block.signature.append(s)
-            case TextStart(index=i):
-                self._blocks[i] = _Block(Text)
-            case ThinkingStart(index=i, redacted=r):
-                self._blocks[i] = _Block(Thinking, redacted=r)
-            case ToolCallStart(index=i, id=call_id, name=name):
-                self._blocks[i] = _Block(ToolCall, id=call_id, name=name)
-            case ThinkingEnd(index=i, id=item_id):
-                self._blocks[i].id = item_id
-            case StreamStart(model=model, provider=provider):
-                self.model, self.provider = model, provider
-            case Done():
-                self.done = event
+        fold = _FOLDS.get(type(event))
+        if fold is not None:
+            fold(self, event)
+
+    def _append_text(self, event: TextDelta) -> None:
+        self._blocks[event.index].text.append(event.text)
+
+    def _append_arguments(self, event: ToolCallDelta) -> None:
+        self._blocks[event.index].text.append(event.arguments)
+
+    def _append_thinking(self, event: ThinkingDelta) -> None:
+        block = self._blocks[event.index]
+        block.text.append(event.text)
+        block.signature.append(event.signature)
+
+    def _start_text(self, event: TextStart) -> None:
+        self._blocks[event.index] = _Block(Text)
+
+    def _start_thinking(self, event: ThinkingStart) -> None:
+        self._blocks[event.index] = _Block(Thinking, redacted=event.redacted)
+
+    def _start_tool_call(self, event: ToolCallStart) -> None:
+        self._blocks[event.index] = _Block(ToolCall, id=event.id, name=event.name)
+
+    def _end_thinking(self, event: ThinkingEnd) -> None:
+        self._blocks[event.index].id = event.id
+
+    def _start(self, event: StreamStart) -> None:
+        self.model, self.provider = event.model, event.provider
+
+    def _done(self, event: Done) -> None:
+        self.done = event
 
     def message(self) -> AssistantMessage:
         """The complete message; the stream must have ended with ``Done``."""
@@ -121,3 +132,18 @@ class MessageAssembler:
             provider=self.provider,
             error=error,
         )
+
+
+#: What each kind of event does to the message; the others (a block's end)
+#: change nothing. By exact type: stream events are final classes.
+_FOLDS = {
+    TextDelta: MessageAssembler._append_text,
+    ToolCallDelta: MessageAssembler._append_arguments,
+    ThinkingDelta: MessageAssembler._append_thinking,
+    TextStart: MessageAssembler._start_text,
+    ThinkingStart: MessageAssembler._start_thinking,
+    ToolCallStart: MessageAssembler._start_tool_call,
+    ThinkingEnd: MessageAssembler._end_thinking,
+    StreamStart: MessageAssembler._start,
+    Done: MessageAssembler._done,
+}
