@@ -87,6 +87,47 @@ async def test_closing_fails_waiting_callers_and_refuses_senders():
         await mailbox.send("late")
 
 
+async def test_senders_waiting_for_room_get_it_in_the_order_they_began_to_wait():
+    mailbox: Mailbox[int] = Mailbox(1)
+    await mailbox.send(0)
+    async with trio.open_nursery() as nursery:
+        for i in (1, 2, 3):
+            nursery.start_soon(mailbox.send, i)
+            await trio.testing.wait_all_tasks_blocked()
+        # A sender arriving now waits behind them, though a read makes room.
+        assert (await mailbox.receive()).message == 0
+        with pytest.raises(trio.WouldBlock):
+            mailbox.send_nowait(4)
+        assert [(await mailbox.receive()).message for _ in range(3)] == [1, 2, 3]
+    assert len(mailbox) == 0
+
+
+async def test_closing_refuses_senders_waiting_for_room_and_ends_the_reader():
+    mailbox: Mailbox[int] = Mailbox(1)
+    await mailbox.send(0)
+    outcome = []
+
+    async def sender():
+        try:
+            await mailbox.send(1)
+        except MailboxClosed as exc:
+            outcome.append(exc)
+
+    async def reader():
+        # Reads what is queued, then waits: closing ends the wait.
+        async for _ in mailbox:
+            pass
+        outcome.append("read to the end")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sender)
+        await trio.testing.wait_all_tasks_blocked()
+        mailbox.close()
+        nursery.start_soon(reader)
+    assert len(outcome) == 2 and "read to the end" in outcome
+    assert any(isinstance(item, MailboxClosed) for item in outcome)
+
+
 # -- ownership -----------------------------------------------------------------
 
 

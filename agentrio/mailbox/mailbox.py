@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 import attrs
+import outcome
 import trio
 
 M = TypeVar("M")
@@ -60,24 +61,39 @@ class Mailbox(Generic[M]):
     - **Bounded**: at most ``capacity`` messages wait; ``send`` and ``call``
       wait while the mailbox is full (backpressure), so a fast producer
       cannot grow memory without bound.
-    - **Order**: messages are read in the order their senders got them in.
+    - **Order**: messages are read in the order their senders got them in;
+      senders that wait for room get it in the order they began to wait.
     - ``call`` returns the actor's reply, or raises the error the actor
       answered with. A caller cancelled while waiting withdraws its request:
       the actor skips a request it has not started, and a request it has
       started is answered into the void.
-    - **Closing** (``close``): later senders get ``MailboxClosed`` at once;
-      callers still waiting for a reply get ``ActorStopped``; messages still
-      queued are failed the same way by ````close````.
+    - **Closing** (``close``): later senders, and senders still waiting for
+      room, get ``MailboxClosed``; callers still waiting for a reply get
+      ``ActorStopped``; messages still queued are failed the same way by
+      ``close``, and the reader gets ``MailboxClosed``.
 
-    Senders may live in any task; only the owning actor reads.
+    Senders may live in any task; only the owning actor reads, one task at a
+    time (a second concurrent reader gets ``trio.BusyResourceError``).
+
+    An idle mailbox is two small objects (itself and its queue): an actor
+    runtime holds one per actor, and the garbage collector walks them all.
     """
 
     def __init__(self, capacity: int, name: str = "mailbox") -> None:
         if capacity < 1:
             raise ValueError(f"a mailbox's capacity must be at least 1, got {capacity!r}")
         self.name = name
-        self._send, self._receive = trio.open_memory_channel[Envelope[M]](capacity)
-        self._pending: set[Envelope[M]] = set()
+        self._capacity = capacity
+        # A list, not a deque: it holds at most ``capacity`` envelopes, and
+        # an empty deque costs ~600 bytes.
+        self._queue: list[Envelope[M]] = []
+        #: The reader's task while it waits for a message.
+        self._reader: trio.lowlevel.Task | None = None
+        #: Senders waiting for room, in order, with what each sends (made
+        #: the first time the mailbox is full).
+        self._blocked: dict[trio.lowlevel.Task, Envelope[M]] | None = None
+        #: Calls waiting for their reply (made at the first call).
+        self._pending: set[Envelope[M]] | None = None
         self._closed = False
 
     @property
@@ -85,7 +101,7 @@ class Mailbox(Generic[M]):
         return self._closed
 
     def __len__(self) -> int:
-        return self._send.statistics().current_buffer_used
+        return len(self._queue)
 
     async def send(self, message: M) -> None:
         """Post ``message`` without waiting for it to be handled (but waiting
@@ -95,14 +111,15 @@ class Mailbox(Generic[M]):
     def send_nowait(self, message: M) -> None:
         """Post ``message`` if there is room; ``trio.WouldBlock`` if full."""
         self._check_open()
-        try:
-            self._send.send_nowait(Envelope(message))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise MailboxClosed(f"{self.name} is closed") from None
+        if not self._has_room():
+            raise trio.WouldBlock
+        self._deliver(Envelope(message))
 
     async def call(self, message: M) -> Any:
         """Post ``message`` and wait for the actor's reply."""
         envelope: Envelope[M] = Envelope(message, trio.Event())
+        if self._pending is None:
+            self._pending = set()
         self._pending.add(envelope)
         try:
             await self._post(envelope)
@@ -117,11 +134,36 @@ class Mailbox(Generic[M]):
         return envelope._value
 
     async def _post(self, envelope: Envelope[M]) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
         self._check_open()
-        try:
-            await self._send.send(envelope)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            raise MailboxClosed(f"{self.name} is closed") from None
+        if self._has_room():
+            self._deliver(envelope)
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        if self._blocked is None:
+            self._blocked = {}
+        task = trio.lowlevel.current_task()
+        self._blocked[task] = envelope
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            del self._blocked[task]
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        # Woken with room made for it (its envelope already queued), or
+        # with MailboxClosed.
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _has_room(self) -> bool:
+        # Senders already waiting go first.
+        return len(self._queue) < self._capacity and not self._blocked
+
+    def _deliver(self, envelope: Envelope[M]) -> None:
+        if self._reader is not None:
+            # Handed straight to the waiting reader.
+            trio.lowlevel.reschedule(self._reader, outcome.Value(envelope))
+            self._reader = None
+        else:
+            self._queue.append(envelope)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -129,14 +171,24 @@ class Mailbox(Generic[M]):
 
     async def receive(self) -> Envelope[M]:
         """The next envelope not withdrawn; ``MailboxClosed`` once the
-        mailbox is closed and empty."""
+        mailbox is closed."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        envelope = self.receive_nowait()
+        if envelope is not None:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return envelope
         while True:
-            try:
-                envelope = await self._receive.receive()
-            except (trio.EndOfChannel, trio.ClosedResourceError):
-                raise MailboxClosed(f"{self.name} is closed") from None
+            self._check_open()
+            if self._reader is not None:
+                raise trio.BusyResourceError(f"another task already reads {self.name}")
+            self._reader = trio.lowlevel.current_task()
+            envelope = await trio.lowlevel.wait_task_rescheduled(self._abort_receive)
             if not envelope.withdrawn:
                 return envelope
+
+    def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
+        self._reader = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def __aiter__(self) -> Mailbox[M]:
         """The actor's loop: ``async for envelope in mailbox``, until closed."""
@@ -150,27 +202,34 @@ class Mailbox(Generic[M]):
 
     def receive_nowait(self) -> Envelope[M] | None:
         """The next envelope not withdrawn, or None when none waits."""
-        while True:
-            try:
-                envelope = self._receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel):
-                return None
+        queue = self._queue
+        while queue:
+            envelope = queue.pop(0)
+            if self._blocked:
+                # The first waiting sender's envelope takes the room made.
+                task, waiting = next(iter(self._blocked.items()))
+                del self._blocked[task]
+                queue.append(waiting)
+                trio.lowlevel.reschedule(task)
             if not envelope.withdrawn:
                 return envelope
+        return None
 
     def close(self) -> None:
         """Stop accepting messages, and fail every call still waiting."""
         if self._closed:
             return
         self._closed = True
-        self._send.close()
+        for task in self._blocked or ():
+            trio.lowlevel.reschedule(task, outcome.Error(MailboxClosed(f"{self.name} is closed")))
+        self._blocked = None
+        if self._reader is not None:
+            trio.lowlevel.reschedule(self._reader, outcome.Error(MailboxClosed(f"{self.name} is closed")))
+            self._reader = None
         stopped = ActorStopped(f"{self.name}: the actor stopped")
-        for envelope in list(self._pending):
+        for envelope in list(self._pending or ()):
             envelope.fail(stopped)
         # What was queued but never read is answered the same way.
-        while True:
-            try:
-                envelope = self._receive.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                break
+        for envelope in self._queue:
             envelope.fail(stopped)
+        self._queue.clear()
