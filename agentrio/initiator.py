@@ -48,6 +48,16 @@ class with_initiator:  # noqa: N801 - used like a function: ``with with_initiato
         _initiator.reset(self._token)
 
 
+def clear_initiator() -> None:
+    """Attribute the rest of the current task to no agent: for the entry
+    point of a task that is host-driven work. Trio gives every task its own
+    copy of the context, so nothing outside the task sees the change and
+    nothing needs undoing (unlike ``without_initiator``, it keeps nothing
+    alive for the task's life)."""
+    if _initiator.get() is not None:
+        _initiator.set(None)
+
+
 def without_initiator():
     """Run the block as host-driven work, attributed to no agent."""
     return with_initiator(None)

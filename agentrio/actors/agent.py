@@ -12,7 +12,7 @@ import trio
 
 from .._ids import new_id
 from ..events import AgentFailed, ApprovalRequest, ChildEvent, Event, Inbox as InboxEvent, Status
-from ..initiator import Initiator, current_initiator, without_initiator
+from ..initiator import Initiator, clear_initiator, current_initiator
 from ..journal import Journal
 from ..journal.records import ActorFailed
 from ..journal.repair import repair
@@ -190,6 +190,8 @@ class Agent:
         # costs every idle agent ~600 bytes.
         self._maintenance: list[Any] = []
         self._nursery: trio.Nursery | None = None
+        #: The supervisor's task status, until the actor serves.
+        self._starting: trio.TaskStatus[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.spec.name!r} {self.status}>"
@@ -420,52 +422,49 @@ class Agent:
         """The actor's body, started by its supervisor with ``nursery.start``.
         A failure before it has started (in ``setup``, say) is raised to the
         starter; after that no failure leaves this task."""
-        started = False
-
-        def mark_started() -> None:
-            nonlocal started
-            started = True
-            task_status.started()
-
+        # Held only until the actor serves: afterwards it would keep trio's
+        # start-up nursery alive for the agent's whole life.
+        self._starting = task_status
+        del task_status
         self._owned.add(trio.lowlevel.current_task())
         # The agent's own work is attributed to the agent, never to whatever
         # created it (a tool call of another agent, say).
-        with without_initiator():
-            try:
-                await self._live(setup, mark_started)
-            except Exception as exc:
-                if not started:
-                    raise
-                self._fail_for_good(exc)
-            finally:
-                self._close_handle()
+        clear_initiator()
+        try:
+            await self._live(setup)
+        except Exception as exc:
+            if self._starting is not None:
+                raise
+            self._fail_for_good(exc)
+        finally:
+            self._starting = None
+            self._close_handle()
 
-    async def _live(self, setup: Setup | None, started: Callable[[], None]) -> None:
+    async def _live(self, setup: Setup | None) -> None:
         # Crash repair happens here, in the actor, so two openers of one
         # session can never both repair it.
         await repair(self._journal)
+        if setup is None:
+            # No scope to enter and no background task: serve at once.
+            # (A background nursery and an exit stack cost every idle agent
+            # about 1.5 KB, and the garbage collector walks them.)
+            try:
+                await self._serve()
+            except Exception as exc:
+                if not self._collect_teardown_error(type(exc), exc, exc.__traceback__):
+                    raise
+            return
         failed = None
         async with trio.open_nursery() as background:
             try:
-                await self._live_in_scope(setup, background, started)
+                await self._live_in_scope(setup, background)
             except Exception as exc:
                 failed = exc  # raised as is, not inside the nursery's group
             background.cancel_scope.cancel()
         if failed is not None:
             raise failed
 
-    async def _live_in_scope(self, setup: Setup | None, background: trio.Nursery, started: Callable[[], None]) -> None:
-        if setup is None:
-            # Nothing to enter: the two exits the scope would hold, inline.
-            # (An exit stack costs every idle agent about 1 KB.)
-            try:
-                await self._serve(started)
-            except Exception as exc:
-                if not self._collect_teardown_error(type(exc), exc, exc.__traceback__):
-                    raise
-            finally:
-                background.cancel_scope.cancel()
-            return
+    async def _live_in_scope(self, setup: Setup, background: trio.Nursery) -> None:
         # The scope's context managers are entered after the background
         # nursery opened and exited before it closes, so nurseries they own
         # nest inside it.
@@ -483,9 +482,10 @@ class Agent:
                 raise
             # Last in, so first out: background tasks stop before the scope closes.
             stack.callback(background.cancel_scope.cancel)
-            await self._serve(started)
+            await self._serve()
 
-    async def _serve(self, started: Callable[[], None]) -> None:
+    async def _serve(self) -> None:
+        mailbox = self._mailbox
         while True:
             try:
                 # Activities, tool workers, maintenance and child agents all
@@ -493,11 +493,15 @@ class Agent:
                 # activity yet still supervised until it ends.
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    if started is not None:
-                        started()
-                        started = None
+                    if self._starting is not None:
+                        self._starting.started()
+                        self._starting = None
                     self._start_if_woken()
-                    async for envelope in self._mailbox:
+                    while True:
+                        try:
+                            envelope = await mailbox.receive()
+                        except MailboxClosed:
+                            break
                         if isinstance(envelope.message, _Maintain):
                             # Answered when it has run, while no activity does.
                             self._maintenance.append(envelope)
@@ -514,7 +518,7 @@ class Agent:
                     nursery.cancel_scope.cancel()
                 return
             except Exception as exc:
-                if started is not None or not await self._crashed(f"{type(exc).__name__}: {exc}"):
+                if self._starting is not None or not await self._crashed(f"{type(exc).__name__}: {exc}"):
                     raise AgentStoppedForGood(f"{type(exc).__name__}: {exc}") from exc
 
     async def _handle(self, message: Any) -> Any:
