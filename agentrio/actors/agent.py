@@ -153,7 +153,47 @@ class Agent:
       or another agent. With ``AgentSpec(restart="on_crash")`` the agent is
       restored from its journal and carries on with its pending input, at
       most ``restart_intensity`` times; past that it stops for good.
+
+    An idle agent is a task waiting on its mailbox and a few small objects:
+    attributes live in slots, and what only some agents need (a restart
+    budget, a settled event while busy, a list of teardown errors) is made
+    when needed, since the garbage collector walks every live agent's
+    objects on each full collection.
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_activity",
+        "_approvals",
+        "_bus",
+        "_closing",
+        "_disposing",
+        "_failed",
+        "_intensity",
+        "_journal",
+        "_mailbox",
+        "_maintenance",
+        "_nursery",
+        "_owned",
+        "_phase",
+        "_runtime",
+        "_settled",
+        "_starting",
+        "_state",
+        "_status",
+        "_stopped",
+        "_teardown_errors",
+        "_wake_pending",
+        "_waiters",
+        "_workers",
+        "id",
+        "inbox",
+        "initiator",
+        "parent_id",
+        "session_id",
+        "spec",
+        "tools",
+    )
 
     def __init__(
         self, runtime: AgentHost, spec: AgentSpec, journal: Journal, *, parent_id: str | None = None
@@ -173,8 +213,8 @@ class Agent:
         self._attach(journal)
         self._phase: Literal["idle", "maintenance", "running"] = "idle"
         self._status = "idle"
-        self._settled = trio.Event()  # replaced each time the agent becomes busy
-        self._settled.set()
+        #: Set when the agent settles; None while it is settled.
+        self._settled: trio.Event | None = None
         self._wake_pending = False
         self._activity: Activity | None = None
         self._closing = False  # the actor accepts no more input
@@ -183,9 +223,12 @@ class Agent:
         self._stopped = trio.Event()
         self._waiters: dict[str, _RunWaiter] = {}
         self._approvals: dict[str, _PendingApproval] = {}
-        self._teardown_errors: list[Exception] = []
-        self._intensity = RestartIntensity(*spec.restart_intensity)
-        self._workers: set[str] = set()
+        self._teardown_errors: tuple[Exception, ...] = ()
+        #: The restart budget, for an agent that restarts.
+        self._intensity = RestartIntensity(*spec.restart_intensity) if spec.restart == "on_crash" else None
+        #: Ids of the calls whose workers run. A dict of str, unlike a set,
+        #: is not tracked by the garbage collector.
+        self._workers: dict[str, None] = {}
         # A list, not a deque: rarely more than one waits, and an empty deque
         # costs every idle agent ~600 bytes.
         self._maintenance: list[Any] = []
@@ -329,7 +372,7 @@ class Agent:
         """Wait until no activity runs or is about to start (a wake-up latched
         during an abort or a maintenance counts)."""
         while self._busy and not self._stopped.is_set():
-            await self._settled.wait()
+            await self._settled.wait()  # an event while busy (_update_settled)
 
     async def run_maintenance(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` in the agent while no activity runs; wake-ups meanwhile
@@ -710,11 +753,11 @@ class Agent:
         self._nursery.start_soon(self._supervise_worker, call_id, worker)
 
     async def _supervise_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
-        self._workers.add(call_id)
+        self._workers[call_id] = None
         try:
             await worker()
         finally:
-            self._workers.discard(call_id)
+            self._workers.pop(call_id, None)
 
     @asynccontextmanager
     async def _spawn_child(self, spec: AgentSpec, setup: Setup | None = None) -> AsyncIterator[Agent]:
@@ -765,7 +808,7 @@ class Agent:
         the restart intensity). Returns whether the agent carries on."""
         log.error("agent %s failed: %s", self.id, error)
         restart = (
-            self.spec.restart == "on_crash"
+            self._intensity is not None
             and not self._closing
             and self._intensity.admit(trio.current_time())
         )
@@ -803,7 +846,7 @@ class Agent:
         """An error closing the agent's scope is reported by ``dispose``,
         not raised into the Runtime's nursery."""
         if isinstance(exc, Exception) and self._closing:
-            self._teardown_errors.append(exc)
+            self._teardown_errors += (exc,)
             return True
         return False
 
@@ -815,7 +858,7 @@ class Agent:
             waiter.resolve(_unhandled(stop, self._failed))
         self._waiters.clear()
         self._phase, self._wake_pending = "idle", False
-        self._settled.set()
+        self._update_settled()
         self._bus.close()
         self._stopped.set()
 
@@ -834,11 +877,13 @@ class Agent:
             self._bus.emit(Status, status=status)
 
     def _update_settled(self) -> None:
+        """Keep ``_settled`` an unset event exactly while the agent is busy."""
         if self._busy:
-            if self._settled.is_set():
+            if self._settled is None:
                 self._settled = trio.Event()
-        else:
+        elif self._settled is not None:
             self._settled.set()
+            self._settled = None
 
     def _inbox_changed(self, record: InboxSpliced, removed: list[QueuedInput]) -> None:
         self._bus.emit(
