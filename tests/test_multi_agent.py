@@ -8,6 +8,7 @@ import trio
 from agentrio import (
     AgentSpec,
     Initiator,
+    MemoryStore,
     ProviderError,
     Runtime,
     ScriptedModel,
@@ -329,6 +330,37 @@ async def test_teardown_follows_its_order_and_collects_every_error():
     with pytest.raises(trio.EndOfChannel):  # the handle closed: the subscription ended
         subscription.receive_nowait()
     assert len(rt.registry) == 0
+
+
+async def test_leaving_the_runtime_disposes_newest_first_though_idle_agents_end_together():
+    order = []
+
+    class Releases(MemoryStore):
+        async def release_session(self, session_id):
+            order.append(f"release {session_id}")
+            await super().release_session(session_id)
+
+    @asynccontextmanager
+    async def scope_resource():
+        yield
+        order.append("close s3's scope")
+
+    async def setup(agent, scope):
+        await scope.enter_async_context(scope_resource())
+
+    spec = AgentSpec("a", ScriptedModel([]))
+    async with Runtime(Releases()) as rt:
+        for n in (1, 2):
+            await rt.create(spec, session_id=f"s{n}")
+        await rt.create(spec, session_id="s3", setup=setup)
+        agents = [await rt.create(spec, session_id=f"s{n}") for n in (4, 5)]
+        subscription = await agents[1].subscribe().__aenter__()  # left open: it must end with the agent
+    # s5 and s4 (idle, no scope of their own) end together; the scope of s3
+    # closes only once they are detached, and before s2 and s1 are closed.
+    assert order == ["release s5", "release s4", "close s3's scope", "release s3", "release s2", "release s1"]
+    with pytest.raises(trio.EndOfChannel):  # the handle closed: the subscription ended
+        subscription.receive_nowait()
+    assert len(rt.registry) == 0 and all(agent.status == "idle" for agent in agents)
 
 
 async def test_an_error_raised_in_the_runtime_block_leaves_it_as_raised(tmp_path):

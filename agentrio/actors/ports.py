@@ -35,8 +35,8 @@ class AgentHost(Protocol):
         self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None, *, setup: Any = None
     ) -> Agent: ...
 
-    async def detach(self, agent: Agent) -> None:
-        """Forget ``agent`` once it is disposed (registry, session claim)."""
+    async def detach(self, *agents: Agent) -> None:
+        """Forget ``agents`` once they are disposed (registry, session claims)."""
 
 
 @attrs.frozen

@@ -11,7 +11,7 @@ import trio
 
 from .._errors import sole_error
 from .._ids import new_id
-from ..actors.agent import Agent, Setup
+from ..actors.agent import Agent, Setup, dispose_in_order
 from ..actors.scope import AgentScope
 from ..actors.spec import AgentSpec, RunResult
 from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 class Runtime:
     """``async with Runtime(store) as rt``: owns the root nursery in which
     every agent runs, and the HTTP client their models share. Leaving the
-    block disposes every agent, newest first (cancel, wait, close), then
-    waits for anything they still supervise. The store is opened for the
+    block disposes every agent, newest first (cancel, wait, close; idle
+    agents together, see ``dispose_in_order``), then waits for anything
+    they still supervise. The store is opened for the
     block (unless it already is) and closed last. An error raised in the
     block leaves it as raised, not in an exception group."""
 
@@ -67,11 +68,8 @@ class Runtime:
             # An orderly teardown even when the host is being cancelled: it
             # is bounded, and skipping it would leave journals open.
             with trio.CancelScope(shield=True):
-                while (agent := self.registry.newest()) is not None:
-                    try:
-                        await self.dispose(agent)
-                    except Exception as error:
-                        errors.append(error)
+                while self.registry:
+                    errors += await dispose_in_order(reversed(self.registry.agents))
         finally:
             self._watching.cancel()
             self._nursery = None
@@ -237,12 +235,14 @@ class Runtime:
         """Tear ``agent`` down; see ``Agent.dispose``."""
         await agent.dispose()
 
-    async def detach(self, agent: Agent) -> None:
-        """Forget a disposed agent: out of the registry, its session no
-        longer claimed (called by ``Agent.dispose``; works when cancelled)."""
-        self.registry.remove(agent)
+    async def detach(self, *agents: Agent) -> None:
+        """Forget disposed agents, in order: out of the registry, their
+        sessions no longer claimed (called by ``Agent.dispose``; works when
+        cancelled)."""
         with trio.CancelScope(shield=True):
-            await self.store.release_session(agent.session_id)
+            for agent in agents:
+                self.registry.remove(agent)
+                await self.store.release_session(agent.session_id)
 
 
 def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:
