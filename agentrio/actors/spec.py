@@ -140,6 +140,10 @@ class Limits:
             )
 
 
+#: The limits of a spec that sets none (frozen, so every such spec shares them).
+DEFAULT_LIMITS = Limits()
+
+
 @attrs.define
 class RequestContext:
     """What one model request is built from. ``prepare_context`` gets a fresh
@@ -333,7 +337,7 @@ class AgentSpec:
     )
     permission: Permission | None = attrs.field(default=None, kw_only=True, validator=_optional_callable)
     limits: Limits = attrs.field(
-        factory=Limits, kw_only=True, validator=_instance_of(Limits, "a Limits — write Limits(max_turns=...)")
+        default=DEFAULT_LIMITS, kw_only=True, validator=_instance_of(Limits, "a Limits — write Limits(max_turns=...)")
     )
     hooks: Hooks | None = attrs.field(
         default=None, kw_only=True, validator=_instance_of(Hooks, "a Hooks or None — write Hooks(...)", optional=True)

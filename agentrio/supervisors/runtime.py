@@ -132,6 +132,8 @@ class Runtime:
         (``acquire``), this waits until the holder lets it go (or its lease
         runs out) and takes it over then."""
         nursery = self.nursery
+        # A fresh id names no stored session: there is nothing to load.
+        stored = bool(session_id)
         session_id = session_id or new_id("session")
         if session_id in self.registry or session_id in self._opening:
             raise ValueError(f"session {session_id!r} is already open in this runtime")
@@ -147,11 +149,8 @@ class Runtime:
                     await acquire(session_id, wait=True)
                 except SessionNotFound:
                     pass  # created below, with its lease
-            try:
-                loaded = await self.store.load_state(session_id)
-            except SessionNotFound:
-                # Only a missing session starts afresh: a damaged or foreign
-                # store raises a StoreError instead.
+            loaded = await self._load(session_id) if stored else None
+            if loaded is None:
                 info = SessionInfo(
                     session_id, agent_name=spec.name, spawned_by=parent.session_id if parent else None
                 )
@@ -167,6 +166,15 @@ class Runtime:
         if self.resume:
             await agent.resume()
         return agent
+
+    async def _load(self, session_id: str) -> LoadedSession | None:
+        """The stored session, or None when the store has none by that id
+        (only a missing session starts afresh: a damaged or foreign store
+        raises a StoreError instead)."""
+        try:
+            return await self.store.load_state(session_id)
+        except SessionNotFound:
+            return None
 
     async def fork(
         self,
