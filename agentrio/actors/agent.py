@@ -245,7 +245,7 @@ class Agent:
     def _attach(self, journal: Journal) -> None:
         self._journal = journal
         self._state = self._bus.history = journal.state
-        journal.guard = self._owned.check
+        journal.guard = self._owned
         self.inbox = Inbox(self._state.queue, journal.append, self._inbox_changed)
 
     # -- public state (read from any task) ------------------------------------

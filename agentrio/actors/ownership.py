@@ -16,7 +16,8 @@ class NotOwner(AssertionError):
 
 
 class OwnedTasks:
-    """The tasks an actor owns: its own, and the activity it runs."""
+    """The tasks an actor owns: its own, and the activity it runs. Calling
+    it is the check (a journal's ``guard``: no bound method to hold)."""
 
     def __init__(self, owner: str) -> None:
         self._owner = owner
@@ -28,7 +29,7 @@ class OwnedTasks:
     def discard(self, task: trio.lowlevel.Task) -> None:
         self._tasks.discard(task)
 
-    def check(self) -> None:
+    def __call__(self) -> None:
         if CHECKS and trio.lowlevel.current_task() not in self._tasks:
             raise NotOwner(
                 f"{self._owner}: state changed in task {trio.lowlevel.current_task().name!r}, "
