@@ -449,10 +449,9 @@ class Agent:
             raise error
 
     def _has_nothing_to_stop(self) -> bool:
-        """Idle and without children: dispose needs no round trip to stop
-        work. (What the mailbox still holds is refused as if sent after the
-        dispose began.)"""
-        return not self._busy and self._activity is None and not self.children()
+        """Idle, without children, and nothing waiting in the mailbox (which
+        the actor handles before it stops): dispose needs no round trip."""
+        return not self._busy and self._activity is None and not len(self._mailbox) and not self.children()
 
     def _teardown_error(self, errors: list[Exception]) -> ExceptionGroup | None:
         errors = [*errors, *self._teardown_errors]
