@@ -3,6 +3,7 @@ restart, nesting, and cancel meaning stopped."""
 
 from __future__ import annotations
 
+import gc
 import os
 import tracemalloc
 
@@ -184,6 +185,21 @@ async def test_many_steers_against_a_busy_agent_keep_memory_bounded_and_lose_not
         assert mine == [f"{part}:{i}" for i in range(total // 10)]
     # ...and memory grew with what was accepted, not with what waited.
     assert used / total < 2_000, f"{used / total:.0f} bytes per accepted input"
+
+
+async def test_an_idle_agent_gives_the_garbage_collector_little_to_walk():
+    # Every full collection walks every live agent's objects: what an idle
+    # agent holds is paid again and again, by every program with many agents.
+    spec = AgentSpec("a", ScriptedModel([]))
+    async with Runtime() as rt:
+        await rt.create(spec)
+        gc.collect()
+        before = len(gc.get_objects())
+        for _ in range(200):
+            await rt.create(spec)
+        gc.collect()
+        per_agent = (len(gc.get_objects()) - before) / 200
+    assert per_agent <= 55, f"{per_agent:.1f} tracked objects per idle agent"
 
 
 # -- failure isolation and restart ---------------------------------------------
