@@ -28,9 +28,9 @@ class Runtime:
     every agent runs, and the HTTP client their models share. Leaving the
     block disposes every agent, newest first (cancel, wait, close; idle
     agents together, see ``dispose_in_order``), then waits for anything
-    they still supervise. The store is opened for the
-    block (unless it already is) and closed last. An error raised in the
-    block leaves it as raised, not in an exception group."""
+    they still supervise. The store is opened for the block (unless it
+    already is) and closed last. An error raised in the block leaves it as
+    raised, not in an exception group."""
 
     def __init__(self, store: Store | None = None, *, resume: bool = False) -> None:
         self.store: Store = store if store is not None else MemoryStore()
