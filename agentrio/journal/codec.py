@@ -1,28 +1,34 @@
 """The JSON text of records and snapshots, through the package converter.
 
-``orjson`` does the JSON where it can: it is several times faster than the
-standard library, which restores and appends pay for on every record. What
-orjson refuses and ``json`` round-trips (a lone surrogate in a string, an
-integer beyond 64 bits) falls back to ``json`` (and text that may hold such an
-integer is read by ``json``, which orjson would read as a float), so nothing that was stored
-before becomes unstorable or unreadable. One difference remains: orjson
-writes a float NaN or infinity as ``null``.
+``orjson`` writes the JSON: it is several times faster than the standard
+library. What orjson refuses and ``json`` round-trips (a lone surrogate in
+a string, an integer beyond 64 bits) falls back to ``json``, so nothing
+becomes unstorable. One difference remains: orjson writes a float NaN or
+infinity as ``null``.
+
+``msgspec`` reads it: it reads integers of any size exactly (orjson would
+read one beyond 64 bits as a float) and, for message records, checks the
+shape in the same pass (``messages.wire``). What msgspec refuses (a lone
+surrogate, a number out of a float's range, a record of another shape)
+goes the general way, ``json`` and the converter, so everything that was
+readable stays readable, with the same result.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import attrs
+import msgspec
 import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ..messages import Message, converter
+from ..messages.wire import MessageShape
 from .projection import SessionState
 from .records import MessageAppended, Record
 
@@ -40,20 +46,27 @@ def _dumps(data: Any) -> str:
         return json.dumps(data, separators=(",", ":"))
 
 
-#: A number of 19 digits or more may lie beyond 64 bits, which orjson would
-#: read back as a float: such text is read by ``json``, exactly.
-_LONG_NUMBER = re.compile(r"\d{19}")
-_LONG_NUMBER_BYTES = re.compile(rb"\d{19}")
-
-
 def _loads(text: str | bytes) -> Any:
-    long_number = _LONG_NUMBER_BYTES if isinstance(text, bytes) else _LONG_NUMBER
-    if long_number.search(text) is None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
+
+
+class _MessageRecord(msgspec.Struct, tag_field="type", tag=MessageAppended.type, forbid_unknown_fields=True):
+    message: MessageShape
+
+
+_message_record = msgspec.json.Decoder(_MessageRecord)
+
+
+def _fast_message(text: str | bytes) -> Message | None:
+    """The message of a message record in the shape ``encode_record``
+    writes, or None for any other text (see ``messages.wire``)."""
+    try:
+        return _message_record.decode(text).message.build()
+    except (msgspec.DecodeError, TypeError, ValueError):
+        return None
 
 
 def encode_record(record: Record) -> str:
@@ -66,12 +79,18 @@ def encode_record(record: Record) -> str:
 
 
 def decode_record(text: str | bytes) -> Record:
+    message = _fast_message(text)
+    if message is not None:
+        return MessageAppended(message)
     return converter.structure(_loads(text), Record)
 
 
 def decode_message_record(text: str | bytes) -> Message:
     """The message of a ``MessageAppended`` record, without building the
     record around it."""
+    message = _fast_message(text)
+    if message is not None:
+        return message
     data = _loads(text)
     kind = data.get("type") if isinstance(data, dict) else None
     if kind != MessageAppended.type or "message" not in data:

@@ -1,0 +1,131 @@
+"""A fast, strict decoder for messages as the package writes them.
+
+``converter`` structures any JSON the message classes accept, at about
+10 µs a message: restoring a long session is mostly that. This decoder
+lets msgspec parse and type-check the JSON in one pass against a mirror of
+each class, then builds the real objects through their own constructors,
+so every validator and converter runs exactly as on any other path.
+
+The mirrors accept only the exact shape ``converter.unstructure`` writes:
+every field present, no field unknown, values of their exact JSON types.
+Anything else (a field added since, an older record without one, an
+integer written as ``1.0``) is ``msgspec.ValidationError``, and the caller
+falls back to ``converter``, which decides as it always has. So this path
+never accepts what ``converter`` would refuse, and builds the same values
+from what it accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .messages import AssistantMessage, Message, StopReason, ToolResultMessage, UserMessage
+from .parts import Text, Thinking, ToolCall
+from .usage import Usage
+
+
+class _Text(msgspec.Struct, tag_field="type", tag=Text.type, forbid_unknown_fields=True):
+    text: str
+
+    def build(self) -> Text:
+        return Text(self.text)
+
+
+class _Thinking(msgspec.Struct, tag_field="type", tag=Thinking.type, forbid_unknown_fields=True):
+    text: str
+    signature: str | None
+    redacted: bool
+    id: str | None
+
+    def build(self) -> Thinking:
+        return Thinking(self.text, self.signature, self.redacted, self.id)
+
+
+class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unknown_fields=True):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str | None
+
+    def build(self) -> ToolCall:
+        return ToolCall(self.id, self.name, self.arguments, self.raw_arguments)
+
+
+_Part = _Text | _Thinking | _ToolCall
+
+
+class _Usage(msgspec.Struct, forbid_unknown_fields=True):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+    def build(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
+
+
+class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbid_unknown_fields=True):
+    content: str | list[_Part]
+
+    def build(self) -> UserMessage:
+        content = self.content
+        return UserMessage(content if type(content) is str else [part.build() for part in content])
+
+
+class _AssistantMessage(msgspec.Struct, tag_field="role", tag=AssistantMessage.role, forbid_unknown_fields=True):
+    content: list[_Part]
+    stop_reason: StopReason
+    usage: _Usage
+    model: str
+    provider: str
+    error: str | None
+
+    def build(self) -> AssistantMessage:
+        return AssistantMessage(
+            [part.build() for part in self.content],
+            self.stop_reason,
+            self.usage.build(),
+            self.model,
+            self.provider,
+            self.error,
+        )
+
+
+class _ToolResultMessage(
+    msgspec.Struct, tag_field="role", tag=ToolResultMessage.role, forbid_unknown_fields=True
+):
+    tool_call_id: str
+    tool_name: str
+    content: list[_Part]
+    is_error: bool
+    details: Any
+    error_code: str | None
+
+    def build(self) -> ToolResultMessage:
+        return ToolResultMessage(
+            self.tool_call_id,
+            self.tool_name,
+            [part.build() for part in self.content],
+            self.is_error,
+            self.details,
+            self.error_code,
+        )
+
+
+#: The mirror of ``Message``, for a struct that holds one (``build()``
+#: makes the message).
+MessageShape = _UserMessage | _AssistantMessage | _ToolResultMessage
+
+#: Each message and part class beside its mirror, for the test that keeps
+#: them in step.
+MIRRORS: dict[type, type[msgspec.Struct]] = {
+    Text: _Text,
+    Thinking: _Thinking,
+    ToolCall: _ToolCall,
+    Usage: _Usage,
+    UserMessage: _UserMessage,
+    AssistantMessage: _AssistantMessage,
+    ToolResultMessage: _ToolResultMessage,
+}

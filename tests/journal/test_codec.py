@@ -1,0 +1,128 @@
+"""How records are read back: the fast path for messages as the package
+writes them agrees with the converter, and refuses what it refuses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import attrs
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentrio import SQLiteStore
+from agentrio.journal import SessionInfo, SessionState, StoreCorrupt
+from agentrio.journal.checksum import record_checksum
+from agentrio.journal.codec import _fast_message, decode_message_record, decode_record, encode_record
+from agentrio.journal.records import MessageAppended, TurnStarted
+from agentrio.messages import Message, ToolResultMessage, converter
+from agentrio.messages.checks import MAX_JSON_DEPTH
+from agentrio.messages.wire import MIRRORS
+
+from ..strategies import messages, texts
+
+_details = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+_results = st.builds(ToolResultMessage, st.text(), st.text(), st.lists(texts, max_size=2), details=_details)
+
+
+def test_each_mirror_has_exactly_the_fields_of_its_class_in_order():
+    for cls, mirror in MIRRORS.items():
+        assert [f.name for f in msgspec.structs.fields(mirror)] == [f.name for f in attrs.fields(cls)], cls
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages | _results)
+def test_a_message_the_package_wrote_takes_the_fast_path_and_reads_back_exactly(message):
+    text = encode_record(MessageAppended(message))
+    assert _fast_message(text.encode()) == message
+    assert decode_record(text) == MessageAppended(message)
+    assert decode_message_record(text) == converter.structure(json.loads(text)["message"], Message)
+
+
+def test_integers_of_any_size_read_back_exactly():
+    for big in (2**63, -(2**63) - 1, 2**70, 10**40):
+        message = ToolResultMessage("c", "t", details={"n": big, "list": [big, 1.5]})
+        assert decode_message_record(encode_record(MessageAppended(message))) == message
+
+
+def _assistant(**changes) -> dict:
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "stop",
+        "usage": {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": 0},
+        "model": "",
+        "provider": "",
+        "error": None,
+    }
+    return {"type": "message_appended", "message": {**message, **changes}}
+
+
+def _nested(depth: int) -> dict:
+    data: dict = {}
+    for _ in range(depth):
+        data = {"x": data}
+    return data
+
+
+HOSTILE = {
+    "content that is a number": _assistant(content=5),
+    "a token count that is not a number": _assistant(
+        usage={"input_tokens": "many", "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": 0}
+    ),
+    "an unknown part": _assistant(content=[{"type": "image", "text": "x"}]),
+    "an unknown stop reason": _assistant(stop_reason="whenever"),
+    "arguments nested too deep": _assistant(
+        content=[{"type": "tool_call", "id": "c", "name": "t", "arguments": _nested(MAX_JSON_DEPTH + 5), "raw_arguments": None}]
+    ),
+    "arguments that are a list": _assistant(
+        content=[{"type": "tool_call", "id": "c", "name": "t", "arguments": [1], "raw_arguments": None}]
+    ),
+    "an unknown role": {"type": "message_appended", "message": {"role": "system", "content": "x"}},
+    "no message": {"type": "message_appended"},
+}
+
+
+@pytest.mark.parametrize("data", HOSTILE.values(), ids=HOSTILE.keys())
+def test_a_hostile_message_record_is_refused_on_every_path(data):
+    text = json.dumps(data)
+    assert _fast_message(text) is None
+    with pytest.raises(Exception):  # noqa: B017 -- what the converter raises varies
+        decode_message_record(text)
+    with pytest.raises(Exception):  # noqa: B017 -- what the converter raises varies
+        decode_record(text)
+
+
+def test_a_record_in_an_older_shape_is_read_by_the_converter():
+    """Fields left out take their defaults, as the converter gives them."""
+    data = _assistant()
+    for field in ("stop_reason", "usage", "model", "provider", "error"):
+        del data["message"][field]
+    text = json.dumps(data)
+    assert _fast_message(text) is None
+    assert decode_message_record(text) == converter.structure(data["message"], Message)
+
+
+@pytest.mark.parametrize("before_snapshot", [True, False], ids=["in the snapshot's history", "after it"])
+@pytest.mark.parametrize("data", list(HOSTILE.values())[:5], ids=list(HOSTILE)[:5])
+async def test_a_hostile_stored_message_with_a_valid_checksum_is_store_corrupt(db, data, before_snapshot):
+    records = [TurnStarted(1), MessageAppended(ToolResultMessage("c", "t")), MessageAppended(ToolResultMessage("d", "t"))]
+    async with SQLiteStore(db) as store:
+        await store.create_session(SessionInfo("s1"), records)
+        if before_snapshot:
+            await store.save_snapshot("s1", SessionState.replay(records))
+    conn = sqlite3.connect(db)
+    with conn:
+        data_text = json.dumps(data)
+        checksum = record_checksum("s1", 2, "message_appended", data_text.encode())
+        conn.execute("UPDATE records SET data = ?, checksum = ? WHERE seq = 2", (data_text, checksum))
+    conn.close()
+    async with SQLiteStore(db) as store:
+        with pytest.raises(StoreCorrupt, match=f"{db}: session 's1': record 2 cannot be read"):
+            await store.load_state("s1")
