@@ -95,13 +95,13 @@ async def test_a_barrier_that_finds_the_thread_idle_commits_in_trio_only_if_noth
     db, monkeypatch, synchronous, where
 ):
     threads = []
-    commit = Database._commit
+    count = Database._count  # after every commit, wherever it ran
 
     def recorded(self, batch):
         threads.append("trio" if threading.current_thread() is threading.main_thread() else "store")
-        commit(self, batch)
+        count(self, batch)
 
-    monkeypatch.setattr(Database, "_commit", recorded)
+    monkeypatch.setattr(Database, "_count", recorded)
     async with SQLiteStore(db, synchronous=synchronous) as store:
         await store.create_session(SessionInfo("s1"))
         for turn in (1, 2):

@@ -27,10 +27,11 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"{path}: {exc}")
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
     """A connection in autocommit mode: transactions are explicit. WAL mode
     and the durability level are set later, once the file is known to be a
-    store (setting them writes to the file).
+    store (setting them writes to the file). ``busy_timeout_ms``: how long
+    a statement waits for another connection's lock before it fails.
 
     A store's file is never empty (``schema.create_file``), so an empty file
     is a store that lost its contents: refused, never a new store."""
@@ -41,10 +42,10 @@ def connect(path: Path) -> sqlite3.Connection:
             f"{path} is damaged: the file is empty (a store truncated to nothing, or an empty file "
             "made for one); remove it to start a new store there"
         )
-    # Used by the store's thread and, while that thread is idle, by the trio
-    # thread (``Database.try_write``): never by both at once.
+    # Made in the store's thread; ``Database.try_write``'s is used in the
+    # trio thread.
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     # For the migration that adds checksums to rows written before them.
     conn.create_function("agentrio_record_checksum", 4, record_checksum, deterministic=True)
     conn.create_function("agentrio_snapshot_checksum", 4, snapshot_checksum, deterministic=True)

@@ -3,6 +3,8 @@ from the store's own thread."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -59,6 +61,18 @@ CHECKPOINT_COMMITS = 250
 CHECKPOINT_BYTES = 2_000_000
 
 
+#: The most records ``try_write`` inserts with one statement; its SQL is
+#: kept for each count up to it (sqlite3 caches 128 statements), and six
+#: values a record stay far below SQLite's limit on a statement's values.
+_ROWS_PER_INSERT = 64
+
+
+@functools.cache
+def _insert_rows(count: int) -> str:
+    """The statement that inserts ``count`` records."""
+    return "INSERT INTO records VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * count)
+
+
 @contextmanager
 def translated(path: Path) -> Iterator[None]:
     try:
@@ -88,6 +102,15 @@ class Database:
                 configure(self._conn, path, synchronous)
                 if version < len(migrations):
                     migrate(self._conn, path, migrations)
+                # The trio thread's commits (``try_write``): on a connection of
+                # their own that never waits for a lock, rather than turning
+                # the busy timeout off and on around each.
+                self._here = connect(path, busy_timeout_ms=0)
+                try:
+                    configure(self._here, path, synchronous)
+                except BaseException:
+                    self._here.close()
+                    raise
             except BaseException:
                 self._conn.close()
                 raise
@@ -98,7 +121,10 @@ class Database:
 
     def close(self) -> None:
         with translated(self.path):
-            self._conn.close()
+            try:
+                self._here.close()
+            finally:
+                self._conn.close()
 
     # -- writing --------------------------------------------------------------
 
@@ -117,7 +143,7 @@ class Database:
         """Commit ``batch``, waiting for another process's write to end, then
         checkpoint if one is due. In the store's thread."""
         with translated(self.path):
-            self._commit(batch)
+            self._commit(self._conn, batch)
         if self.checkpoint_due:
             self.checkpoint()
 
@@ -126,29 +152,45 @@ class Database:
         without waiting for it: ``False`` when nothing was written. Never a
         checkpoint (see ``checkpoint_due``). With ``synchronous=NORMAL``
         a commit writes to the OS's cache without syncing, so this may run
-        in the trio thread while the store's thread is idle."""
-        conn = self._conn
-        with translated(self.path):
-            conn.execute("PRAGMA busy_timeout = 0")
-            try:
-                self._commit(batch)
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorname == "SQLITE_BUSY" and not conn.in_transaction:
-                    return False
-                raise
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        in the trio thread while the store's thread is idle.
+
+        Records alone go in one INSERT, which is a transaction of its own:
+        no BEGIN and COMMIT around it. It may fail for a lock where BEGIN
+        IMMEDIATE would not (another process committed since the statement
+        began reading): then nothing was written, as for any lock here, and
+        the store's thread commits the batch with ``write``."""
+        conn = self._here
+        try:
+            if batch.snapshots or len(batch.records) > _ROWS_PER_INSERT:
+                self._commit(conn, batch)
+                return True
+            rows = batch.records
+            conn.execute(_insert_rows(len(rows)), tuple(itertools.chain.from_iterable(rows)))
+        except sqlite3.IntegrityError as exc:
+            raise self._two_writers(exc) from exc
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and not conn.in_transaction:
+                return False
+            raise store_error(self.path, exc) from exc
+        except sqlite3.Error as exc:
+            raise store_error(self.path, exc) from exc
+        self._count(batch)
         return True
 
-    def _commit(self, batch: Batch) -> None:
-        conn = self._conn
+    def _commit(self, conn: sqlite3.Connection, batch: Batch) -> None:
         with transaction(conn, "IMMEDIATE"):
             try:
                 conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", batch.records)
             except sqlite3.IntegrityError as exc:
-                raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
+                raise self._two_writers(exc) from exc
             if batch.snapshots:
                 conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
+        self._count(batch)
+
+    def _two_writers(self, exc: sqlite3.IntegrityError) -> StoreError:
+        return StoreError(f"{self.path}: {exc}: a session is written by two stores at once")
+
+    def _count(self, batch: Batch) -> None:
         self._commits += 1
         self._bytes += sum(len(row[4]) for row in batch.records) + sum(len(row[3]) for row in batch.snapshots)
 
