@@ -44,6 +44,10 @@ class BufferedStore(Generic[D, B]):
     run tasks of its own while open (``_serve``). One whose commits need not
     wait (``_commits_here``) lets a barrier that finds the thread idle
     commit in the trio thread (``_try_commit_here``), sparing the round trip.
+    Such a barrier does not yield to other tasks (the caller's checkpoint
+    before it is a cancel point only): its caller goes on to await the
+    work the barrier guards, a tool's body or the next input, which yields
+    anyway.
     """
 
     #: Whether ``_sync_all`` first tries ``_try_commit_here``.
@@ -261,7 +265,6 @@ class BufferedStore(Generic[D, B]):
             self._write_here()
             self._check_usable()
             if self._committed_upto >= target:
-                await trio.lowlevel.cancel_shielded_checkpoint()
                 return
         self._write()  # now rather than when the scheduled call runs
         while self._committed_upto < target:
