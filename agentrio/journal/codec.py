@@ -1,10 +1,11 @@
 """The JSON text of records and snapshots, through the package converter.
 
-``orjson`` writes the JSON: it is several times faster than the standard
-library. What orjson refuses and ``json`` round-trips (a lone surrogate in
-a string, an integer beyond 64 bits) falls back to ``json``, so nothing
-becomes unstorable. One difference remains: orjson writes a float NaN or
-infinity as ``null``.
+``orjson`` writes the JSON (msgspec, through ``messages.wire``, writes
+message records): both are several times faster than the standard
+library. What they refuse and ``json`` round-trips (a lone surrogate in a
+string; for orjson, an integer beyond 64 bits) falls back to ``json``, so
+nothing becomes unstorable. One difference remains: they write a float
+NaN or infinity as ``null``.
 
 ``msgspec`` reads it: it reads integers of any size exactly (orjson would
 read one beyond 64 bits as a float) and, for message records, checks the
@@ -28,7 +29,7 @@ import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from ..messages import Message, converter
-from ..messages.wire import MessageShape
+from ..messages.wire import MessageShape, shape
 from .projection import SessionState
 from .records import MessageAppended, Record
 
@@ -58,6 +59,7 @@ class _MessageRecord(msgspec.Struct, tag_field="type", tag=MessageAppended.type,
 
 
 _message_record = msgspec.json.Decoder(_MessageRecord)
+_encoder = msgspec.json.Encoder()
 
 
 def _fast_message(text: str | bytes) -> Message | None:
@@ -72,6 +74,11 @@ def _fast_message(text: str | bytes) -> Message | None:
 def encode_record(record: Record) -> str:
     """Raises ``TypeError`` for a record JSON cannot hold (say, a tool result
     whose ``details`` is not JSON data)."""
+    if type(record) is MessageAppended:
+        try:
+            return _encoder.encode(_MessageRecord(shape(record.message))).decode()
+        except (TypeError, ValueError, msgspec.EncodeError):
+            pass  # a lone surrogate, or a value past the message's checks: below
     try:
         return _dumps(converter.unstructure(record))
     except (TypeError, ValueError) as exc:

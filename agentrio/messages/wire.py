@@ -1,10 +1,14 @@
-"""A fast, strict decoder for messages as the package writes them.
+"""Messages as the package writes them: a fast encoder, and a fast,
+strict decoder.
 
 ``converter`` structures any JSON the message classes accept, at about
 10 µs a message: restoring a long session is mostly that. This decoder
 lets msgspec parse and type-check the JSON in one pass against a mirror of
 each class, then builds the real objects through their own constructors,
 so every validator and converter runs exactly as on any other path.
+
+Encoding takes the same mirrors the other way: ``shape(message)``, which
+msgspec encodes as the converter would unstructure it, in half the time.
 
 The mirrors accept only the exact shape ``converter.unstructure`` writes:
 every field present, no field unknown, values of their exact JSON types.
@@ -17,12 +21,13 @@ from what it accepts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from .messages import AssistantMessage, Message, StopReason, ToolResultMessage, UserMessage
-from .parts import Text, Thinking, ToolCall
+from .parts import Part, Text, Thinking, ToolCall
 from .usage import Usage
 
 
@@ -31,6 +36,10 @@ class _Text(msgspec.Struct, tag_field="type", tag=Text.type, forbid_unknown_fiel
 
     def build(self) -> Text:
         return Text(self.text)
+
+    @classmethod
+    def of(cls, part: Text) -> _Text:
+        return cls(part.text)
 
 
 class _Thinking(msgspec.Struct, tag_field="type", tag=Thinking.type, forbid_unknown_fields=True):
@@ -42,6 +51,10 @@ class _Thinking(msgspec.Struct, tag_field="type", tag=Thinking.type, forbid_unkn
     def build(self) -> Thinking:
         return Thinking(self.text, self.signature, self.redacted, self.id)
 
+    @classmethod
+    def of(cls, part: Thinking) -> _Thinking:
+        return cls(part.text, part.signature, part.redacted, part.id)
+
 
 class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unknown_fields=True):
     id: str
@@ -52,8 +65,17 @@ class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unkn
     def build(self) -> ToolCall:
         return ToolCall(self.id, self.name, self.arguments, self.raw_arguments)
 
+    @classmethod
+    def of(cls, part: ToolCall) -> _ToolCall:
+        return cls(part.id, part.name, part.arguments, part.raw_arguments)
+
 
 _Part = _Text | _Thinking | _ToolCall
+_PART_SHAPES: dict[type, Callable[[Any], _Part]] = {Text: _Text.of, Thinking: _Thinking.of, ToolCall: _ToolCall.of}
+
+
+def _parts(parts: list[Part]) -> list[_Part]:
+    return [_PART_SHAPES[type(part)](part) for part in parts]
 
 
 class _Usage(msgspec.Struct, forbid_unknown_fields=True):
@@ -65,6 +87,10 @@ class _Usage(msgspec.Struct, forbid_unknown_fields=True):
     def build(self) -> Usage:
         return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
 
+    @classmethod
+    def of(cls, usage: Usage) -> _Usage:
+        return cls(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+
 
 class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbid_unknown_fields=True):
     content: str | list[_Part]
@@ -72,6 +98,11 @@ class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbi
     def build(self) -> UserMessage:
         content = self.content
         return UserMessage(content if type(content) is str else [part.build() for part in content])
+
+    @classmethod
+    def of(cls, message: UserMessage) -> _UserMessage:
+        content = message.content
+        return cls(content if type(content) is str else _parts(content))
 
 
 class _AssistantMessage(msgspec.Struct, tag_field="role", tag=AssistantMessage.role, forbid_unknown_fields=True):
@@ -90,6 +121,17 @@ class _AssistantMessage(msgspec.Struct, tag_field="role", tag=AssistantMessage.r
             self.model,
             self.provider,
             self.error,
+        )
+
+    @classmethod
+    def of(cls, message: AssistantMessage) -> _AssistantMessage:
+        return cls(
+            _parts(message.content),
+            message.stop_reason,
+            _Usage.of(message.usage),
+            message.model,
+            message.provider,
+            message.error,
         )
 
 
@@ -113,10 +155,34 @@ class _ToolResultMessage(
             self.error_code,
         )
 
+    @classmethod
+    def of(cls, message: ToolResultMessage) -> _ToolResultMessage:
+        return cls(
+            message.tool_call_id,
+            message.tool_name,
+            _parts(message.content),
+            message.is_error,
+            message.details,
+            message.error_code,
+        )
+
 
 #: The mirror of ``Message``, for a struct that holds one (``build()``
 #: makes the message).
 MessageShape = _UserMessage | _AssistantMessage | _ToolResultMessage
+
+_MESSAGE_SHAPES: dict[type, Callable[[Any], MessageShape]] = {
+    UserMessage: _UserMessage.of,
+    AssistantMessage: _AssistantMessage.of,
+    ToolResultMessage: _ToolResultMessage.of,
+}
+
+
+def shape(message: Message) -> MessageShape:
+    """``message``'s mirror, which msgspec encodes as the converter
+    unstructures it."""
+    return _MESSAGE_SHAPES[type(message)](message)
+
 
 #: Each message and part class beside its mirror, for the test that keeps
 #: them in step.

@@ -1,5 +1,6 @@
-"""How records are read back: the fast path for messages as the package
-writes them agrees with the converter, and refuses what it refuses."""
+"""How records are written and read back: the fast paths for messages as
+the package writes them agree with the converter, and refuse what it
+refuses."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_each_mirror_has_exactly_the_fields_of_its_class_in_order():
 @given(messages | _results)
 def test_a_message_the_package_wrote_takes_the_fast_path_and_reads_back_exactly(message):
     text = encode_record(MessageAppended(message))
+    assert json.loads(text) == converter.unstructure(MessageAppended(message))
     assert _fast_message(text.encode()) == message
     assert decode_record(text) == MessageAppended(message)
     assert decode_message_record(text) == converter.structure(json.loads(text)["message"], Message)
