@@ -139,12 +139,10 @@ def naive_append(path: Path, stream: list[tuple[Record, bool]], synchronous: str
     conn = sqlite3.connect(path, isolation_level=None)  # each statement is its own commit
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
-    # The store's own layout, one B-tree keyed by session and seq (a rowid
-    # table would update a second one, its key's index, on every commit):
-    # the two differ in how they commit, not in what a commit writes.
+    # The store's own layout (a rowid table, keyed by session and seq): the
+    # two differ in how they commit, not in what a commit writes.
     conn.execute(
-        "CREATE TABLE records (session_id TEXT, seq INTEGER, data TEXT, PRIMARY KEY (session_id, seq)) "
-        "WITHOUT ROWID"
+        "CREATE TABLE records (session_id TEXT, seq INTEGER, data TEXT, PRIMARY KEY (session_id, seq))"
     )
     state = SessionState()
     for seq, (record, _) in enumerate(stream, 1):
