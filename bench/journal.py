@@ -9,7 +9,8 @@
   exclusive call) and at the end of every turn. Once for one agent, and once
   for 8 agents on one store, whose syncs may share commits. The peer is a
   plain sqlite3 journal that commits every append on the calling thread,
-  with the same JSON, the same file settings and the same projection.
+  with the same JSON, the same file settings, the same kind of table and
+  the same projection.
 * "restore": ``Runtime.create`` of a stored session of 1,000 and 10,000
   messages, written by the journal (so with its snapshots). The peer reads
   every record of the same session and replays it.
