@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from agentrio import SQLiteStore
-from agentrio.journal import SessionInfo
+from agentrio.journal import SessionInfo, StoreError
 from agentrio.journal.records import MessageAppended
 from agentrio.journal.sqlite import database as database_module
 from agentrio.journal.sqlite.database import Batch, Database
@@ -18,7 +18,7 @@ from agentrio.journal.sqlite.store import _rows
 from agentrio.messages import ToolResultMessage
 
 from ..helpers import say
-from .records import tool_turn
+from .records import tool_turn, tool_turns
 
 
 @pytest.fixture
@@ -88,6 +88,23 @@ async def test_a_barrier_while_another_process_writes_waits_in_the_thread(sqlite
     other.close()
     assert order == ["other commits", "synced"]
     assert (await sqlite_store.load_session("s1"))[1] == tool_turn(1, 1)
+
+
+@pytest.mark.parametrize("count", [1, 64, 65], ids=["one INSERT", "the most one INSERT takes", "a transaction"])
+@pytest.mark.parametrize("snapshot", [False, True], ids=["records", "with a snapshot"])
+def test_a_commit_that_must_not_wait_writes_every_batch_whole(db, count, snapshot):
+    """Up to 64 records go in one statement; more, or a snapshot, in a
+    transaction. Either way a record written twice fails the whole batch."""
+    database = Database(db, create=True, synchronous="NORMAL")
+    database.create_session(SessionInfo("s1"), [])
+    records = tool_turns(6)[:count]
+    snapshots = [("s1", count, 0, "{}", 0)] if snapshot else []
+    assert database.try_write(Batch(_rows("s1", 0, records), snapshots)) is True
+    again = _rows("s1", count, records[:-1]) + _rows("s1", count - 1, records[-1:])
+    with pytest.raises(StoreError, match="a session is written by two stores at once"):
+        database.try_write(Batch(again, snapshots))
+    assert database.load_records("s1")[1] == records
+    database.close()
 
 
 @pytest.mark.parametrize(("synchronous", "where"), [("NORMAL", "trio"), ("FULL", "store")])
