@@ -71,11 +71,10 @@ class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unkn
 
 
 _Part = _Text | _Thinking | _ToolCall
-_PART_SHAPES: dict[type, Callable[[Any], _Part]] = {Text: _Text.of, Thinking: _Thinking.of, ToolCall: _ToolCall.of}
 
 
 def _parts(parts: list[Part]) -> list[_Part]:
-    return [_PART_SHAPES[type(part)](part) for part in parts]
+    return [_SHAPE_OF[type(part)](part) for part in parts]
 
 
 class _Usage(msgspec.Struct, forbid_unknown_fields=True):
@@ -105,7 +104,9 @@ class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbi
         return cls(content if type(content) is str else _parts(content))
 
 
-class _AssistantMessage(msgspec.Struct, tag_field="role", tag=AssistantMessage.role, forbid_unknown_fields=True):
+class _AssistantMessage(
+    msgspec.Struct, tag_field="role", tag=AssistantMessage.role, forbid_unknown_fields=True
+):
     content: list[_Part]
     stop_reason: StopReason
     usage: _Usage
@@ -171,21 +172,7 @@ class _ToolResultMessage(
 #: makes the message).
 MessageShape = _UserMessage | _AssistantMessage | _ToolResultMessage
 
-_MESSAGE_SHAPES: dict[type, Callable[[Any], MessageShape]] = {
-    UserMessage: _UserMessage.of,
-    AssistantMessage: _AssistantMessage.of,
-    ToolResultMessage: _ToolResultMessage.of,
-}
-
-
-def shape(message: Message) -> MessageShape:
-    """``message``'s mirror, which msgspec encodes as the converter
-    unstructures it."""
-    return _MESSAGE_SHAPES[type(message)](message)
-
-
-#: Each message and part class beside its mirror, for the test that keeps
-#: them in step.
+#: Each message and part class beside its mirror.
 MIRRORS: dict[type, type[msgspec.Struct]] = {
     Text: _Text,
     Thinking: _Thinking,
@@ -195,3 +182,10 @@ MIRRORS: dict[type, type[msgspec.Struct]] = {
     AssistantMessage: _AssistantMessage,
     ToolResultMessage: _ToolResultMessage,
 }
+_SHAPE_OF: dict[type, Callable[[Any], Any]] = {cls: mirror.of for cls, mirror in MIRRORS.items()}
+
+
+def shape(message: Message) -> MessageShape:
+    """``message``'s mirror, which msgspec encodes as the converter
+    unstructures it."""
+    return _SHAPE_OF[type(message)](message)

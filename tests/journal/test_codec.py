@@ -66,6 +66,10 @@ def _assistant(**changes) -> dict:
     return {"type": "message_appended", "message": {**message, **changes}}
 
 
+def _call(arguments: object) -> dict:
+    return {"type": "tool_call", "id": "c", "name": "t", "arguments": arguments, "raw_arguments": None}
+
+
 def _nested(depth: int) -> dict:
     data: dict = {}
     for _ in range(depth):
@@ -80,12 +84,8 @@ HOSTILE = {
     ),
     "an unknown part": _assistant(content=[{"type": "image", "text": "x"}]),
     "an unknown stop reason": _assistant(stop_reason="whenever"),
-    "arguments nested too deep": _assistant(
-        content=[{"type": "tool_call", "id": "c", "name": "t", "arguments": _nested(MAX_JSON_DEPTH + 5), "raw_arguments": None}]
-    ),
-    "arguments that are a list": _assistant(
-        content=[{"type": "tool_call", "id": "c", "name": "t", "arguments": [1], "raw_arguments": None}]
-    ),
+    "arguments nested too deep": _assistant(content=[_call(_nested(MAX_JSON_DEPTH + 5))]),
+    "arguments that are a list": _assistant(content=[_call([1])]),
     "an unknown role": {"type": "message_appended", "message": {"role": "system", "content": "x"}},
     "no message": {"type": "message_appended"},
 }
@@ -114,7 +114,7 @@ def test_a_record_in_an_older_shape_is_read_by_the_converter():
 @pytest.mark.parametrize("before_snapshot", [True, False], ids=["in the snapshot's history", "after it"])
 @pytest.mark.parametrize("data", list(HOSTILE.values())[:5], ids=list(HOSTILE)[:5])
 async def test_a_hostile_stored_message_with_a_valid_checksum_is_store_corrupt(db, data, before_snapshot):
-    records = [TurnStarted(1), MessageAppended(ToolResultMessage("c", "t")), MessageAppended(ToolResultMessage("d", "t"))]
+    records = [TurnStarted(1), *(MessageAppended(ToolResultMessage(call, "t")) for call in ("c", "d"))]
     async with SQLiteStore(db) as store:
         await store.create_session(SessionInfo("s1"), records)
         if before_snapshot:

@@ -90,7 +90,7 @@ async def test_a_barrier_while_another_process_writes_waits_in_the_thread(sqlite
     assert (await sqlite_store.load_session("s1"))[1] == tool_turn(1, 1)
 
 
-@pytest.mark.parametrize("count", [1, 64, 65], ids=["one INSERT", "the most one INSERT takes", "a transaction"])
+@pytest.mark.parametrize("count", [1, 64, 65], ids=["one INSERT", "the most one INSERT takes", "more"])
 @pytest.mark.parametrize("snapshot", [False, True], ids=["records", "with a snapshot"])
 def test_a_commit_that_must_not_wait_writes_every_batch_whole(db, count, snapshot):
     """Up to 64 records go in one statement; more, or a snapshot, in a
