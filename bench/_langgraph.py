@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models.chat_models import generate_from_stream
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 NAME = "langgraph"
 WORK = (
-    "graph.ainvoke({messages: the previous run's messages + prompt}) on a StateGraph(MessagesState): "
-    "a model node (a BaseChatModel subclass, not streamed), a ToolNode running 4 @tool calls; no checkpointer"
+    "graph.astream({messages: the previous run's messages + prompt}, stream_mode=[messages, updates, "
+    "values], version=v2) and one reader taking every chunk: the model's tokens, each node's update, "
+    "the state after each step (the last is the run's result, as ainvoke takes it); a StateGraph"
+    "(MessagesState): a model node (a BaseChatModel subclass streaming its reply in chunks through "
+    "_astream, the calls as tool_call_chunks), a ToolNode running 4 @tool calls; no checkpointer"
 )
 
 
 class ScriptedChatModel(BaseChatModel):
-    """A prompt gets ``calls`` tool calls, tool messages get the text answer."""
+    """A prompt gets ``calls`` tool calls, tool messages get the text answer,
+    streamed one chunk per call (or one for the text)."""
 
     calls: int = 4
     turns: int = 0
@@ -32,20 +37,37 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools, **kwargs):
         return self
 
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+    def _chunks(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
         if self.calls and isinstance(messages[-1], HumanMessage):
             self.turns += 1
-            calls = [
-                {"name": "noop", "args": {"i": i}, "id": f"c{self.turns}_{i}", "type": "tool_call"}
-                for i in range(self.calls)
-            ]
-            message = AIMessage("", tool_calls=calls)
+            for i in range(self.calls):
+                call = {
+                    "name": "noop",
+                    "args": f'{{"i": {i}}}',
+                    "id": f"c{self.turns}_{i}",
+                    "index": i,
+                    "type": "tool_call_chunk",
+                }
+                yield ChatGenerationChunk(message=AIMessageChunk("", tool_call_chunks=[call]))
         else:
-            message = AIMessage("done")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            yield ChatGenerationChunk(message=AIMessageChunk("done"))
 
-    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        return self._generate(messages, stop)
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        for chunk in self._chunks(messages):
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self, messages, stop=None, run_manager=None, **kwargs
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self._chunks(messages):
+            if run_manager:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        return generate_from_stream(self._stream(messages, stop, run_manager))
 
 
 @tool
@@ -70,7 +92,14 @@ def turn(calls: int) -> Callable[[list[BaseMessage]], Awaitable[list[BaseMessage
     app = graph.compile()
 
     async def run(history: list[BaseMessage]) -> list[BaseMessage]:
-        state = await app.ainvoke({"messages": [*history, HumanMessage("go")]})
+        state = None
+        async for chunk in app.astream(
+            {"messages": [*history, HumanMessage("go")]},
+            stream_mode=["messages", "updates", "values"],
+            version="v2",
+        ):
+            if chunk["type"] == "values":
+                state = chunk["data"]
         assert state["messages"][-1].content == "done"
         return state["messages"]
 
