@@ -12,8 +12,9 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 NAME = "pydantic-ai"
 WORK = (
-    "Agent.run(prompt, message_history=the previous run's all_messages()); a FunctionModel stream "
-    "function; 4 calls of an @agent.tool_plain; an event_stream_handler reading every event"
+    "Agent.run(prompt, message_history=the previous run's all_messages()) and one reader taking "
+    "every event, an event_stream_handler; a FunctionModel stream function yielding one "
+    "DeltaToolCall per call (or the text); 4 calls of an @agent.tool_plain"
 )
 
 

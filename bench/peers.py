@@ -5,7 +5,12 @@
 Every framework does the same work through its public API with a scripted
 model: one turn is one run of a conversation, a prompt, a model reply
 asking for 4 parallel calls of a no-op tool, the results, and a text answer
-("done"). What each framework does per turn is printed with the results.
+("done"). As under a chat UI, the model streams each reply (one chunk per
+call, one for the text) and one reader takes every event the framework
+offers for the run: agentrio's subscriber, pydantic-ai's
+event_stream_handler, openai-agents' ``Runner.run_streamed(...).stream_events()``,
+langgraph's ``astream`` with the messages, updates and values modes. What
+each framework does per turn is printed with the results.
 Figures, in CPU time:
 
 * per turn, N-turn conversation (``--turns``): the mean CPU of a run over
