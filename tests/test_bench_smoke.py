@@ -1,11 +1,15 @@
 """The benchmarks run: each at its --quick sizes, agentrio only, so that
-neither the peers nor any timing is needed. No figure is checked."""
+neither the peers nor any timing is needed; and each installed peer's turn
+runs once or twice, untimed. No figure is checked."""
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,3 +89,26 @@ def test_journal_runs_at_small_sizes_and_states_its_targets():
     lines = _bench("bench/journal.py", "--quick")
     assert any(line.startswith("targets: one agent, synchronous=NORMAL") for line in lines)
     assert any("agentrio, 1 agent" in line for line in lines)
+
+
+@pytest.mark.parametrize("module", ["_pydantic_ai", "_openai_agents", "_langgraph"])
+def test_a_peer_streams_two_turns_carrying_its_history(module):
+    """Each installed peer's turn: 4 calls, their results and the answer,
+    read as a stream; the second run starts from the first one's history,
+    and a copied turn has its own call ids."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        peer = pytest.importorskip(module)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+    async def two_turns():
+        turn = peer.turn(4)
+        first = await turn([])
+        second = await turn(first)
+        return first, second
+
+    first, second = asyncio.run(two_turns())
+    assert second[: len(first)] == first
+    assert len(second) == 2 * len(first)
+    assert [peer.copied(item, 0) for item in first] != first
