@@ -36,7 +36,9 @@ class BufferedStore(Generic[D, B]):
     committing what is buffered, and blocks entered meanwhile in the same
     task nest. A store opened by one task can be used, and entered, by
     others until then. A failed commit fails the store: every barrier after
-    it raises, and so does the close if no caller was told.
+    it raises, and so does the close if no caller was told; ``failed`` is
+    set at once (a new event each time the store is opened), so that a
+    ``Runtime`` stops its agents' work before anything more acts unrecorded.
 
     A subclass says how to open its database (``_connect``, run in the
     thread), which batch to start (``_new_batch``), how to commit one
@@ -73,6 +75,8 @@ class BufferedStore(Generic[D, B]):
         self._failure: StoreError | None = None
         #: Whether a caller has been told of the failure.
         self._failure_told = False
+        #: Set once a write has failed.
+        self.failed = trio.Event()
 
     # -- for subclasses -------------------------------------------------------
 
@@ -137,6 +141,8 @@ class BufferedStore(Generic[D, B]):
             raise failure
 
     async def _open(self) -> None:
+        if self.failed.is_set():
+            self.failed = trio.Event()
         thread = DatabaseThread(self._name)
         async with AsyncExitStack() as stack:
             nursery = await stack.enter_async_context(trio.open_nursery())
@@ -234,6 +240,7 @@ class BufferedStore(Generic[D, B]):
         else:  # raising here would end the trio run
             self._failure = StoreError(f"{self!r}: a write failed: {error!r}")
             self._failure.__cause__ = error
+        self.failed.set()
 
     def _check_usable(self) -> D:
         if self._failure is not None:

@@ -90,7 +90,8 @@ class Runtime:
         every live agent's work is cancelled at once (cause
         ``store_failed``), so that no tool goes on acting unrecorded; its
         tools' processes are stopped, and its run ends ``error`` naming the
-        failure. (A store with a ``failed`` event: ``SQLiteStore``.)"""
+        failure. (A store with a ``failed`` event: ``SQLiteStore``,
+        ``PostgresStore``.)"""
         with self._watching:
             await failed.wait()
             for agent in reversed(self.registry.agents):  # children first

@@ -152,9 +152,14 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._claims.claim(session_id, self)
 
     async def release_session(self, session_id: str) -> None:
-        """End the claim, and give the session's lease up."""
+        """End the claim, and give the session's lease up once what was
+        appended to it is committed. Raises nothing for a failed store (the
+        failure is told by a barrier, or by the closing): the lease is only
+        forgotten then, and runs out by itself."""
         self._claims.release(session_id, self)
-        await self.release(session_id)
+        if session_id in self._leases:
+            await self._all_committed()
+            await self._release(session_id)
 
     async def _close(self) -> StoreError | None:
         self._claims.release_all(self)
@@ -224,7 +229,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         lease = self._leases.pop(session_id)
         self._last_seq.pop(session_id, None)
         self._inputs_after.pop(session_id, None)
-        if lease.error is None:
+        if lease.error is None and self._failure is None:
             await self._call(Database.release, session_id, lease.token)
 
     def _held(self, session_id: str, *, or_lost: bool = False) -> Lease:

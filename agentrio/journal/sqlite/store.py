@@ -70,9 +70,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     a session, and the next opener repairs it. Reading needs no claim, and
     works while a session is held. ``release_session`` commits what was
     appended before another process can take the session; ``delete_session``
-    is refused while another writer holds it. ``failed`` is set once a
-    write has failed: nothing more is written, and a ``Runtime`` cancels its
-    agents' work then.
+    is refused while another writer holds it.
     """
 
     def __init__(
@@ -88,9 +86,6 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._locked: dict[str, Lock] = {}
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
-        #: Set once a write has failed (see ``BufferedStore``); a new one
-        #: each time the store is opened.
-        self.failed = trio.Event()
         super().__init__(f"agentrio store {self.path.name}")
 
     def __repr__(self) -> str:
@@ -119,13 +114,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         if error is not None:
             self._fail(error)
 
-    def _fail(self, error: BaseException) -> None:
-        super()._fail(error)
-        self.failed.set()
-
     async def _open(self) -> None:
-        if self.failed.is_set():
-            self.failed = trio.Event()
         await super()._open()
         stat = os.stat(self.path)
         self._claims = _claims_by_file.setdefault((stat.st_dev, stat.st_ino), Claims())
