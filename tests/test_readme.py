@@ -586,7 +586,7 @@ async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, t
     command, binds = (part.strip() for part in command.split("#"))
     address = binds.removeprefix("binds ")
     assert address == "127.0.0.1:8765"  # the default --host and --port
-    printed = re.escape(shown.removeprefix("#").split("<-")[0].strip()).replace("…", r"(\w[\w-]*)")
+    printed = re.escape(shown.removeprefix("#").split("<-")[0].strip()).replace("…", r"([\w-]+)")
     fake = await start_fake_openai(nursery)
     env = _shell_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake.base_url, HOME=str(tmp_path))
     process = await trio.lowlevel.open_process(
