@@ -25,7 +25,7 @@ from ..store import (
     StoreCorrupt,
     StoreError,
 )
-from .connection import BUSY_TIMEOUT_MS, Synchronous, configure, connect, store_error, transaction
+from .connection import Synchronous, configure, connect, store_error, transaction
 from .schema import MIGRATIONS, check_identity, create_file, migrate
 
 #: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
@@ -160,35 +160,36 @@ class Database:
         began reading): then nothing was written, as for any lock here, and
         the store's thread commits the batch with ``write``."""
         conn = self._here
-        try:
-            if batch.snapshots or len(batch.records) > _ROWS_PER_INSERT:
-                self._commit(conn, batch)
-                return True
-            rows = batch.records
-            conn.execute(_insert_rows(len(rows)), tuple(itertools.chain.from_iterable(rows)))
-        except sqlite3.IntegrityError as exc:
-            raise self._two_writers(exc) from exc
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and not conn.in_transaction:
-                return False
-            raise store_error(self.path, exc) from exc
-        except sqlite3.Error as exc:
-            raise store_error(self.path, exc) from exc
+        with translated(self.path):
+            try:
+                if batch.snapshots or len(batch.records) > _ROWS_PER_INSERT:
+                    self._commit(conn, batch)
+                    return True
+                rows = batch.records
+                with self._one_writer():
+                    conn.execute(_insert_rows(len(rows)), tuple(itertools.chain.from_iterable(rows)))
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and not conn.in_transaction:
+                    return False
+                raise
         self._count(batch)
         return True
 
     def _commit(self, conn: sqlite3.Connection, batch: Batch) -> None:
         with transaction(conn, "IMMEDIATE"):
-            try:
+            with self._one_writer():
                 conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", batch.records)
-            except sqlite3.IntegrityError as exc:
-                raise self._two_writers(exc) from exc
             if batch.snapshots:
                 conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
         self._count(batch)
 
-    def _two_writers(self, exc: sqlite3.IntegrityError) -> StoreError:
-        return StoreError(f"{self.path}: {exc}: a session is written by two stores at once")
+    @contextmanager
+    def _one_writer(self) -> Iterator[None]:
+        """A record that is already there was written by another store."""
+        try:
+            yield
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
 
     def _count(self, batch: Batch) -> None:
         self._commits += 1
