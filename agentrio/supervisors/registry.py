@@ -34,10 +34,6 @@ class AgentRegistry:
         """Live agents, oldest first."""
         return tuple(self._agents.values())
 
-    def newest(self) -> Agent | None:
-        """The most recently added live agent."""
-        return next(reversed(self._agents.values()), None)
-
     def children(self, agent_id: str) -> tuple[Agent, ...]:
         """Live agents whose parent is ``agent_id``, oldest first."""
         return tuple(self._children.get(agent_id, {}).values())
