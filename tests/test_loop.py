@@ -548,3 +548,34 @@ async def test_a_cancel_closes_the_stream_in_the_task_that_opened_it(rt):
         await agent.cancel()
     await agent.wait_idle()
     assert len(tasks) == 2 and tasks[0] is tasks[1]
+
+
+async def test_the_stream_actor_has_ended_before_its_request_returns_even_when_the_reader_leaves_early(rt):
+    """The reader fails on the first event while the actor waits for room in
+    a full mailbox: the actor is cancelled, and its task has ended (the
+    adapter's ``finally`` ran) before the run's result comes back."""
+    from agentrio.actors.model_stream import STREAM_MAILBOX_CAPACITY
+    from agentrio.models import StreamStart, TextDelta
+
+    seen = []
+
+    class Flooding(ScriptedModel):
+        async def stream(self, request):
+            seen.append(("stream", trio.lowlevel.current_task()))
+            try:
+                yield StreamStart()
+                for _ in range(STREAM_MAILBOX_CAPACITY * 2):
+                    yield TextDelta(0, "x")
+            finally:
+                seen.append(("closed", trio.lowlevel.current_task()))
+
+    def observe(event):
+        seen.append(("observed", trio.lowlevel.current_task()))
+        raise KeyError("observer")
+
+    agent = await rt.create(AgentSpec("a", Flooding([]), hooks=Hooks(on_assistant_stream=observe)))
+    result = await agent.run("go")
+    assert result.stop_reason == "error" and "observer" in result.error
+    assert [what for what, _ in seen] == ["stream", "observed", "closed"]
+    (_, actor), (_, reader), (_, closer) = seen
+    assert actor is closer and actor is not reader

@@ -514,7 +514,9 @@ class Activity:
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
             with tracing.chat_span(model, request, self.ports.session_id) as chat:
-                error = await stream_model(model, request, self._on_stream_event, observe)
+                error = await stream_model(
+                    model, request, self._on_stream_event, observe, start=self.ports.start_actor
+                )
                 if error is None and live.assembler.done is None:
                     error = ProviderError(
                         type=CONNECTION_ERROR, message="the stream ended without a stop reason"

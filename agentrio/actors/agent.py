@@ -138,8 +138,9 @@ class Agent:
     parent agent's). It alone changes the agent's inbox, journal and state:
     every public method posts a message to its bounded mailbox and waits for
     the reply, so a method called from any task changes nothing in that task.
-    Activities (runs) and tool workers are tasks of the agent's own nursery;
-    child agents live in it too, so the nursery tree is the agent tree.
+    Activities (runs), their model streams and tool workers are tasks of the
+    agent's own nursery; child agents live in it too, so the nursery tree is
+    the agent tree.
 
     Guarantees:
 
@@ -764,6 +765,7 @@ class Agent:
             emit=self._bus.emit,
             ask=self._ask,
             start_worker=self._start_worker,
+            start_actor=self._nursery.start_soon,
             spawn_child=self._spawn_child,
             handle=self,
         )

@@ -233,7 +233,7 @@ class Compactor:
         )
         assembler = MessageAssembler()
         model = await choose_model(self._ports, request, "summary")
-        error = await stream_model(model, request, assembler.feed)
+        error = await stream_model(model, request, assembler.feed, start=self._ports.start_actor)
         if error is not None:
             raise error
         if assembler.done is None:

@@ -73,6 +73,9 @@ class ActivityPorts:
     #: Start a tool worker in the agent's nursery, which outlives the
     #: activity: a worker that ignores a cancel stays supervised.
     start_worker: Callable[..., None]
+    #: Start a task of the agent's nursery that its starter waits for
+    #: itself (a model stream, see ``stream_model``).
+    start_actor: Callable[..., None]
     #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
     spawn_child: Callable[..., Awaitable[Agent]]
     handle: Agent
