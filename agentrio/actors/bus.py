@@ -12,6 +12,7 @@ import trio
 
 from ..events import Event, Lagged, MessageEnd
 from .replay import MessageSeqs, ReplayLog
+from .stamp import stamper
 
 if TYPE_CHECKING:
     from ..journal import SessionState
@@ -216,9 +217,7 @@ class EventBus:
             self._announced(fields["message"])
         if self._log is None:
             return  # nobody has listened: build nothing, but keep counting
-        event = event_type(
-            agent_id=self._agent_id, session_id=self._session_id, seq=self._seq, time=self._now(), **fields
-        )
+        event = stamper(event_type)(self._agent_id, self._session_id, self._seq, self._now(), fields)
         self._log.add(event)
         for subscriber in self._subscribers:
             subscriber.offer(event)
