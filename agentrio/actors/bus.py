@@ -46,8 +46,8 @@ class Subscription:
         self._bus = bus
         self._events: deque[Event] = deque()
         self._closed = False
-        self._arrived = trio.Event()
-        self._readers = 0
+        #: The tasks waiting in ``receive`` for an event.
+        self._waiting: list[trio.lowlevel.Task] = []
         #: Events taken since the reader last yielded.
         self._unyielded = 0
         #: Reading from the replay after this seq, not from live emits.
@@ -67,7 +67,7 @@ class Subscription:
     @property
     def reader_waiting(self) -> bool:
         """Whether a task waits in ``receive`` (so it has read everything)."""
-        return self._readers > 0
+        return bool(self._waiting)
 
     def offer(self, event: Event) -> None:
         if self._closed or self._behind_after is not None:
@@ -79,8 +79,8 @@ class Subscription:
             self._fell_behind = True
         else:
             events.append(event)
-        if self._readers:  # (a reader that is not waiting finds it without a wake-up)
-            self._arrived.set()
+        if self._waiting:  # (a reader that is not waiting finds it without a wake-up)
+            self._wake()
 
     def _catch_up(self, after: int) -> None:
         """Buffer what comes after seq ``after``, at most about
@@ -114,7 +114,22 @@ class Subscription:
 
     def close(self) -> None:
         self._closed = True
-        self._arrived.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        for task in self._waiting:
+            trio.lowlevel.reschedule(task)
+        self._waiting.clear()
+
+    async def _wait(self) -> None:
+        task = trio.lowlevel.current_task()
+        self._waiting.append(task)
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._waiting.remove(task)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     def receive_nowait(self) -> Event:
         if not self._events and self._behind_after is not None:
@@ -149,13 +164,8 @@ class Subscription:
                 try:
                     event = self.receive_nowait()
                 except trio.WouldBlock:
-                    self._arrived = trio.Event()
-                    self._readers += 1
                     self._unyielded = 0
-                    try:
-                        await self._arrived.wait()
-                    finally:
-                        self._readers -= 1
+                    await self._wait()
                     continue
                 except trio.EndOfChannel:
                     raise end from None

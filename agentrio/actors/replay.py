@@ -25,7 +25,7 @@ REPLAY_CAPACITY = 4096
 #: ``tool_execution_end`` still carry the whole message or result.
 COALESCED_TEXT_LIMIT = 64 * 1024
 
-DELTAS = (MessageUpdate, ToolExecutionUpdate)
+_DELTA_TYPES = frozenset((MessageUpdate, ToolExecutionUpdate))
 
 
 def continues(earlier: Event, later: Event) -> bool:
@@ -137,7 +137,7 @@ class ReplayLog:
     def add(self, event: Event) -> None:
         entries = self._entries
         entry: Event | _Run = event
-        if isinstance(event, DELTAS):
+        if type(event) in _DELTA_TYPES:  # (events are final classes: no isinstance walk for the rest)
             last = entries[-1] if entries else None
             if isinstance(last, _Run) and last.last_seq == event.seq - 1 and continues(last.first, event):
                 last.add(event)
