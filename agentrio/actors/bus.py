@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 #: Events a subscriber may have waiting. A subscriber further behind reads on
 #: from the agent's replay (see ``Subscription``).
 SUBSCRIBER_CAPACITY = 1024
-#: A reader yields to other tasks at least once every this many events.
+#: A reader takes at most this many events from its buffer between two
+#: checkpoints (see ``Subscription.receive``).
 YIELD_EVERY = 64
 
 
@@ -141,10 +142,12 @@ class Subscription:
         raise trio.WouldBlock
 
     async def receive(self) -> Event:
-        """The next event. Every call is a cancel point; it yields to other
-        tasks whenever it waits, and at least once every ``YIELD_EVERY``
-        events it takes from the buffer, so a reader of a busy agent takes
-        what waits in one go instead of paying a task switch per event."""
+        """The next event. It is a checkpoint (cancel point and yield to
+        other tasks) whenever it waits, and once every ``YIELD_EVERY`` events
+        it takes from the buffer, so a reader of a busy agent takes what
+        waits in one go instead of paying a task switch, or a cancel check,
+        per event. A cancelled reader is cancelled within ``YIELD_EVERY``
+        reads, and the event it would have read waits for the next read."""
         return await self._next(trio.EndOfChannel)
 
     def __aiter__(self) -> Subscription:
@@ -156,7 +159,6 @@ class Subscription:
     async def _next(self, end: type[Exception]) -> Event:
         """``receive``, raising ``end`` once the subscription has ended (one
         coroutine a read: ``async for`` reads through it directly)."""
-        await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             if self._events:
                 event = self._events.popleft()
@@ -172,7 +174,11 @@ class Subscription:
             self._unyielded += 1
             if self._unyielded >= YIELD_EVERY:
                 self._unyielded = 0
-                await trio.lowlevel.cancel_shielded_checkpoint()
+                try:
+                    await trio.lowlevel.checkpoint()
+                except BaseException:
+                    self._events.appendleft(event)  # taken by the next read
+                    raise
             return event
 
 
