@@ -53,10 +53,10 @@ def _is_output(progress: Any) -> bool:
 def is_text_delta(event: Event) -> bool:
     """Whether ``event`` is a piece of text that a later piece may continue
     (``message_update`` of text or thinking, a tool's output)."""
-    if isinstance(event, MessageUpdate):
-        delta = event.delta
-        return isinstance(delta, TextDelta) or (isinstance(delta, ThinkingDelta) and not delta.signature)
-    return isinstance(event, ToolExecutionUpdate) and _is_output(event.progress)
+    if type(event) is MessageUpdate:
+        kind = type(event.delta)
+        return kind is TextDelta or (kind is ThinkingDelta and not event.delta.signature)
+    return type(event) is ToolExecutionUpdate and _is_output(event.progress)
 
 
 def delta_text(event: Event) -> str:
@@ -139,7 +139,7 @@ class ReplayLog:
         entry: Event | _Run = event
         if type(event) in _DELTA_TYPES:  # (events are final classes: no isinstance walk for the rest)
             last = entries[-1] if entries else None
-            if isinstance(last, _Run) and last.last_seq == event.seq - 1 and continues(last.first, event):
+            if type(last) is _Run and last.last_seq == event.seq - 1 and continues(last.first, event):
                 last.add(event)
                 return
             if is_text_delta(event):
@@ -148,7 +148,7 @@ class ReplayLog:
         entries.append(entry)
         if len(entries) > REPLAY_CAPACITY:
             evicted = entries.popleft()
-            self._lost_through = evicted.last_seq if isinstance(evicted, _Run) else evicted.seq
+            self._lost_through = evicted.last_seq if type(evicted) is _Run else evicted.seq
 
     def after(self, since: int) -> tuple[int, list[Event]]:
         """``(missed, events)``: the events after seq ``since`` that the log
