@@ -25,13 +25,16 @@ Figures, in CPU time:
   and leaving the Runtime; a peer shares one agent (or graph) between its K
   conversations.
 
-The ratios are the peer's median over agentrio's.
+The frameworks take turns: each round runs every framework once, so a
+machine that drifts during the benchmark weighs on all of them alike. The
+ratios are the peer's median over agentrio's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import sys
 from collections.abc import Callable
@@ -40,7 +43,7 @@ from types import ModuleType
 
 import attrs
 import trio
-from _measure import RUNS, Runner, Spread, cpu, each, header, on_asyncio, repeat
+from _measure import RUNS, Runner, Spread, cpu, each, header, on_asyncio
 from _workload import CALLS, conversation, crowd
 
 PEERS = ("_pydantic_ai", "_openai_agents", "_langgraph")
@@ -120,12 +123,20 @@ async def _all_at_once(framework: Framework, count: int) -> dict[str, float]:
     return {"cpu": await framework.crowd(count, CALLS)}
 
 
-def measure(framework: Framework, rows: dict[str, tuple], runs: int) -> dict[str, Spread]:
-    results = {}
+def measure(frameworks: list[Framework], rows: dict[str, tuple], runs: int) -> dict[str, dict[str, Spread]]:
+    """Each row's figure for each framework, over ``runs`` rounds in which
+    every framework runs once in turn: a machine that speeds up or slows
+    down during the benchmark weighs on every framework alike."""
+    if runs < 5:
+        raise ValueError("a median needs at least 5 runs")
+    values: dict[str, dict[str, list[float]]] = {f.name: {row: [] for row in rows} for f in frameworks}
     for row, (measured, *args) in rows.items():
-        print(f"  {framework.name}: {row}...", file=sys.stderr, flush=True)
-        results[row] = repeat(measured, framework, *args, runs=runs, runner=framework.runner)["cpu"]
-    return results
+        for run in range(runs):
+            for framework in frameworks:
+                print(f"  {row}: round {run + 1} of {runs}: {framework.name}...", file=sys.stderr, flush=True)
+                gc.collect()
+                values[framework.name][row].append(framework.runner(measured, framework, *args)["cpu"])
+    return {name: {row: Spread(tuple(v)) for row, v in figures.items()} for name, figures in values.items()}
 
 
 def main() -> None:
@@ -165,7 +176,7 @@ def main() -> None:
         ),
         f"{args.agents:,} agents, one tool turn each": (_all_at_once, args.agents),
     }
-    table = {framework.name: measure(framework, rows, args.runs) for framework in frameworks}
+    table = measure(frameworks, rows, args.runs)
 
     print()
     print("| | " + " | ".join(table) + " |")
