@@ -124,15 +124,21 @@ class ReplayLog:
     """
 
     def __init__(self, started_after: int, make_lagged: Callable[..., Event]) -> None:
-        #: Events up to this seq are not in the log (never were, or evicted).
-        self._lost_through = started_after
-        self._entries: deque[Event | _Run] = deque()
+        #: Events up to this seq were emitted before the log started.
+        self._started_after = started_after
+        #: Every event since, in seq order with no gap (a run spans its
+        #: seqs), so the oldest entry says what was evicted; appending to
+        #: a full deque evicts the oldest.
+        self._entries: deque[Event | _Run] = deque(maxlen=REPLAY_CAPACITY)
         self._make_lagged = make_lagged
 
     @property
     def lost_through(self) -> int:
         """The latest seq the log does not hold: it holds every event after it."""
-        return self._lost_through
+        if not self._entries:
+            return self._started_after
+        oldest = self._entries[0]
+        return (oldest.first.seq if type(oldest) is _Run else oldest.seq) - 1
 
     def add(self, event: Event) -> None:
         entries = self._entries
@@ -146,15 +152,12 @@ class ReplayLog:
                 entry = _Run(event, [], 0, event.seq - 1)
                 entry.add(event)
         entries.append(entry)
-        if len(entries) > REPLAY_CAPACITY:
-            evicted = entries.popleft()
-            self._lost_through = evicted.last_seq if type(evicted) is _Run else evicted.seq
 
     def after(self, since: int) -> tuple[int, list[Event]]:
         """``(missed, events)``: the events after seq ``since`` that the log
         holds, and how many seqs after ``since`` it no longer holds (0 when
         nothing is missing)."""
-        missed = max(0, self._lost_through - since)
+        missed = max(0, self.lost_through - since)
         out: list[Event] = []
         for entry in self._entries:
             if isinstance(entry, _Run):
