@@ -243,13 +243,20 @@ class EventBus:
         journal has just taken (its latest message record, unless a few came
         after it)."""
         state = self.history
-        records = state.message_records + len(state.step_messages)
+        step = state.step_messages
+        if step and step[-1] is message:  # (nearly always: the open step's latest)
+            self._noted(state.message_records + len(step) - 1)
+            return
+        records = state.message_records + len(step)
         for back in range(min(records, 8)):
             if state.written_by(records - 1 - back) is message:
-                if self._message_seqs is None:
-                    self._message_seqs = MessageSeqs(records - 1 - back)
-                self._message_seqs.add(records - 1 - back, self._seq)
+                self._noted(records - 1 - back)
                 return
+
+    def _noted(self, record: int) -> None:
+        if self._message_seqs is None:
+            self._message_seqs = MessageSeqs(record)
+        self._message_seqs.add(record, self._seq)
 
     @property
     def lost_through(self) -> int:
