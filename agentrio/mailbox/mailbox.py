@@ -110,10 +110,8 @@ class Mailbox(Generic[M]):
 
     def send_nowait(self, message: M) -> None:
         """Post ``message`` if there is room; ``trio.WouldBlock`` if full."""
-        self._check_open()
-        if not self._has_room():
+        if not self._delivered(Envelope(message)):
             raise trio.WouldBlock
-        self._deliver(Envelope(message))
 
     async def call(self, message: M) -> Any:
         """Post ``message`` and wait for the actor's reply."""
@@ -135,9 +133,7 @@ class Mailbox(Generic[M]):
 
     async def _post(self, envelope: Envelope[M]) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
-        self._check_open()
-        if self._has_room():
-            self._deliver(envelope)
+        if self._delivered(envelope):
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
         if self._blocked is None:
@@ -153,17 +149,19 @@ class Mailbox(Generic[M]):
         # with MailboxClosed.
         await trio.lowlevel.wait_task_rescheduled(abort)
 
-    def _has_room(self) -> bool:
-        # Senders already waiting go first.
-        return len(self._queue) < self._capacity and not self._blocked
-
-    def _deliver(self, envelope: Envelope[M]) -> None:
+    def _delivered(self, envelope: Envelope[M]) -> bool:
+        """Deliver ``envelope`` if there is room (False when full);
+        ``MailboxClosed`` once closed."""
+        self._check_open()
+        if len(self._queue) >= self._capacity or self._blocked:  # senders already waiting go first
+            return False
         if self._reader is not None:
             # Handed straight to the waiting reader.
             trio.lowlevel.reschedule(self._reader, outcome.Value(envelope))
             self._reader = None
         else:
             self._queue.append(envelope)
+        return True
 
     def _check_open(self) -> None:
         if self._closed:
