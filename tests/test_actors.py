@@ -524,3 +524,23 @@ async def test_a_run_whose_journal_refuses_to_close_it_still_ends_and_says_why()
     assert results[0].stop_reason == "error"
     assert "StoreError: the lease on this session was lost" in results[0].error
     assert rec.of("agent_end")[-1].stop_reason == "error"
+
+
+async def test_send_and_call_are_checkpoints_whether_or_not_they_wait():
+    mailbox: Mailbox[int] = Mailbox(4)
+    with trio.testing.assert_checkpoints():
+        await mailbox.send(1)  # room at once: still a schedule point
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await mailbox.send(2)
+    assert scope.cancelled_caught and len(mailbox) == 1  # a cancelled sender posts nothing
+
+    async def actor():
+        async for envelope in mailbox:
+            envelope.reply(envelope.message * 10)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(actor)
+        with trio.testing.assert_checkpoints():
+            assert await mailbox.call(3) == 30
+        nursery.cancel_scope.cancel()

@@ -106,7 +106,8 @@ class Mailbox(Generic[M]):
     async def send(self, message: M) -> None:
         """Post ``message`` without waiting for it to be handled (but waiting
         while the mailbox is full)."""
-        await self._post(Envelope(message))
+        if await self._post(Envelope(message)):
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     def send_nowait(self, message: M) -> None:
         """Post ``message`` if there is room; ``trio.WouldBlock`` if full."""
@@ -120,7 +121,7 @@ class Mailbox(Generic[M]):
             self._pending = set()
         self._pending.add(envelope)
         try:
-            await self._post(envelope)
+            await self._post(envelope)  # (no schedule point of its own: the wait is one)
             await envelope._done.wait()
         except BaseException:
             envelope.withdrawn = True
@@ -131,11 +132,13 @@ class Mailbox(Generic[M]):
             raise envelope._error
         return envelope._value
 
-    async def _post(self, envelope: Envelope[M]) -> None:
+    async def _post(self, envelope: Envelope[M]) -> bool:
+        """Deliver ``envelope``, waiting for room while the mailbox is full;
+        True when it went at once, without a schedule point (the caller owes
+        one)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._delivered(envelope):
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return
+            return True
         if self._blocked is None:
             self._blocked = {}
         task = trio.lowlevel.current_task()
@@ -148,6 +151,7 @@ class Mailbox(Generic[M]):
         # Woken with room made for it (its envelope already queued), or
         # with MailboxClosed.
         await trio.lowlevel.wait_task_rescheduled(abort)
+        return False
 
     def _delivered(self, envelope: Envelope[M]) -> bool:
         """Deliver ``envelope`` if there is room (False when full);
