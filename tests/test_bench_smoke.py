@@ -112,3 +112,19 @@ def test_a_peer_streams_two_turns_carrying_its_history(module):
     assert second[: len(first)] == first
     assert len(second) == 2 * len(first)
     assert [peer.copied(item, 0) for item in first] != first
+
+
+def test_compare_takes_turns_between_two_checkouts_and_refuses_what_is_not_one(tmp_path):
+    lines = _bench(
+        "bench/compare.py", str(ROOT), str(ROOT), "--rounds", "1", "--conversations", "1", "--turns", "3"
+    )
+    assert lines[0] == "per turn of a 3-turn conversation, one subscriber;"
+    assert [line.split(":")[0].strip() for line in lines[2:]] == [f"old ({ROOT})", f"new ({ROOT})", "new / old"]
+    done = subprocess.run(
+        [sys.executable, "bench/compare.py", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2 and "not a checkout of agentrio" in done.stderr
