@@ -167,9 +167,12 @@ class Mailbox(Generic[M]):
             self._queue.append(envelope)
         return True
 
+    def _closed_error(self) -> MailboxClosed:
+        return MailboxClosed(f"{self.name} is closed")
+
     def _check_open(self) -> None:
         if self._closed:
-            raise MailboxClosed(f"{self.name} is closed")
+            raise self._closed_error()
 
     async def receive(self) -> Envelope[M]:
         """The next envelope not withdrawn; ``MailboxClosed`` once the
@@ -223,10 +226,10 @@ class Mailbox(Generic[M]):
             return
         self._closed = True
         for task in self._blocked or ():
-            trio.lowlevel.reschedule(task, outcome.Error(MailboxClosed(f"{self.name} is closed")))
+            trio.lowlevel.reschedule(task, outcome.Error(self._closed_error()))
         self._blocked = None
         if self._reader is not None:
-            trio.lowlevel.reschedule(self._reader, outcome.Error(MailboxClosed(f"{self.name} is closed")))
+            trio.lowlevel.reschedule(self._reader, outcome.Error(self._closed_error()))
             self._reader = None
         stopped = ActorStopped(f"{self.name}: the actor stopped")
         for envelope in list(self._pending or ()):
