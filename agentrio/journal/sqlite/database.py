@@ -137,7 +137,7 @@ class Database:
                 )
             except sqlite3.IntegrityError:
                 raise SessionExists(f"session {info.session_id!r} already exists in {self.path}") from None
-            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", rows)
+            conn.executemany(_insert_rows(1), rows)
 
     def write(self, batch: Batch) -> None:
         """Commit ``batch``, waiting for another process's write to end, then
@@ -178,7 +178,7 @@ class Database:
     def _commit(self, conn: sqlite3.Connection, batch: Batch) -> None:
         with transaction(conn, "IMMEDIATE"):
             with self._one_writer():
-                conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?)", batch.records)
+                conn.executemany(_insert_rows(1), batch.records)
             if batch.snapshots:
                 conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
         self._count(batch)
