@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 from agents import Agent, Model, RunConfig, Runner, function_tool
 from openai.types.responses import (
@@ -114,40 +115,13 @@ def _events(response_id: str, output: list) -> list:
                     output_index=index,
                     sequence_number=next(seq),
                 ),
-                ResponseContentPartAddedEvent(
-                    type="response.content_part.added",
-                    item_id=item.id,
-                    output_index=index,
-                    content_index=0,
-                    part=part.model_copy(update={"text": ""}),
-                    sequence_number=next(seq),
-                ),
-                ResponseTextDeltaEvent(
-                    type="response.output_text.delta",
-                    item_id=item.id,
-                    output_index=index,
-                    content_index=0,
-                    delta=part.text,
-                    logprobs=[],
-                    sequence_number=next(seq),
-                ),
-                ResponseTextDoneEvent(
-                    type="response.output_text.done",
-                    item_id=item.id,
-                    output_index=index,
-                    content_index=0,
-                    text=part.text,
-                    logprobs=[],
-                    sequence_number=next(seq),
-                ),
-                ResponseContentPartDoneEvent(
-                    type="response.content_part.done",
-                    item_id=item.id,
-                    output_index=index,
-                    content_index=0,
-                    part=part,
-                    sequence_number=next(seq),
-                ),
+                _of_part(ResponseContentPartAddedEvent, "response.content_part.added", item, index, seq,
+                         part=part.model_copy(update={"text": ""})),
+                _of_part(ResponseTextDeltaEvent, "response.output_text.delta", item, index, seq,
+                         delta=part.text, logprobs=[]),
+                _of_part(ResponseTextDoneEvent, "response.output_text.done", item, index, seq,
+                         text=part.text, logprobs=[]),
+                _of_part(ResponseContentPartDoneEvent, "response.content_part.done", item, index, seq, part=part),
             ]
         events.append(
             ResponseOutputItemDoneEvent(
@@ -162,6 +136,14 @@ def _events(response_id: str, output: list) -> list:
         )
     )
     return events
+
+
+def _of_part(event_type: type, kind: str, item: Any, index: int, seq: Iterator[int], **fields: Any) -> Any:
+    """An event about the first content part of message ``item``, the
+    ``index``-th output, numbered next in ``seq``."""
+    return event_type(
+        type=kind, item_id=item.id, output_index=index, content_index=0, sequence_number=next(seq), **fields
+    )
 
 
 def _response(response_id: str, output: list, status: str) -> Response:
