@@ -579,3 +579,27 @@ async def test_the_stream_actor_has_ended_before_its_request_returns_even_when_t
     assert [what for what, _ in seen] == ["stream", "observed", "closed"]
     (_, actor), (_, reader), (_, closer) = seen
     assert actor is closer and actor is not reader
+
+
+async def test_a_tool_turn_leaves_no_cycle_for_the_garbage_collector(rt):
+    # Everything a run builds is freed by reference counting the moment the
+    # run ends: a cycle would wait for a collection, which costs every turn.
+    import gc
+
+    turn = [lambda _: calls(("echo", {"text": "a"}), ("echo", {"text": "b"})), say("done")]
+    agent = await rt.create(AgentSpec("a", ScriptedModel(turn * 3), tools=[echo_tool()]))
+    async with record(agent):
+        await agent.run("warm up")
+        gc.collect()
+        gc.disable()
+        try:
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            await agent.run("go")
+            await agent.run("go")
+            gc.collect()
+            ours = [type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("agentrio")]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert ours == []

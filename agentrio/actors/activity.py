@@ -182,15 +182,22 @@ class Activity:
         self._mark: TurnMark | None = None
         self._live: LiveMessage | None = None
         self._batch: ToolBatch | None = None
-        self._batch_ports = BatchPorts(
-            agent=ports,
+
+    def _batch_ports(self) -> BatchPorts:
+        # Made per batch and dropped with it: held by the activity, its bound
+        # methods would make a cycle that only the garbage collector frees.
+        return BatchPorts(
+            agent=self.ports,
             state=self.state,
             tool_started=self.tool_started,
             commit_result=self.commit_tool_result,
             add_usage=self.add_usage,
-            calls_so_far=lambda: self.tool_calls - self._mark.tool_calls,
+            calls_so_far=self._calls_so_far,
             count_calls=self._count_calls,
         )
+
+    def _calls_so_far(self) -> int:
+        return self.tool_calls - self._mark.tool_calls
 
     def _count_calls(self, count: int) -> None:
         self.tool_calls += count
@@ -442,7 +449,7 @@ class Activity:
             return TRUNCATION_STOPS[message.stop_reason]
         if not message.tool_calls:
             return await self._check_output(message)
-        self._batch = ToolBatch(self._batch_ports, message.tool_calls)
+        self._batch = ToolBatch(self._batch_ports(), message.tool_calls)
         outcome = await self._batch.run()
         if self._batch.error is not None:
             self.error = self._batch.error
