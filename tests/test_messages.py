@@ -1,3 +1,5 @@
+import attrs
+import pytest
 from hypothesis import given
 
 from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage, UserMessage
@@ -27,6 +29,10 @@ def test_usage_adds_up():
     total = Usage(1, 2, 3, 4) + Usage(10, 20, 30, 40)
     assert total == Usage(11, 22, 33, 44)
     assert total.total_tokens == 110
+    assert hash(total) == hash(Usage(11, 22, 33, 44))
+    assert Usage(1, 2, 3, 4).__add__("3") is NotImplemented
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        total.input_tokens = 0  # type: ignore[misc]
 
 
 @given(messages)

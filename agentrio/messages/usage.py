@@ -17,12 +17,14 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
+        # Sums of counts are counts: the slots are filled without the
+        # checks (a run adds usage several times a turn).
+        total = _new(Usage)
+        _set_input(total, self.input_tokens + other.input_tokens)
+        _set_output(total, self.output_tokens + other.output_tokens)
+        _set_cache_read(total, self.cache_read_tokens + other.cache_read_tokens)
+        _set_cache_write(total, self.cache_write_tokens + other.cache_write_tokens)
+        return total
 
     @property
     def total_tokens(self) -> int:
@@ -33,3 +35,10 @@ class Usage:
             + self.cache_write_tokens
         )
 
+
+
+_new = object.__new__
+_set_input = Usage.input_tokens.__set__  # type: ignore[attr-defined]
+_set_output = Usage.output_tokens.__set__  # type: ignore[attr-defined]
+_set_cache_read = Usage.cache_read_tokens.__set__  # type: ignore[attr-defined]
+_set_cache_write = Usage.cache_write_tokens.__set__  # type: ignore[attr-defined]
