@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,7 @@ import trio
 
 from ..events import Event, Lagged, MessageEnd
 from .replay import MessageSeqs, ReplayLog
-from .stamp import stamper
+from .stamp import stampers, stamper
 
 if TYPE_CHECKING:
     from ..journal import SessionState
@@ -148,17 +148,14 @@ class Subscription:
         waits in one go instead of paying a task switch, or a cancel check,
         per event. A cancelled reader is cancelled within ``YIELD_EVERY``
         reads, and the event it would have read waits for the next read."""
-        return await self._next(trio.EndOfChannel)
+        return await self.__anext__(trio.EndOfChannel)
 
     def __aiter__(self) -> Subscription:
         return self
 
-    def __anext__(self) -> Coroutine[Any, Any, Event]:
-        return self._next(StopAsyncIteration)
-
-    async def _next(self, end: type[Exception]) -> Event:
-        """``receive``, raising ``end`` once the subscription has ended (one
-        coroutine a read: ``async for`` reads through it directly)."""
+    async def __anext__(self, end: type[Exception] = StopAsyncIteration) -> Event:
+        """``receive``, raising ``end`` once the subscription has ended
+        (``async for`` reads through it with no call in between)."""
         while True:
             if self._events:
                 event = self._events.popleft()
@@ -233,7 +230,8 @@ class EventBus:
             self._announced(fields["message"])
         if self._log is None:
             return  # nobody has listened: build nothing, but keep counting
-        event = stamper(event_type)(self._agent_id, self._session_id, self._seq, self._now(), fields)
+        stamp = stampers.get(event_type) or stamper(event_type)
+        event = stamp(self._agent_id, self._session_id, self._seq, self._now(), fields)
         self._log.add(event)
         for subscriber in self._subscribers:
             subscriber.offer(event)
