@@ -108,11 +108,11 @@ def argument_errors(validator: Any, args: Any) -> list[str]:
     field; ``[]`` when they fit. Never raises: arguments nested too deeply,
     and a schema that fails while validating (a ``$ref`` that resolves
     nowhere), are errors in the list."""
-    if (depth := _depth(args)) > MAX_ARGUMENT_DEPTH:
-        return [f"the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"]
     try:
         if _plainly_valid(validator.schema, args):
-            return []
+            return []  # (flat: nothing in them nests)
+        if (depth := _depth(args)) > MAX_ARGUMENT_DEPTH:
+            return [f"the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"]
         return schema_errors(validator, args)
     except Exception as e:  # a flaw of the schema, found only now
         reason = f"{type(e).__name__}: {e}"
@@ -136,14 +136,16 @@ _PLAIN_TYPES = {
 
 
 _ABSENT = object()
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _plainly_valid(schema: Any, args: Any) -> bool:
     """True when ``args`` certainly fit ``schema``, decided by the types of
     their values alone: the schema of most tools (an object of properties
-    with a plain type each) and well-formed arguments. False means "not
-    certain": jsonschema decides, and words the errors. Read from the schema
-    on every call, so a schema changed in place is never judged stale."""
+    with a plain type each) and well-formed arguments, whose values are all
+    scalars (so they nest one level deep). False means "not certain":
+    jsonschema decides, and words the errors. Read from the schema on every
+    call, so a schema changed in place is never judged stale."""
     if type(args) is not dict or type(schema) is not dict or not schema.keys() <= _PLAIN_OBJECT:
         return False
     properties = schema.get("properties", {})
@@ -156,6 +158,8 @@ def _plainly_valid(schema: Any, args: Any) -> bool:
     if not all(type(name) is str and name in args for name in required):
         return False
     for key, value in args.items():
+        if type(value) not in _SCALARS:
+            return False
         sub = properties.get(key, _ABSENT)
         if sub is _ABSENT:
             if additional:
