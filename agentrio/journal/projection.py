@@ -102,15 +102,28 @@ class SessionState:
         return self.next_step if target == "next_step" else self.next_turn
 
     def apply(self, record: Record) -> None:
+        # (Cases in order of how often a turn writes them.)
         match record:
             case MessageAppended(message=message):
                 if isinstance(message, AssistantMessage):
                     self.usage = self.usage + message.usage
                 (self.step_messages if self.step_open else self.messages).append(message)
-            case InboxSpliced():
-                self._splice(record)
             case ToolCallStarted(tool_call_id=call_id):
                 self.started_calls.add(call_id)
+            case StepStarted(step=step):
+                self.step, self.step_open = step, True
+            case StepEnded():
+                self.messages.extend(self.step_messages)
+                self.step_messages.clear()
+                self.started_calls.clear()
+                self.finished_results.clear()
+                self.step_open = False
+            case InboxSpliced():
+                self._splice(record)
+            case TurnStarted(turn=turn):
+                self.turn, self.turn_open = turn, True
+            case TurnEnded():
+                self.turn_open = False
             case ToolCallFinished(result=result):
                 self.finished_results[result.tool_call_id] = result
             case Compacted(summary=summary, first_kept=first_kept, usage=usage):
@@ -124,18 +137,6 @@ class SessionState:
                 self.usage = self.usage + usage
             case ActorFailed():
                 pass
-            case StepStarted(step=step):
-                self.step, self.step_open = step, True
-            case StepEnded():
-                self.messages.extend(self.step_messages)
-                self.step_messages.clear()
-                self.started_calls.clear()
-                self.finished_results.clear()
-                self.step_open = False
-            case TurnStarted(turn=turn):
-                self.turn, self.turn_open = turn, True
-            case TurnEnded():
-                self.turn_open = False
             case _:
                 raise JournalCorrupt(f"unknown record {record!r}")
 
