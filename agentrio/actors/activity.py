@@ -279,10 +279,13 @@ class Activity:
                 # (A cancel before the run reached a checkpoint still aborts it.)
                 stop = "aborted" if self.cancel_cause else "timeout"
             # Closing the open step and turn must finish even when the agent
-            # is torn down; it is bounded by ABANDON_AFTER.
+            # is torn down; it is bounded by ABANDON_AFTER. (A run that
+            # closed everything itself skips the shield: a cancel scope costs
+            # about as much as one more tool call's bookkeeping.)
             try:
-                with trio.CancelScope(shield=True):
-                    await self._settle(stop)
+                if self._left_open():
+                    with trio.CancelScope(shield=True):
+                        await self._settle(stop)
             except Exception as exc:
                 # The journal refused to close the run (its store failed, or
                 # the session's lease was lost): the run still ends, as an error.
@@ -624,6 +627,12 @@ class Activity:
         return await _callbacks.call(hook, RequestError(self.ports.handle, error, attempt, default))
 
     # -- settling after a cancel, a time-out or a failure ---------------------
+
+    def _left_open(self) -> bool:
+        """Whether the run left a stream, a tool batch, a step or a turn for
+        ``_settle`` to close."""
+        state = self._state
+        return self._live is not None or self._batch is not None or state.step_open or state.turn_open
 
     async def _settle(self, stop: str) -> None:
         """Close whatever the run left open so that history stays valid: keep
