@@ -591,6 +591,7 @@ async def test_a_tool_turn_leaves_no_cycle_for_the_garbage_collector(rt):
     async with record(agent):
         await agent.run("warm up")
         gc.collect()
+        enabled = gc.isenabled()
         gc.disable()
         try:
             gc.set_debug(gc.DEBUG_SAVEALL)
@@ -601,5 +602,6 @@ async def test_a_tool_turn_leaves_no_cycle_for_the_garbage_collector(rt):
         finally:
             gc.set_debug(0)
             gc.garbage.clear()
-            gc.enable()
+            if enabled:
+                gc.enable()
     assert ours == []
