@@ -36,7 +36,6 @@ class Usage:
         )
 
 
-
 _new = object.__new__
 _set_input = Usage.input_tokens.__set__  # type: ignore[attr-defined]
 _set_output = Usage.output_tokens.__set__  # type: ignore[attr-defined]
