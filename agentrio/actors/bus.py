@@ -12,7 +12,7 @@ import trio
 
 from ..events import Event, Lagged, MessageEnd
 from .replay import MessageSeqs, ReplayLog
-from .stamp import stampers, stamper
+from .stamp import stamper, stampers
 
 if TYPE_CHECKING:
     from ..journal import SessionState
