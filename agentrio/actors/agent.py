@@ -39,7 +39,6 @@ from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
 from .spec import AgentSpec, RunResult
-from .workers import WorkerHost
 
 log = logging.getLogger("agentrio")
 
@@ -189,7 +188,6 @@ class Agent:
         "_wake_pending",
         "_waiters",
         "_workers",
-        "_host",
         "id",
         "inbox",
         "initiator",
@@ -233,8 +231,6 @@ class Agent:
         #: Ids of the calls whose workers run. A dict of str, unlike a set,
         #: is not tracked by the garbage collector.
         self._workers: dict[str, None] = {}
-        #: Where the current tool batch's workers run (made at its first call).
-        self._host: WorkerHost | None = None
         # A list, not a deque: rarely more than one waits, and an empty deque
         # costs every idle agent ~600 bytes.
         self._maintenance: list[Any] = []
@@ -769,24 +765,13 @@ class Agent:
             emit=self._bus.emit,
             ask=self._ask,
             start_worker=self._start_worker,
-            cancel_workers=self._cancel_workers,
             start_actor=self._nursery.start_soon,
             spawn_child=self._spawn_child,
             handle=self,
         )
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
-        host = self._host
-        if host is None:
-            host = self._host = WorkerHost()
-            self._nursery.start_soon(host.run)
-        host.start(self._supervise_worker, call_id, worker)
-
-    def _cancel_workers(self) -> None:
-        """Cancel the current batch's workers; later ones get a new host."""
-        if self._host is not None:
-            self._host.cancel()
-            self._host = None
+        self._nursery.start_soon(self._supervise_worker, call_id, worker)
 
     async def _supervise_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
         self._workers[call_id] = None

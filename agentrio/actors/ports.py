@@ -70,12 +70,9 @@ class ActivityPorts:
     inbox: Inbox
     emit: Emit
     ask: Ask
-    #: Start a tool worker in the agent's nursery (within its
-    #: ``WorkerHost``), which outlives the activity: a worker that ignores a
-    #: cancel stays supervised.
+    #: Start a tool worker in the agent's nursery, which outlives the
+    #: activity: a worker that ignores a cancel stays supervised.
     start_worker: Callable[..., None]
-    #: Cancel every worker of the current tool batch.
-    cancel_workers: Callable[[], None]
     #: Start a task of the agent's nursery that its starter waits for
     #: itself (a model stream, see ``stream_model``).
     start_actor: Callable[..., None]

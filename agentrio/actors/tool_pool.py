@@ -59,9 +59,9 @@ class Slot:
     concludes_turn: bool = False
     #: Deferred context the tool gave with its result.
     context: str | None = None
-    #: Set when the call is dispatched to a worker.
     started_at: float | None = None
     finished_at: float | None = None
+    scope: trio.CancelScope | None = None
     #: Usage the call spent on the run's behalf (a sub-agent's, say), if any.
     usage: Usage | None = None
     #: The worker has reported back (with a result or after a cancel).
@@ -201,8 +201,9 @@ class ToolBatch:
         finally:
             # Only left early by a cancel or a failure: stop the workers; the
             # activity settles their slots.
-            if any(slot.started_at is not None and slot.result is None for slot in self.slots):
-                self._agent.cancel_workers()
+            for slot in self.slots:
+                if slot.scope is not None and slot.result is None:
+                    slot.scope.cancel()
         state("append_results")
         if any(slot.result.is_error for slot in self.slots):
             state("recover")
@@ -279,6 +280,7 @@ class ToolBatch:
         now = trio.current_time()
         for slot, tool in calls:
             slot.started_at = now
+            slot.scope = trio.CancelScope()
             self._ports.tool_started(slot.call, mode)
             self._running += 1
             self._agent.start_worker(slot.call.id, functools.partial(self._worker, slot, tool))
@@ -297,6 +299,7 @@ class ToolBatch:
         outcome = None
         try:
             with (
+                slot.scope,
                 with_initiator(Initiator(agent.agent_id, slot.call.id)),
                 tracing.tool_span(slot.call, agent.session_id) as span,
             ):
@@ -401,7 +404,7 @@ class ToolBatch:
                 if waited.cancelled_caught:  # never commit what the hook may have meant to remove
                     slot.result = _error(slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld")
                 known[slot.call.id] = slot.result, slot.duration
-            elif slot.started_at is not None and not slot.ended:
+            elif slot.scope is not None and not slot.ended:
                 self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)
                 abandoned = error_result(
                     slot.call,
@@ -410,6 +413,6 @@ class ToolBatch:
                     "running, so its effects may still be happening.",
                 )
                 known[slot.call.id] = abandoned, trio.current_time() - slot.started_at
-            elif slot.started_at is not None:
+            elif slot.scope is not None:
                 known[slot.call.id] = error_result(slot.call, TOOL_ABORTED), slot.duration
         return known
