@@ -12,7 +12,7 @@ import trio
 
 from ..events import Event, Lagged, MessageEnd
 from .replay import MessageSeqs, ReplayLog
-from .stamp import stamper, stampers
+from .stamp import STAMPERS
 
 if TYPE_CHECKING:
     from ..journal import SessionState
@@ -230,8 +230,7 @@ class EventBus:
             self._announced(fields["message"])
         if self._log is None:
             return  # nobody has listened: build nothing, but keep counting
-        stamp = stampers.get(event_type) or stamper(event_type)
-        event = stamp(self._agent_id, self._session_id, self._seq, self._now(), fields)
+        event = STAMPERS[event_type](self._agent_id, self._session_id, self._seq, self._now(), fields)
         self._log.add(event)
         for subscriber in self._subscribers:
             subscriber.offer(event)

@@ -22,9 +22,19 @@ from ..events import Event
 Stamper = Callable[[str, str, int, float, dict[str, Any]], Event]
 
 _STAMPS = ("agent_id", "session_id", "seq", "time")
-#: The stamper of each event class made so far (``stamper`` fills it; the
-#: bus looks here first, which spares a call an event).
-stampers: dict[type, Stamper] = {}
+
+
+class _Stampers(dict):
+    """The stamper of each event class, compiled at its first lookup."""
+
+    def __missing__(self, event_type: type[Event]) -> Stamper:
+        made = self[event_type] = _compile(event_type)
+        return made
+
+
+#: ``STAMPERS[event_type]`` is ``stamper(event_type)``: one dict lookup, which
+#: is what the bus does for every event it builds.
+STAMPERS: dict[type, Stamper] = _Stampers()
 
 
 def stamper(event_type: type[Event]) -> Stamper:
@@ -33,10 +43,7 @@ def stamper(event_type: type[Event]) -> Stamper:
     event equal to ``event_type(agent_id=..., session_id=..., seq=...,
     time=..., **fields)``; given fields that call would refuse, it makes that
     call, which raises attrs' own ``TypeError``."""
-    made = stampers.get(event_type)
-    if made is None:
-        made = stampers[event_type] = _compile(event_type)
-    return made
+    return STAMPERS[event_type]
 
 
 def _compile(event_type: type[Event]) -> Stamper:
