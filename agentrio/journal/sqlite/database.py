@@ -73,6 +73,9 @@ def _insert_rows(count: int) -> str:
     return "INSERT INTO records VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * count)
 
 
+_INSERT_ONE = _insert_rows(1)
+
+
 @contextmanager
 def translated(path: Path) -> Iterator[None]:
     try:
@@ -137,7 +140,7 @@ class Database:
                 )
             except sqlite3.IntegrityError:
                 raise SessionExists(f"session {info.session_id!r} already exists in {self.path}") from None
-            conn.executemany(_insert_rows(1), rows)
+            conn.executemany(_INSERT_ONE, rows)
 
     def write(self, batch: Batch) -> None:
         """Commit ``batch``, waiting for another process's write to end, then
@@ -178,7 +181,7 @@ class Database:
     def _commit(self, conn: sqlite3.Connection, batch: Batch) -> None:
         with transaction(conn, "IMMEDIATE"):
             with self._one_writer():
-                conn.executemany(_insert_rows(1), batch.records)
+                conn.executemany(_INSERT_ONE, batch.records)
             if batch.snapshots:
                 conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)", batch.snapshots)
         self._count(batch)
