@@ -24,10 +24,10 @@ from pathlib import Path
 _ONE_PROCESS = """
 import json, sys, trio
 sys.path.insert(0, {bench!r})
-from _workload import conversation
+from _workload import CALLS, conversation
 runs = []
 for _ in range({conversations}):
-    times = trio.run(conversation, {turns}, 4, {subscribed})
+    times = trio.run(conversation, {turns}, CALLS, {subscribed})
     runs.append(sum(times) / len(times))
 print(json.dumps(runs))
 """
@@ -70,6 +70,7 @@ def main() -> None:
         median, low, high = (f"{v * 1e6:.0f}" for v in (statistics.median(values), min(values), max(values)))
         print(f"  {which} ({trees[which]}): {median} µs [{low}–{high}]")
     print(f"  new / old: {statistics.median(figures['new']) / statistics.median(figures['old']):.3f}")
+
 
 if __name__ == "__main__":
     main()
