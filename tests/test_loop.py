@@ -1,5 +1,7 @@
 """The agent loop: event order, errors as data, limits, truncation, repair."""
 
+import gc
+
 import pytest
 import trio
 
@@ -584,8 +586,6 @@ async def test_the_stream_actor_has_ended_before_its_request_returns_even_when_t
 async def test_a_tool_turn_leaves_no_cycle_for_the_garbage_collector(rt):
     # Everything a run builds is freed by reference counting the moment the
     # run ends: a cycle would wait for a collection, which costs every turn.
-    import gc
-
     turn = [lambda _: calls(("echo", {"text": "a"}), ("echo", {"text": "b"})), say("done")]
     agent = await rt.create(AgentSpec("a", ScriptedModel(turn * 3), tools=[echo_tool()]))
     async with record(agent):
