@@ -163,18 +163,22 @@ class Database:
         began reading): then nothing was written, as for any lock here, and
         the store's thread commits the batch with ``write``."""
         conn = self._here
-        with translated(self.path):
-            try:
-                if batch.snapshots or len(batch.records) > _ROWS_PER_INSERT:
-                    self._commit(conn, batch)
-                    return True
-                rows = batch.records
-                with self._one_writer():
-                    conn.execute(_insert_rows(len(rows)), tuple(itertools.chain.from_iterable(rows)))
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and not conn.in_transaction:
-                    return False
-                raise
+        rows = batch.records
+        # Every barrier of an agent lands here: the errors are told as in
+        # ``translated`` and ``_one_writer``, without their context managers.
+        try:
+            if batch.snapshots or len(rows) > _ROWS_PER_INSERT:
+                self._commit(conn, batch)
+            else:
+                conn.execute(_insert_rows(len(rows)), tuple(itertools.chain.from_iterable(rows)))
+        except sqlite3.IntegrityError as exc:
+            raise self._written_twice(exc) from exc
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY and not conn.in_transaction:
+                return False
+            raise store_error(self.path, exc) from exc
+        except sqlite3.Error as exc:
+            raise store_error(self.path, exc) from exc
         self._count(batch)
         return True
 
@@ -188,15 +192,23 @@ class Database:
 
     @contextmanager
     def _one_writer(self) -> Iterator[None]:
-        """A record that is already there was written by another store."""
         try:
             yield
         except sqlite3.IntegrityError as exc:
-            raise StoreError(f"{self.path}: {exc}: a session is written by two stores at once") from exc
+            raise self._written_twice(exc) from exc
+
+    def _written_twice(self, exc: sqlite3.IntegrityError) -> StoreError:
+        """A record that is already there was written by another store."""
+        return StoreError(f"{self.path}: {exc}: a session is written by two stores at once")
 
     def _count(self, batch: Batch) -> None:
         self._commits += 1
-        self._bytes += sum(len(row[4]) for row in batch.records) + sum(len(row[3]) for row in batch.snapshots)
+        size = 0
+        for row in batch.records:
+            size += len(row[4])
+        for snapshot in batch.snapshots:
+            size += len(snapshot[3])
+        self._bytes += size
 
     @property
     def checkpoint_due(self) -> bool:

@@ -164,7 +164,9 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._last_seq[session_id] = max(self._last_seq.get(session_id, 0), last_seq)
 
     async def append(self, session_id: str, records: Sequence[Record]) -> None:
-        last_seq = self._last_seq_of(session_id)
+        last_seq = self._last_seq.get(session_id)
+        if last_seq is None or self._failure is not None or self._db is None:
+            last_seq = self._last_seq_of(session_id)  # raises
         rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
         self._batch.records += rows
         self._last_seq[session_id] = last_seq + len(rows)
@@ -232,7 +234,6 @@ def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[Rec
     now = time.time()
     rows = []
     for seq, record in enumerate(records, last_seq + 1):
-        data = encode_record(record)
-        checksum = record_checksum(session_id, seq, record.type, data.encode())
-        rows.append((session_id, seq, record.type, now, data, checksum))
+        data, kind = encode_record(record), record.type
+        rows.append((session_id, seq, kind, now, data, record_checksum(session_id, seq, kind, data.encode())))
     return rows
