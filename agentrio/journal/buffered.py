@@ -69,7 +69,9 @@ class BufferedStore(Generic[D, B]):
         # Appends and snapshots buffered so far, and how many are committed.
         self._buffered = 0
         self._committed_upto = 0
-        self._commit_done = trio.Event()  # set, and replaced, after each commit
+        # Set after the next commit, made by the first task to wait for it:
+        # a barrier that commits here has no one to tell.
+        self._commit_done: trio.Event | None = None
         self._flush_wanted = trio.Event()
         self._writing = False
         self._failure: StoreError | None = None
@@ -173,7 +175,7 @@ class BufferedStore(Generic[D, B]):
         try:
             while self._writing or (self._batch and self._failure is None):
                 self._write()
-                await self._commit_done.wait()
+                await self._next_commit()
             if self._failure is None:
                 await self._closing()
         finally:
@@ -215,9 +217,16 @@ class BufferedStore(Generic[D, B]):
             self._committed(value)
         else:
             self._fail(error)
-        self._commit_done.set()
-        self._commit_done = trio.Event()
+        done, self._commit_done = self._commit_done, None
+        if done is not None:
+            done.set()
         self._write()
+
+    async def _next_commit(self) -> None:
+        """Wait for the end of the commit being written."""
+        if self._commit_done is None:
+            self._commit_done = trio.Event()
+        await self._commit_done.wait()
 
     def _write_here(self) -> None:
         """Commit the buffer in the trio thread if the store's thread is idle
@@ -262,7 +271,7 @@ class BufferedStore(Generic[D, B]):
         target = self._buffered
         while self._committed_upto < target and self._failure is None and self._db is not None:
             self._write()
-            await self._commit_done.wait()
+            await self._next_commit()
 
     async def _sync_all(self) -> None:
         """Every append so far is committed."""
@@ -275,5 +284,5 @@ class BufferedStore(Generic[D, B]):
                 return
         self._write()  # now rather than when the scheduled call runs
         while self._committed_upto < target:
-            await self._commit_done.wait()
+            await self._next_commit()
             self._check_usable()

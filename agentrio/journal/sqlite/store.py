@@ -183,7 +183,6 @@ class SQLiteStore(BufferedStore[Database, Batch]):
 
     async def sync(self, session_id: str | None = None) -> None:
         """Every session's appends so far are committed together."""
-        self._check_usable()
         await trio.lowlevel.checkpoint_if_cancelled()
         await self._sync_all()
 
