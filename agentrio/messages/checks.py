@@ -70,6 +70,8 @@ def json_problem(value: Any) -> str | None:
     Iterative, so that data nested thousands deep is refused, not met with
     a ``RecursionError``. A path is spelled out only for the error.
     """
+    if type(value) is dict and _flat(value):
+        return None
     stack: list[tuple[Any, Any, int]] = [(value, None, 0)]  # (item, path, depth)
     while stack:
         item, path, depth = stack.pop()
@@ -93,6 +95,15 @@ def json_problem(value: Any) -> str | None:
         else:
             return f"a value of type {kind.__name__} at {_where(path)}"
     return None
+
+
+def _flat(data: dict[Any, Any]) -> bool:
+    """Whether ``data`` has str keys and scalar values only: most tool
+    arguments, checked without the general walk's stack."""
+    for key, inner in data.items():
+        if type(key) is not str or type(inner) not in _JSON_SCALARS:
+            return False
+    return True
 
 
 def _where(path: Any) -> str:
