@@ -13,11 +13,12 @@ PACKAGE = Path(agentrio.__file__).parent
 #: Each top-level part of the package and its layer; a module may import
 #: its own layer and those below it, never one above. Modules that hold no
 #: layer of their own (ids, callbacks, initiators, the tracing hooks that
-#: models, tools and actors call) sit at the bottom.
+#: models, tools and actors call, reading JSON) sit at the bottom.
 LAYERS = {
     "_ids": 0,
     "_callbacks": 0,
     "_errors": 0,
+    "_json": 0,
     "initiator": 0,
     "messages": 1,
     "models": 2,

@@ -28,6 +28,7 @@ import msgspec
 import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from .._json import loads
 from ..messages import Message, converter
 from ..messages.wire import MessageShape, shape
 from .projection import SessionState
@@ -45,13 +46,6 @@ def _dumps(data: Any) -> str:
         return orjson.dumps(data).decode()
     except TypeError:
         return json.dumps(data, separators=(",", ":"))
-
-
-def _loads(text: str | bytes) -> Any:
-    try:
-        return msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        return json.loads(text)
 
 
 class _MessageRecord(msgspec.Struct, tag_field="type", tag=MessageAppended.type, forbid_unknown_fields=True):
@@ -89,7 +83,7 @@ def decode_record(text: str | bytes) -> Record:
     message = _fast_message(text)
     if message is not None:
         return MessageAppended(message)
-    return converter.structure(_loads(text), Record)
+    return converter.structure(loads(text), Record)
 
 
 def decode_message_record(text: str | bytes) -> Message:
@@ -98,7 +92,7 @@ def decode_message_record(text: str | bytes) -> Message:
     message = _fast_message(text)
     if message is not None:
         return message
-    data = _loads(text)
+    data = loads(text)
     kind = data.get("type") if isinstance(data, dict) else None
     if kind != MessageAppended.type or "message" not in data:
         raise ValueError(f"a {kind or 'malformed'} record where a message was expected")
@@ -129,7 +123,7 @@ def encode_state(state: SessionState) -> str:
 def decode_state(text: str | bytes, messages: list[Message]) -> SessionState:
     """``messages``: the first ``state.message_records`` messages of the
     session's message records."""
-    state = converter.structure(_loads(text), SessionState)
+    state = converter.structure(loads(text), SessionState)
     summary = [state.summary] if state.summary is not None else []
     state.messages = summary + messages[state.replaced :]
     return state

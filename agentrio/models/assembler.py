@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import attrs
 
+from .._json import loads
 from ..messages import AssistantMessage, Part, Text, Thinking, ToolCall, Usage
 from .events import (
     Done,
@@ -50,7 +49,7 @@ def parse_tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
     if not arguments.strip():
         return ToolCall(call_id, name, {})
     try:
-        parsed = json.loads(arguments)
+        parsed = loads(arguments)
     except (ValueError, RecursionError):
         parsed = None
     if type(parsed) is dict:

@@ -21,6 +21,7 @@ import httpx
 import trio
 
 from .. import tracing
+from .._json import loads
 from .errors import ProviderError
 from .events import StreamEvent
 from .http import client_for_request
@@ -62,7 +63,7 @@ class StreamMapper(Protocol):
 
 def parse_json(sse: ServerSentEvent) -> Any:
     try:
-        return json.loads(sse.data)
+        return loads(sse.data)
     except (ValueError, RecursionError):
         raise provider_error(
             {"type": "invalid_response", "message": f"not JSON: {sse.data[:200]!r}"}
