@@ -54,11 +54,15 @@ def zombie_children() -> list[int]:
 
 def sleepers(marker: str) -> list[int]:
     """The live ``sleep {marker}`` processes (not the shells that start them)."""
-    return [
-        p
-        for p in processes_with(marker)
-        if Path(f"/proc/{p}/cmdline").read_bytes() == f"sleep\0{marker}\0".encode()
-    ]
+    return [p for p in processes_with(marker) if _command_line(p) == f"sleep\0{marker}\0".encode()]
+
+
+def _command_line(pid: int) -> bytes | None:
+    """``pid``'s command line; None once it has ended (it may end at any time)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
 
 
 async def wait_for_sleeper(marker: str) -> None:
