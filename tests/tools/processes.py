@@ -12,7 +12,7 @@ def running(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie is not)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except OSError:  # gone, or going (ESRCH while it is torn down)
         return False
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
@@ -30,11 +30,10 @@ def processes_with(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and entry.name != str(os.getpid()):
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes() and running(int(entry.name)):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
+            pid = int(entry.name)
+            command = _command_line(pid)
+            if command is not None and marker.encode() in command and running(pid):
+                found.append(pid)
     return found
 
 
