@@ -120,10 +120,15 @@ def encode_state(state: SessionState) -> str:
     return _dumps(converter.unstructure(attrs.evolve(state, messages=[])))
 
 
-def decode_state(text: str | bytes, messages: list[Message]) -> SessionState:
-    """``messages``: the first ``state.message_records`` messages of the
-    session's message records."""
-    state = converter.structure(loads(text), SessionState)
-    summary = [state.summary] if state.summary is not None else []
-    state.messages = summary + messages[state.replaced :]
+def decode_state(text: str | bytes) -> SessionState:
+    """The state ``encode_state`` wrote, still without its history: see
+    ``with_history``."""
+    return converter.structure(loads(text), SessionState)
+
+
+def with_history(state: SessionState, kept: list[Message]) -> SessionState:
+    """``state`` given its history: ``kept`` are the session's message
+    records after the first ``state.replaced`` (those a compaction summed
+    up), up to the snapshot."""
+    state.messages = [state.summary, *kept] if state.summary is not None else kept
     return state

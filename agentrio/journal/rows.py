@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..messages import Message
-from .codec import decode_message_record, decode_record, decode_state
+from .codec import decode_message_record, decode_record, decode_state, with_history
 from .projection import SessionState
 from .records import Record
 from .store import LoadedSession, SessionInfo, StoreCorrupt
@@ -70,15 +70,30 @@ class RowDecoder:
                 raise StoreCorrupt(
                     f"{self.where}: session {session_id!r}: its snapshot's history is incomplete"
                 )
-            history: list[Message] = [
-                self._decoded(session_id, f"record {row[0]}", decode_message_record, self.data(session_id, row))
-                for row in history_rows
-            ]
-            state = self._decoded(session_id, "its snapshot", decode_state, state_text, history)
+            state = self._decoded(session_id, "its snapshot", decode_state, state_text)
+            # Messages a compaction replaced are not decoded: the state
+            # holds their summary instead.
+            state = with_history(state, self._messages(session_id, history_rows[state.replaced :]))
         last_seq = after
         for last_seq, record in self.records(session_id, rows, after):
             state.apply(record)
         return LoadedSession(info, state, len(rows)), last_seq
+
+    def _messages(self, session_id: str, rows: list[Row]) -> list[Message]:
+        # The bulk of a restore: one loop, no call or string per row beyond
+        # the decoding.
+        data = self.data
+        messages: list[Message] = []
+        append = messages.append
+        for row in rows:
+            text = data(session_id, row)
+            try:
+                append(decode_message_record(text))
+            except Exception as exc:
+                raise StoreCorrupt(
+                    f"{self.where}: session {session_id!r}: record {row[0]} cannot be read: {exc}"
+                ) from exc
+        return messages
 
     def records(self, session_id: str, rows: list[Row], after: int = 0) -> Iterator[tuple[int, Record]]:
         for expected, row in enumerate(rows, after + 1):

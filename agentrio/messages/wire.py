@@ -4,8 +4,17 @@ strict decoder.
 ``converter`` structures any JSON the message classes accept, at about
 10 µs a message: restoring a long session is mostly that. This decoder
 lets msgspec parse and type-check the JSON in one pass against a mirror of
-each class, then builds the real objects through their own constructors,
-so every validator and converter runs exactly as on any other path.
+each class, then fills the real objects' slots directly.
+
+Filling slots skips the classes' validators, so what they check is checked
+here, once: msgspec checks every exact type, the parts' tags and the stop
+reason (the mirrors' annotations); ``json_problem`` checks tool-call
+arguments and result details (depth, non-finite floats), as the
+validator and the converter do, and where it finds a problem the build
+raises and the caller goes the converter's way, which decides as it
+always has. ``tests/journal/test_codec.py`` holds each class's validators
+and converters to the ones this module stands in for, so a check added to
+a class cannot be skipped here unnoticed.
 
 Encoding takes the same mirrors the other way: ``shape(message)``, which
 msgspec encodes as the converter would unstructure it, in half the time.
@@ -26,16 +35,52 @@ from typing import Any
 
 import msgspec
 
+from .checks import json_problem
 from .messages import AssistantMessage, Message, StopReason, ToolResultMessage, UserMessage
 from .parts import Part, Text, Thinking, ToolCall
 from .usage import Usage
+
+_new = object.__new__
+
+
+def _slot(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The setter of slot ``name`` of the frozen class ``cls``."""
+    return getattr(cls, name).__set__  # type: ignore[no-any-return]
+
+
+def _json_data(value: Any) -> Any:
+    """``value``, refused (``ValueError``) where the classes' JSON check
+    would refuse or change it."""
+    if value is not None and json_problem(value) is not None:
+        raise ValueError("not plain JSON data")
+    return value
+
+
+_SET_TEXT = _slot(Text, "text")
+_SET_THINKING = [_slot(Thinking, name) for name in ("text", "signature", "redacted", "id")]
+_SET_CALL = [_slot(ToolCall, name) for name in ("id", "name", "arguments", "raw_arguments")]
+_SET_USAGE = [
+    _slot(Usage, name)
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+]
+_SET_USER = _slot(UserMessage, "content")
+_SET_ASSISTANT = [
+    _slot(AssistantMessage, name)
+    for name in ("content", "stop_reason", "usage", "model", "provider", "error")
+]
+_SET_RESULT = [
+    _slot(ToolResultMessage, name)
+    for name in ("tool_call_id", "tool_name", "content", "is_error", "details", "error_code")
+]
 
 
 class _Text(msgspec.Struct, tag_field="type", tag=Text.type, forbid_unknown_fields=True):
     text: str
 
     def build(self) -> Text:
-        return Text(self.text)
+        part = _new(Text)
+        _SET_TEXT(part, self.text)
+        return part
 
     @classmethod
     def of(cls, part: Text) -> _Text:
@@ -49,7 +94,10 @@ class _Thinking(msgspec.Struct, tag_field="type", tag=Thinking.type, forbid_unkn
     id: str | None
 
     def build(self) -> Thinking:
-        return Thinking(self.text, self.signature, self.redacted, self.id)
+        part = _new(Thinking)
+        for set_slot, value in zip(_SET_THINKING, (self.text, self.signature, self.redacted, self.id)):
+            set_slot(part, value)
+        return part
 
     @classmethod
     def of(cls, part: Thinking) -> _Thinking:
@@ -63,7 +111,13 @@ class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unkn
     raw_arguments: str | None
 
     def build(self) -> ToolCall:
-        return ToolCall(self.id, self.name, self.arguments, self.raw_arguments)
+        part = _new(ToolCall)
+        id_, name, arguments, raw_arguments = _SET_CALL
+        id_(part, self.id)
+        name(part, self.name)
+        arguments(part, _json_data(self.arguments) if self.arguments else self.arguments)
+        raw_arguments(part, self.raw_arguments)
+        return part
 
     @classmethod
     def of(cls, part: ToolCall) -> _ToolCall:
@@ -84,7 +138,13 @@ class _Usage(msgspec.Struct, forbid_unknown_fields=True):
     cache_write_tokens: int
 
     def build(self) -> Usage:
-        return Usage(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
+        usage = _new(Usage)
+        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens = _SET_USAGE
+        input_tokens(usage, self.input_tokens)
+        output_tokens(usage, self.output_tokens)
+        cache_read_tokens(usage, self.cache_read_tokens)
+        cache_write_tokens(usage, self.cache_write_tokens)
+        return usage
 
     @classmethod
     def of(cls, usage: Usage) -> _Usage:
@@ -96,7 +156,9 @@ class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbi
 
     def build(self) -> UserMessage:
         content = self.content
-        return UserMessage(content if type(content) is str else [part.build() for part in content])
+        message = _new(UserMessage)
+        _SET_USER(message, content if type(content) is str else [part.build() for part in content])
+        return message
 
     @classmethod
     def of(cls, message: UserMessage) -> _UserMessage:
@@ -115,14 +177,15 @@ class _AssistantMessage(
     error: str | None
 
     def build(self) -> AssistantMessage:
-        return AssistantMessage(
-            [part.build() for part in self.content],
-            self.stop_reason,
-            self.usage.build(),
-            self.model,
-            self.provider,
-            self.error,
-        )
+        message = _new(AssistantMessage)
+        content, stop_reason, usage, model, provider, error = _SET_ASSISTANT
+        content(message, [part.build() for part in self.content])
+        stop_reason(message, self.stop_reason)
+        usage(message, self.usage.build())
+        model(message, self.model)
+        provider(message, self.provider)
+        error(message, self.error)
+        return message
 
     @classmethod
     def of(cls, message: AssistantMessage) -> _AssistantMessage:
@@ -147,14 +210,15 @@ class _ToolResultMessage(
     error_code: str | None
 
     def build(self) -> ToolResultMessage:
-        return ToolResultMessage(
-            self.tool_call_id,
-            self.tool_name,
-            [part.build() for part in self.content],
-            self.is_error,
-            self.details,
-            self.error_code,
-        )
+        message = _new(ToolResultMessage)
+        tool_call_id, tool_name, content, is_error, details, error_code = _SET_RESULT
+        tool_call_id(message, self.tool_call_id)
+        tool_name(message, self.tool_name)
+        content(message, [part.build() for part in self.content])
+        is_error(message, self.is_error)
+        details(message, _json_data(self.details))
+        error_code(message, self.error_code)
+        return message
 
     @classmethod
     def of(cls, message: ToolResultMessage) -> _ToolResultMessage:

@@ -17,9 +17,29 @@ from agentrio import SQLiteStore
 from agentrio.journal import SessionInfo, SessionState, StoreCorrupt
 from agentrio.journal.checksum import record_checksum
 from agentrio.journal.codec import _fast_message, decode_message_record, decode_record, encode_record
-from agentrio.journal.records import MessageAppended, TurnStarted
-from agentrio.messages import Message, ToolResultMessage, converter
-from agentrio.messages.checks import MAX_JSON_DEPTH
+from agentrio.journal.records import Compacted, MessageAppended, TurnStarted
+from agentrio.messages import (
+    AssistantMessage,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    converter,
+    is_str_or_parts,
+)
+from agentrio.messages import messages as message_classes
+from agentrio.messages.checks import (
+    MAX_JSON_DEPTH,
+    is_bool,
+    is_count,
+    is_json_object,
+    is_optional_str,
+    is_str,
+    json_data,
+)
 from agentrio.messages.wire import MIRRORS
 
 from ..strategies import messages, texts
@@ -35,6 +55,51 @@ _results = st.builds(ToolResultMessage, st.text(), st.text(), st.lists(texts, ma
 def test_each_mirror_has_exactly_the_fields_of_its_class_in_order():
     for cls, mirror in MIRRORS.items():
         assert [f.name for f in msgspec.structs.fields(mirror)] == [f.name for f in attrs.fields(cls)], cls
+
+
+_content = message_classes._is_content
+#: Each field's validator and converter, which ``messages.wire`` stands in
+#: for when it fills the slots of what it reads: a check added to a class
+#: fails here until the wire's builders make it too.
+_CHECKS_THE_WIRE_MAKES = {
+    Text: {"text": (is_str, None)},
+    Thinking: {
+        "text": (is_str, None),
+        "signature": (is_optional_str, None),
+        "redacted": (is_bool, None),
+        "id": (is_optional_str, None),
+    },
+    ToolCall: {
+        "id": (is_str, None),
+        "name": (is_str, None),
+        "arguments": (is_json_object, None),
+        "raw_arguments": (is_optional_str, None),
+    },
+    Usage: {name: (is_count, None) for name in attrs.fields_dict(Usage)},
+    UserMessage: {"content": (is_str_or_parts, None)},
+    AssistantMessage: {
+        "content": (_content, None),
+        "stop_reason": (message_classes._is_stop_reason, None),
+        "usage": (message_classes._is_usage, None),
+        "model": (is_str, None),
+        "provider": (is_str, None),
+        "error": (is_optional_str, None),
+    },
+    ToolResultMessage: {
+        "tool_call_id": (is_str, None),
+        "tool_name": (is_str, None),
+        "content": (_content, None),
+        "is_error": (is_bool, None),
+        "details": (None, json_data),
+        "error_code": (is_optional_str, None),
+    },
+}
+
+
+def test_the_wire_stands_in_for_every_check_of_the_classes_it_builds():
+    assert set(_CHECKS_THE_WIRE_MAKES) == set(MIRRORS)
+    for cls, checks in _CHECKS_THE_WIRE_MAKES.items():
+        assert {f.name: (f.validator, f.converter) for f in attrs.fields(cls)} == checks, cls
 
 
 @settings(max_examples=300, deadline=None)
@@ -101,6 +166,18 @@ def test_a_hostile_message_record_is_refused_on_every_path(data):
         decode_record(text)
 
 
+def test_details_the_classes_would_change_read_as_the_converter_makes_them():
+    """Data nested too deep is not plain JSON data to ``ToolResultMessage``
+    (it keeps its ``repr``): the fast path leaves it to the converter."""
+    message = {"role": "tool_result", "tool_call_id": "c", "tool_name": "t", "content": []}
+    message |= {"is_error": False, "details": _nested(MAX_JSON_DEPTH + 5), "error_code": None}
+    text = json.dumps({"type": "message_appended", "message": message})
+    assert _fast_message(text) is None
+    read = decode_message_record(text)
+    assert read == converter.structure(message, Message)
+    assert type(read.details) is str
+
+
 def test_a_record_in_an_older_shape_is_read_by_the_converter():
     """Fields left out take their defaults, as the converter gives them."""
     data = _assistant()
@@ -119,12 +196,39 @@ async def test_a_hostile_stored_message_with_a_valid_checksum_is_store_corrupt(d
         await store.create_session(SessionInfo("s1"), records)
         if before_snapshot:
             await store.save_snapshot("s1", SessionState.replay(records))
-    conn = sqlite3.connect(db)
-    with conn:
-        data_text = json.dumps(data)
-        checksum = record_checksum("s1", 2, "message_appended", data_text.encode())
-        conn.execute("UPDATE records SET data = ?, checksum = ? WHERE seq = 2", (data_text, checksum))
-    conn.close()
+    _rewrite(db, "s1", 2, json.dumps(data))
     async with SQLiteStore(db) as store:
         with pytest.raises(StoreCorrupt, match=f"{db}: session 's1': record 2 cannot be read"):
             await store.load_state("s1")
+
+
+async def test_a_restore_reads_no_message_a_compaction_replaced(db):
+    """The snapshot holds their summary: a replaced message (here made
+    unreadable) is not decoded; reading the whole journal still finds it."""
+    records = [
+        TurnStarted(1),
+        *(MessageAppended(UserMessage(text)) for text in ("old question", "old answer", "kept")),
+        Compacted(UserMessage("summary"), 2, "manual", 90, 30, Usage(5, 1)),
+    ]
+    async with SQLiteStore(db) as store:
+        await store.create_session(SessionInfo("s1"), records)
+        await store.save_snapshot("s1", SessionState.replay(records))
+    _rewrite(db, "s1", 2, json.dumps(HOSTILE["an unknown role"]))
+    async with SQLiteStore(db) as store:
+        loaded = await store.load_state("s1")
+        assert loaded.state.messages == [UserMessage("summary"), UserMessage("kept")]
+        assert loaded.state == SessionState.replay(records)
+        with pytest.raises(StoreCorrupt, match="record 2 cannot be read"):
+            await store.load_session("s1")
+
+
+def _rewrite(db, session_id: str, seq: int, data_text: str) -> None:
+    """Record ``seq`` made ``data_text``, under a checksum that matches it."""
+    conn = sqlite3.connect(db)
+    with conn:
+        checksum = record_checksum(session_id, seq, "message_appended", data_text.encode())
+        conn.execute(
+            "UPDATE records SET data = ?, checksum = ? WHERE session_id = ? AND seq = ?",
+            (data_text, checksum, session_id, seq),
+        )
+    conn.close()
