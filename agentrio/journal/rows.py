@@ -5,16 +5,14 @@ records after it. Decoding errors, and rows a store finds damaged, become
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 from ..messages import Message
 from .codec import decode_message_record, decode_record, decode_state, with_history
 from .projection import SessionState
 from .records import Record
 from .store import LoadedSession, SessionInfo, StoreCorrupt
-
-T = TypeVar("T")
 
 #: A record as a store reads it: its sequence number first, then what
 #: ``RowDecoder.data`` takes its JSON from.
@@ -70,7 +68,10 @@ class RowDecoder:
                 raise StoreCorrupt(
                     f"{self.where}: session {session_id!r}: its snapshot's history is incomplete"
                 )
-            state = self._decoded(session_id, "its snapshot", decode_state, state_text)
+            try:
+                state = decode_state(state_text)
+            except Exception as exc:
+                raise self._unreadable(session_id, "its snapshot", exc) from exc
             # Messages a compaction replaced are not decoded: the state
             # holds their summary instead.
             state = with_history(state, self._messages(session_id, history_rows[state.replaced :]))
@@ -90,20 +91,21 @@ class RowDecoder:
             try:
                 append(decode_message_record(text))
             except Exception as exc:
-                raise StoreCorrupt(
-                    f"{self.where}: session {session_id!r}: record {row[0]} cannot be read: {exc}"
-                ) from exc
+                raise self._unreadable(session_id, f"record {row[0]}", exc) from exc
         return messages
 
     def records(self, session_id: str, rows: list[Row], after: int = 0) -> Iterator[tuple[int, Record]]:
+        data = self.data
         for expected, row in enumerate(rows, after + 1):
             seq = row[0]
             if seq != expected:
                 raise StoreCorrupt(f"{self.where}: session {session_id!r}: record {expected} is missing")
-            yield seq, self._decoded(session_id, f"record {seq}", decode_record, self.data(session_id, row))
+            text = data(session_id, row)
+            try:
+                record = decode_record(text)
+            except Exception as exc:
+                raise self._unreadable(session_id, f"record {seq}", exc) from exc
+            yield seq, record
 
-    def _decoded(self, session_id: str, what: str, decode: Callable[..., T], *args: Any) -> T:
-        try:
-            return decode(*args)
-        except Exception as exc:
-            raise StoreCorrupt(f"{self.where}: session {session_id!r}: {what} cannot be read: {exc}") from exc
+    def _unreadable(self, session_id: str, what: str, exc: Exception) -> StoreCorrupt:
+        return StoreCorrupt(f"{self.where}: session {session_id!r}: {what} cannot be read: {exc}")
