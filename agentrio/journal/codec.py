@@ -79,10 +79,18 @@ def encode_record(record: Record) -> str:
         raise TypeError(f"a {record.type} record cannot be stored as JSON: {exc}") from exc
 
 
+#: How every message record written starts (its tag comes first, on either
+#: path of ``encode_record``): other records skip the fast path, which
+#: would only fail on them.
+_MESSAGE_TAG = f'{{"type":"{MessageAppended.type}"'
+_MESSAGE_TAG_BYTES = _MESSAGE_TAG.encode()
+
+
 def decode_record(text: str | bytes) -> Record:
-    message = _fast_message(text)
-    if message is not None:
-        return MessageAppended(message)
+    if text.startswith(_MESSAGE_TAG_BYTES if type(text) is bytes else _MESSAGE_TAG):  # type: ignore[arg-type]
+        message = _fast_message(text)
+        if message is not None:
+            return MessageAppended(message)
     return converter.structure(loads(text), Record)
 
 

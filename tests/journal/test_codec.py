@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from agentrio import SQLiteStore
 from agentrio.journal import SessionInfo, SessionState, StoreCorrupt
 from agentrio.journal.checksum import record_checksum
-from agentrio.journal.codec import _fast_message, decode_message_record, decode_record, encode_record
+from agentrio.journal.codec import (
+    _MESSAGE_TAG,
+    _fast_message,
+    decode_message_record,
+    decode_record,
+    encode_record,
+)
 from agentrio.journal.records import Compacted, MessageAppended, TurnStarted
 from agentrio.messages import (
     AssistantMessage,
@@ -106,10 +112,21 @@ def test_the_wire_stands_in_for_every_check_of_the_classes_it_builds():
 @given(messages | _results)
 def test_a_message_the_package_wrote_takes_the_fast_path_and_reads_back_exactly(message):
     text = encode_record(MessageAppended(message))
+    assert text.startswith(_MESSAGE_TAG)  # what decode_record looks for
     assert json.loads(text) == converter.unstructure(MessageAppended(message))
     assert _fast_message(text.encode()) == message
     assert decode_record(text) == MessageAppended(message)
     assert decode_message_record(text) == converter.structure(json.loads(text)["message"], Message)
+
+
+def test_a_message_only_json_can_write_still_starts_with_its_tag():
+    """A lone surrogate takes ``json``'s way out; ``decode_record`` still
+    knows the record for a message."""
+    record = MessageAppended(UserMessage("half a pair: \ud800"))
+    text = encode_record(record)
+    assert text.startswith(_MESSAGE_TAG)
+    assert decode_record(text) == record
+    assert decode_record(text.encode("utf-8", "surrogatepass")) == record
 
 
 def test_integers_of_any_size_read_back_exactly():
