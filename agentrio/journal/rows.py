@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..messages import Message
-from .codec import decode_message_record, decode_record, decode_state, with_history
+from .codec import decode_message_record, decode_record, decode_state, many_objects, with_history
 from .projection import SessionState
 from .records import Record
 from .store import LoadedSession, SessionInfo, StoreCorrupt
@@ -58,7 +58,18 @@ class RowDecoder:
     ) -> tuple[LoadedSession, int]:
         """The session restored from its snapshot (``history_rows`` are the
         first message records up to it) and the ``rows`` after it, and its
-        last sequence number."""
+        last sequence number. The collector waits while it decodes (see
+        ``many_objects``)."""
+        with many_objects():
+            return self._session(info, snapshot, history_rows, rows)
+
+    def _session(
+        self,
+        info: SessionInfo,
+        snapshot: Snapshot | None,
+        history_rows: list[Row],
+        rows: list[Row],
+    ) -> tuple[LoadedSession, int]:
         session_id = info.session_id
         if snapshot is None:
             after, state = 0, SessionState()
@@ -93,6 +104,12 @@ class RowDecoder:
             except Exception as exc:
                 raise self._unreadable(session_id, f"record {row[0]}", exc) from exc
         return messages
+
+    def all_records(self, session_id: str, rows: list[Row]) -> list[Record]:
+        """Every record of a session, ``rows`` from its first, decoded with
+        the collector waiting."""
+        with many_objects():
+            return [record for _, record in self.records(session_id, rows)]
 
     def records(self, session_id: str, rows: list[Row], after: int = 0) -> Iterator[tuple[int, Record]]:
         data = self.data

@@ -3,14 +3,34 @@ gives the state a replay of the whole journal gives."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentrio import AgentSpec, Runtime, ScriptedModel
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Runtime,
+    ScriptedModel,
+    Text,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from agentrio.journal import SessionInfo, SessionState
 from agentrio.journal import journal as journal_module
+from agentrio.journal import rows as rows_module
+from agentrio.journal.records import (
+    MessageAppended,
+    StepEnded,
+    StepStarted,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+)
 
 from ..helpers import calls, echo_tool, say
 from .strategies import journals
@@ -56,3 +76,48 @@ async def test_the_journal_offers_snapshots_and_a_restore_replays_only_the_rest(
     assert loaded.unsnapshotted < 7
     assert loaded.state == SessionState.replay(records)
     assert loaded.state.messages == history
+
+
+@pytest.mark.parametrize("collector", ["on", "off"])
+async def test_a_restore_decodes_with_the_collector_waiting_and_leaves_it_as_it_was(
+    new_store, monkeypatch, collector
+):
+    """Decoding frees nothing, so collections during it would find nothing:
+    every store decodes a whole session with the collector off, and turns it
+    back on only if it was on."""
+    records = [
+        record
+        for turn in (1, 2)
+        for record in (
+            TurnStarted(turn),
+            StepStarted(turn),
+            MessageAppended(UserMessage(f"question {turn}")),
+            MessageAppended(AssistantMessage([ToolCall(f"c{turn}", "echo", {"text": "x"})])),
+            ToolCallStarted(f"c{turn}"),
+            MessageAppended(ToolResultMessage(f"c{turn}", "echo", [Text("x")])),
+            StepEnded(turn),
+            TurnEnded(turn, "completed"),
+        )
+    ]
+    session_id = f"s{next(_sessions)}"
+    async with new_store() as store:
+        await store.create_session(SessionInfo(session_id), records[:8])
+        await store.save_snapshot(session_id, SessionState.replay(records[:8]))
+        await store.append(session_id, records[8:])
+    seen = []
+    for name in ("decode_record", "decode_message_record"):
+        decode = getattr(rows_module, name)
+        monkeypatch.setattr(
+            rows_module, name, lambda text, decode=decode: seen.append(gc.isenabled()) or decode(text)
+        )
+    if collector == "off":
+        gc.disable()
+    try:
+        async with new_store() as store:
+            loaded = await store.load_state(session_id)
+            _, read = await store.load_session(session_id)
+        assert gc.isenabled() is (collector == "on")
+    finally:
+        gc.enable()
+    assert loaded.state == SessionState.replay(records) and read == records
+    assert seen and not any(seen)

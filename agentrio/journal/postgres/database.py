@@ -347,7 +347,7 @@ class Database:
         with self.translated(), conn.transaction(), _repeatable_read(conn):
             info = self._info(session_id)
             rows = self._records(session_id, 0)
-        return info, [record for _, record in self._rows.records(session_id, rows)]
+        return info, self._rows.all_records(session_id, rows)
 
     def summaries(self) -> list[SessionSummary]:
         with self.translated():

@@ -13,7 +13,6 @@ from pathlib import Path
 import attrs
 
 from ..checksum import record_checksum, snapshot_checksum
-from ..codec import many_objects
 from ..records import MessageAppended, Record
 from ..rows import SESSION_COLUMNS, RowDecoder, session_row
 from ..store import (
@@ -257,16 +256,14 @@ class Database:
             if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
                 raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
             snapshot = (after, message_count, state_data)
-        with many_objects():
-            return self._rows.session(info, snapshot, history_rows, rows)
+        return self._rows.session(info, snapshot, history_rows, rows)
 
     def load_records(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
         conn = self._conn
         with translated(self.path), transaction(conn, "DEFERRED"):
             info = self._info(session_id)
             rows = self._records(session_id, 0)
-        with many_objects():
-            return info, [record for _, record in self._rows.records(session_id, rows)]
+        return info, self._rows.all_records(session_id, rows)
 
     def summaries(self) -> list[SessionSummary]:
         with translated(self.path):
