@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import msgspec
 
 from .checks import json_problem
@@ -43,9 +44,9 @@ from .usage import Usage
 _new = object.__new__
 
 
-def _slot(cls: type, name: str) -> Callable[[Any, Any], None]:
-    """The setter of slot ``name`` of the frozen class ``cls``."""
-    return getattr(cls, name).__set__  # type: ignore[no-any-return]
+def _slots(cls: type) -> list[Callable[[Any, Any], None]]:
+    """The setters of the slots of the frozen class ``cls``, in field order."""
+    return [getattr(cls, field.name).__set__ for field in attrs.fields(cls)]
 
 
 def _json_data(value: Any) -> Any:
@@ -56,22 +57,13 @@ def _json_data(value: Any) -> Any:
     return value
 
 
-_SET_TEXT = _slot(Text, "text")
-_SET_THINKING = [_slot(Thinking, name) for name in ("text", "signature", "redacted", "id")]
-_SET_CALL = [_slot(ToolCall, name) for name in ("id", "name", "arguments", "raw_arguments")]
-_SET_USAGE = [
-    _slot(Usage, name)
-    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-]
-_SET_USER = _slot(UserMessage, "content")
-_SET_ASSISTANT = [
-    _slot(AssistantMessage, name)
-    for name in ("content", "stop_reason", "usage", "model", "provider", "error")
-]
-_SET_RESULT = [
-    _slot(ToolResultMessage, name)
-    for name in ("tool_call_id", "tool_name", "content", "is_error", "details", "error_code")
-]
+(_SET_TEXT,) = _slots(Text)
+_SET_THINKING = _slots(Thinking)
+_SET_CALL = _slots(ToolCall)
+_SET_USAGE = _slots(Usage)
+(_SET_USER,) = _slots(UserMessage)
+_SET_ASSISTANT = _slots(AssistantMessage)
+_SET_RESULT = _slots(ToolResultMessage)
 
 
 class _Text(msgspec.Struct, tag_field="type", tag=Text.type, forbid_unknown_fields=True):
@@ -115,7 +107,7 @@ class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unkn
         id_, name, arguments, raw_arguments = _SET_CALL
         id_(part, self.id)
         name(part, self.name)
-        arguments(part, _json_data(self.arguments) if self.arguments else self.arguments)
+        arguments(part, _json_data(self.arguments))
         raw_arguments(part, self.raw_arguments)
         return part
 
