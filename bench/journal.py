@@ -1,6 +1,6 @@
 """Journal throughput with the durability barriers on, and restore time.
 
-    python bench/journal.py [--turns 2000] [--full-turns 200] [--rounds 5]
+    python bench/journal.py [--turns 2000] [--full-turns 200] [--rounds 5] [--postgres]
 
 * "append": an agent's stream of records (inbox, turn and step boundaries,
   messages, tool starts), appended one at a time through ``Journal`` on an
@@ -13,7 +13,8 @@
   the same projection.
 * "restore": ``Runtime.create`` of a stored session of 1,000 and 10,000
   messages, written by the journal (so with its snapshots). The peer reads
-  every record of the same session and replays it.
+  every record of the same session and replays it. With ``--postgres``,
+  the same from a throwaway PostgreSQL server (``tests/pgcluster.py``).
 
 Every figure is the median of ``--rounds`` runs (ours and the peer's
 alternate, on fresh files in a temporary folder), with the spread as
@@ -28,6 +29,7 @@ agentrio is faster) of each.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import inspect
 import itertools
@@ -50,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 from agentrio import (  # noqa: E402
     AgentSpec,
     AssistantMessage,
+    PostgresStore,
     Runtime,
     ScriptedModel,
     SQLiteStore,
@@ -59,7 +62,7 @@ from agentrio import (  # noqa: E402
     Usage,
     UserMessage,
 )
-from agentrio.journal import Journal, SessionInfo, SessionState  # noqa: E402
+from agentrio.journal import Journal, SessionInfo, SessionState, Store  # noqa: E402
 from agentrio.journal.codec import decode_record, encode_record  # noqa: E402
 from agentrio.mailbox import InboxSpliced, QueuedInput  # noqa: E402
 from agentrio.journal.records import (  # noqa: E402
@@ -178,6 +181,17 @@ def naive_restore(path: Path, session_id: str, messages: int) -> None:
     assert len(state.messages) == messages
 
 
+def naive_restore_pg(dsn: str, schema: str, session_id: str, messages: int) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            f"SELECT data FROM {schema}.records WHERE session_id = %s ORDER BY seq", (session_id,)
+        )
+        state = SessionState.replay(decode_record(data) for (data,) in rows)
+    assert len(state.messages) == messages
+
+
 # --- measuring -------------------------------------------------------------------
 
 
@@ -252,26 +266,45 @@ async def bench_append(folder: Path, turns: dict[str, int], rounds: int) -> floa
     return headline
 
 
-async def bench_restore(folder: Path, rounds: int, counts: tuple[int, ...]) -> dict[int, float]:
-    """The CPU milliseconds of each restore, by size."""
-    path = folder / "restore.db"
+async def bench_restore(
+    store: Store, full_replay: Callable[[str, int], None], where: str, rounds: int, counts: tuple[int, ...]
+) -> dict[int, float]:
+    """The CPU milliseconds of each restore from ``store``, by size, beside
+    ``full_replay(session_id, messages)`` of the same session."""
     sizes = {count: f"s{count}" for count in counts}
     results = {}
-    async with SQLiteStore(path) as store:
-        for messages, session_id in sizes.items():
-            await write_session(store, session_id, messages // MESSAGES_PER_TURN)
-        print(f"restore: Runtime.create of a stored session (snapshot + records after it), {rounds} runs")
-        for messages, session_id in sizes.items():
-            ours, naive = Times(), Times()
-            for _ in range(rounds):
-                await timed(ours, ours_restore, store, session_id, messages)
-                await timed(naive, naive_restore, path, session_id, messages)
-            results[messages] = ours.median("cpu") * 1e3
-            print(
-                f"  {messages:>6,} messages  agentrio cpu {ours.show('cpu')}  wall {ours.show('wall')}"
-                f"   full replay cpu {naive.show('cpu')}   ratio cpu {ratio(naive, ours, 'cpu'):4.2f}x"
-            )
+    for messages, session_id in sizes.items():
+        await write_session(store, session_id, messages // MESSAGES_PER_TURN)
+    print(f"restore from {where}: Runtime.create of a stored session (snapshot + records after it), {rounds} runs")
+    for messages, session_id in sizes.items():
+        ours, naive = Times(), Times()
+        for _ in range(rounds):
+            await timed(ours, ours_restore, store, session_id, messages)
+            await timed(naive, full_replay, session_id, messages)
+        results[messages] = ours.median("cpu") * 1e3
+        print(
+            f"  {messages:>6,} messages  agentrio cpu {ours.show('cpu')}  wall {ours.show('wall')}"
+            f"   full replay cpu {naive.show('cpu')}   ratio cpu {ratio(naive, ours, 'cpu'):4.2f}x"
+        )
     return results
+
+
+async def bench_postgres_restore(rounds: int, counts: tuple[int, ...]) -> None:
+    """The restores again from a throwaway PostgreSQL server (the tests'
+    ``pgcluster``); CPU time is this process's, the server's is in wall."""
+    from tests.pgcluster import Cluster, ServerMissing
+
+    try:
+        cluster = Cluster.start(fsync=False)  # reads are measured: nothing here needs to survive a crash
+    except ServerMissing as exc:
+        raise SystemExit(f"--postgres: {exc}") from None
+    try:
+        dsn = cluster.new_database()
+        async with PostgresStore(dsn) as store:
+            where = f"PostgreSQL {cluster.server_version().split()[0]} (CPU: this process)"
+            await bench_restore(store, functools.partial(naive_restore_pg, dsn, store.schema), where, rounds, counts)
+    finally:
+        cluster.stop()
 
 
 async def main() -> None:
@@ -282,6 +315,11 @@ async def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5, help="runs of each figure (at least 5)")
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="restore from PostgreSQL too (a throwaway server: needs its binaries and the postgres extra)",
+    )
     args = parser.parse_args()
     restores = (1_000, 10_000)
     if args.quick:
@@ -294,7 +332,13 @@ async def main() -> None:
         turns = {"NORMAL": args.turns, "FULL": args.full_turns}
         append_ratio = await bench_append(Path(folder), turns, args.rounds)
         print()
-        restore_ms = await bench_restore(Path(folder), args.rounds, restores)
+        path = Path(folder) / "restore.db"
+        async with SQLiteStore(path) as store:
+            full_replay = functools.partial(naive_restore, path)
+            restore_ms = await bench_restore(store, full_replay, "SQLite", args.rounds, restores)
+        if args.postgres:
+            print()
+            await bench_postgres_restore(args.rounds, restores)
     print()
     print(
         f"targets: one agent, synchronous=NORMAL, >= {TARGET_APPEND_RATIO}x the peer in CPU time: "

@@ -91,6 +91,16 @@ def test_journal_runs_at_small_sizes_and_states_its_targets():
     assert any("agentrio, 1 agent" in line for line in lines)
 
 
+def test_journal_restores_from_postgres_too(postgres):
+    """(``postgres``: the server binaries are here; the bench starts a
+    server of its own.)"""
+    lines = _bench("bench/journal.py", "--quick", "--postgres")
+    sqlite, pg = (lines.index(line) for line in lines if line.startswith("restore from "))
+    assert lines[sqlite].startswith("restore from SQLite:")
+    assert lines[pg].startswith("restore from PostgreSQL ")
+    assert all("full replay cpu" in line for line in lines[pg + 1 : pg + 3])
+
+
 @pytest.mark.parametrize("module", ["_pydantic_ai", "_openai_agents", "_langgraph"])
 def test_a_peer_streams_two_turns_carrying_its_history(module):
     """Each installed peer's turn: 4 calls, their results and the answer,
