@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import tracemalloc
+import weakref
 
 import trio
 from hypothesis import given, settings
@@ -186,6 +188,18 @@ async def test_run_returns_after_subscribers_were_handed_the_runs_last_event(rt)
             except trio.WouldBlock:
                 break
     assert handed[-2:] == ["agent_end", "status"]
+
+
+async def test_an_idle_agent_keeps_no_result_its_caller_let_go(rt):
+    """What a run returned is the caller's: the agent, waiting for its next
+    message, holds no reference to it (nor to the request that asked)."""
+    agent = await rt.create(AgentSpec("a", ScriptedModel([say("hi")])))
+    result = await agent.run("go")
+    assert result.stop_reason == "completed"
+    kept = weakref.ref(result)
+    del result
+    gc.collect()
+    assert kept() is None
 
 
 # -- bounded subscribers -----------------------------------------------------------------

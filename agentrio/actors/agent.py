@@ -577,6 +577,9 @@ class Agent:
                         except BaseException:
                             envelope.fail(ActorStopped(f"agent {self.id} stopped while handling a message"))
                             raise
+                        # Not kept while the agent waits for the next one: its
+                        # reply holds the run's result until then.
+                        del envelope
                         self._start_if_woken()
                     nursery.cancel_scope.cancel()
                 return
