@@ -17,14 +17,13 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        # Sums of counts are counts: the slots are filled without the
-        # checks (a run adds usage several times a turn).
-        total = _new(Usage)
-        _set_input(total, self.input_tokens + other.input_tokens)
-        _set_output(total, self.output_tokens + other.output_tokens)
-        _set_cache_read(total, self.cache_read_tokens + other.cache_read_tokens)
-        _set_cache_write(total, self.cache_write_tokens + other.cache_write_tokens)
-        return total
+        # Sums of counts are counts (a run adds usage several times a turn).
+        return counted(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
     @property
     def total_tokens(self) -> int:
@@ -34,6 +33,17 @@ class Usage:
             + self.cache_read_tokens
             + self.cache_write_tokens
         )
+
+
+def counted(input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> Usage:
+    """A ``Usage`` of counts already known to be ints, its slots filled
+    without the checks."""
+    usage = _new(Usage)
+    _set_input(usage, input_tokens)
+    _set_output(usage, output_tokens)
+    _set_cache_read(usage, cache_read_tokens)
+    _set_cache_write(usage, cache_write_tokens)
+    return usage
 
 
 _new = object.__new__

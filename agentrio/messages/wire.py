@@ -39,7 +39,7 @@ import msgspec
 from .checks import json_problem
 from .messages import AssistantMessage, Message, StopReason, ToolResultMessage, UserMessage
 from .parts import Part, Text, Thinking, ToolCall
-from .usage import Usage
+from .usage import Usage, counted
 
 _new = object.__new__
 
@@ -60,7 +60,6 @@ def _json_data(value: Any) -> Any:
 (_SET_TEXT,) = _slots(Text)
 _SET_THINKING = _slots(Thinking)
 _SET_CALL = _slots(ToolCall)
-_SET_USAGE = _slots(Usage)
 (_SET_USER,) = _slots(UserMessage)
 _SET_ASSISTANT = _slots(AssistantMessage)
 _SET_RESULT = _slots(ToolResultMessage)
@@ -130,13 +129,7 @@ class _Usage(msgspec.Struct, forbid_unknown_fields=True):
     cache_write_tokens: int
 
     def build(self) -> Usage:
-        usage = _new(Usage)
-        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens = _SET_USAGE
-        input_tokens(usage, self.input_tokens)
-        output_tokens(usage, self.output_tokens)
-        cache_read_tokens(usage, self.cache_read_tokens)
-        cache_write_tokens(usage, self.cache_write_tokens)
-        return usage
+        return counted(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
 
     @classmethod
     def of(cls, usage: Usage) -> _Usage:
