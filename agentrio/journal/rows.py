@@ -61,35 +61,26 @@ class RowDecoder:
         last sequence number. The collector waits while it decodes (see
         ``many_objects``)."""
         with many_objects():
-            return self._session(info, snapshot, history_rows, rows)
-
-    def _session(
-        self,
-        info: SessionInfo,
-        snapshot: Snapshot | None,
-        history_rows: list[Row],
-        rows: list[Row],
-    ) -> tuple[LoadedSession, int]:
-        session_id = info.session_id
-        if snapshot is None:
-            after, state = 0, SessionState()
-        else:
-            after, message_count, state_text = snapshot
-            if len(history_rows) != message_count:
-                raise StoreCorrupt(
-                    f"{self.where}: session {session_id!r}: its snapshot's history is incomplete"
-                )
-            try:
-                state = decode_state(state_text)
-            except Exception as exc:
-                raise self._unreadable(session_id, "its snapshot", exc) from exc
-            # Messages a compaction replaced are not decoded: the state
-            # holds their summary instead.
-            state = with_history(state, self._messages(session_id, history_rows[state.replaced :]))
-        last_seq = after
-        for last_seq, record in self.records(session_id, rows, after):
-            state.apply(record)
+            if snapshot is None:
+                after, state = 0, SessionState()
+            else:
+                after, state = snapshot[0], self._snapshot_state(info.session_id, snapshot, history_rows)
+            last_seq = after
+            for last_seq, record in self.records(info.session_id, rows, after):
+                state.apply(record)
         return LoadedSession(info, state, len(rows)), last_seq
+
+    def _snapshot_state(self, session_id: str, snapshot: Snapshot, history_rows: list[Row]) -> SessionState:
+        _, message_count, state_text = snapshot
+        if len(history_rows) != message_count:
+            raise StoreCorrupt(f"{self.where}: session {session_id!r}: its snapshot's history is incomplete")
+        try:
+            state = decode_state(state_text)
+        except Exception as exc:
+            raise self._unreadable(session_id, "its snapshot", exc) from exc
+        # Messages a compaction replaced are not decoded: the state holds
+        # their summary instead.
+        return with_history(state, self._messages(session_id, history_rows[state.replaced :]))
 
     def _messages(self, session_id: str, rows: list[Row]) -> list[Message]:
         # The bulk of a restore: one loop, no call or string per row beyond
