@@ -30,7 +30,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from .._json import loads
 from ..messages import Message, converter
-from ..messages.wire import MessageShape, shape
+from ..messages.wire import MessageShape, Mirror, shape
 from .projection import SessionState
 from .records import MessageAppended, Record
 
@@ -48,7 +48,7 @@ def _dumps(data: Any) -> str:
         return json.dumps(data, separators=(",", ":"))
 
 
-class _MessageRecord(msgspec.Struct, tag_field="type", tag=MessageAppended.type, forbid_unknown_fields=True):
+class _MessageRecord(Mirror, tag_field="type", tag=MessageAppended.type):
     message: MessageShape
 
 

@@ -57,6 +57,13 @@ def _json_data(value: Any) -> Any:
     return value
 
 
+class Mirror(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A mirror of a message class (or of a struct holding one). The
+    collector does not track it: it holds JSON values, the message's own
+    values and other mirrors, none of which can refer back to it, so it is in
+    no cycle; restoring a session builds one or more a message."""
+
+
 (_SET_TEXT,) = _slots(Text)
 _SET_THINKING = _slots(Thinking)
 _SET_CALL = _slots(ToolCall)
@@ -65,7 +72,7 @@ _SET_ASSISTANT = _slots(AssistantMessage)
 _SET_RESULT = _slots(ToolResultMessage)
 
 
-class _Text(msgspec.Struct, tag_field="type", tag=Text.type, forbid_unknown_fields=True):
+class _Text(Mirror, tag_field="type", tag=Text.type):
     text: str
 
     def build(self) -> Text:
@@ -78,7 +85,7 @@ class _Text(msgspec.Struct, tag_field="type", tag=Text.type, forbid_unknown_fiel
         return cls(part.text)
 
 
-class _Thinking(msgspec.Struct, tag_field="type", tag=Thinking.type, forbid_unknown_fields=True):
+class _Thinking(Mirror, tag_field="type", tag=Thinking.type):
     text: str
     signature: str | None
     redacted: bool
@@ -95,7 +102,7 @@ class _Thinking(msgspec.Struct, tag_field="type", tag=Thinking.type, forbid_unkn
         return cls(part.text, part.signature, part.redacted, part.id)
 
 
-class _ToolCall(msgspec.Struct, tag_field="type", tag=ToolCall.type, forbid_unknown_fields=True):
+class _ToolCall(Mirror, tag_field="type", tag=ToolCall.type):
     id: str
     name: str
     arguments: dict[str, Any]
@@ -122,7 +129,7 @@ def _parts(parts: list[Part]) -> list[_Part]:
     return [_SHAPE_OF[type(part)](part) for part in parts]
 
 
-class _Usage(msgspec.Struct, forbid_unknown_fields=True):
+class _Usage(Mirror):
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
@@ -136,7 +143,7 @@ class _Usage(msgspec.Struct, forbid_unknown_fields=True):
         return cls(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
 
 
-class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbid_unknown_fields=True):
+class _UserMessage(Mirror, tag_field="role", tag=UserMessage.role):
     content: str | list[_Part]
 
     def build(self) -> UserMessage:
@@ -151,9 +158,7 @@ class _UserMessage(msgspec.Struct, tag_field="role", tag=UserMessage.role, forbi
         return cls(content if type(content) is str else _parts(content))
 
 
-class _AssistantMessage(
-    msgspec.Struct, tag_field="role", tag=AssistantMessage.role, forbid_unknown_fields=True
-):
+class _AssistantMessage(Mirror, tag_field="role", tag=AssistantMessage.role):
     content: list[_Part]
     stop_reason: StopReason
     usage: _Usage
@@ -184,9 +189,7 @@ class _AssistantMessage(
         )
 
 
-class _ToolResultMessage(
-    msgspec.Struct, tag_field="role", tag=ToolResultMessage.role, forbid_unknown_fields=True
-):
+class _ToolResultMessage(Mirror, tag_field="role", tag=ToolResultMessage.role):
     tool_call_id: str
     tool_name: str
     content: list[_Part]

@@ -4,6 +4,7 @@ refuses."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 
@@ -19,6 +20,8 @@ from agentrio.journal.checksum import record_checksum
 from agentrio.journal.codec import (
     _MESSAGE_TAG,
     _fast_message,
+    _message_record,
+    _MessageRecord,
     decode_message_record,
     decode_record,
     encode_record,
@@ -61,6 +64,14 @@ _results = st.builds(ToolResultMessage, st.text(), st.text(), st.lists(texts, ma
 def test_each_mirror_has_exactly_the_fields_of_its_class_in_order():
     for cls, mirror in MIRRORS.items():
         assert [f.name for f in msgspec.structs.fields(mirror)] == [f.name for f in attrs.fields(cls)], cls
+
+
+def test_every_mirror_refuses_unknown_fields_and_stays_out_of_the_collector():
+    for mirror in [*MIRRORS.values(), _MessageRecord]:
+        config = mirror.__struct_config__
+        assert config.forbid_unknown_fields and not config.gc, mirror
+    record = _message_record.decode(encode_record(MessageAppended(UserMessage([Text("hi")]))))
+    assert not gc.is_tracked(record) and not gc.is_tracked(record.message.content[0])
 
 
 _content = message_classes._is_content
