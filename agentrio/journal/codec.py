@@ -1,10 +1,10 @@
 """The JSON text of records and snapshots, through the package converter.
 
-``orjson`` writes the JSON (msgspec, through ``messages.wire``, writes
-message records): both are several times faster than the standard
-library. What they refuse and ``json`` round-trips (a lone surrogate in a
-string; for orjson, an integer beyond 64 bits) falls back to ``json``, so
-nothing becomes unstorable. One difference remains: they write a float
+``msgspec`` writes the records every turn writes, through mirrors of
+their classes (``messages.wire``), and ``orjson`` the rest: both are
+several times faster than the standard library. What they refuse and
+``json`` round-trips (a lone surrogate in a string; for orjson, an integer
+beyond 64 bits) falls back to ``json``, so nothing becomes unstorable. One difference remains: they write a float
 NaN or infinity as ``null``.
 
 ``msgspec`` reads it: it reads integers of any size exactly (orjson would
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -29,10 +30,20 @@ import orjson
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from .._json import loads
+from ..mailbox import InboxSpliced
 from ..messages import Message, converter
 from ..messages.wire import MessageShape, Mirror, shape
 from .projection import SessionState
-from .records import MessageAppended, Record
+from .records import (
+    ActorFailed,
+    MessageAppended,
+    Record,
+    StepEnded,
+    StepStarted,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+)
 
 # Sets are not JSON: started calls are written as a sorted list.
 converter.register_unstructure_hook(
@@ -65,14 +76,56 @@ def _fast_message(text: str | bytes) -> Message | None:
         return None
 
 
+class _QueuedInput(Mirror):
+    id: str
+    message: MessageShape
+
+
+class _InboxSpliced(Mirror, tag_field="type", tag=InboxSpliced.type):
+    target: str
+    start: int
+    delete_count: int
+    items: list[_QueuedInput]
+    reason: str
+
+
+def _flat_mirror(cls: type) -> tuple[type[Mirror], Callable[[Any], Any], bool]:
+    """The mirror of a record whose fields are all JSON scalars, what takes
+    their values from a record, and whether that gives several."""
+    names = [field.name for field in attrs.fields(cls)]
+    mirror = msgspec.defstruct(f"_{cls.__name__}", names, bases=(Mirror,), tag_field="type", tag=cls.type)
+    return mirror, operator.attrgetter(*names), len(names) > 1
+
+
+#: The records every turn writes whose fields are JSON scalars: their
+#: mirrors write them as the converter does, in a third of the time.
+_FLAT = {
+    cls: _flat_mirror(cls)
+    for cls in (TurnStarted, StepStarted, ToolCallStarted, StepEnded, TurnEnded, ActorFailed)
+}
+
+
 def encode_record(record: Record) -> str:
     """Raises ``TypeError`` for a record JSON cannot hold (say, a tool result
-    whose ``details`` is not JSON data)."""
-    if type(record) is MessageAppended:
-        try:
+    whose ``details`` is not JSON data).
+
+    The records a turn writes go through msgspec mirrors (``messages.wire``),
+    which write the JSON the converter would, tag first; what they refuse
+    goes the converter's way."""
+    kind = type(record)
+    flat = _FLAT.get(kind)
+    try:
+        if flat is not None:
+            mirror, values, several = flat
+            return _encoder.encode(mirror(*values(record)) if several else mirror(values(record))).decode()
+        if kind is MessageAppended:
             return _encoder.encode(_MessageRecord(shape(record.message))).decode()
-        except (TypeError, ValueError, msgspec.EncodeError):
-            pass  # a lone surrogate, or a value past the message's checks: below
+        if kind is InboxSpliced:
+            items = [_QueuedInput(item.id, shape(item.message)) for item in record.items]
+            spliced = _InboxSpliced(record.target, record.start, record.delete_count, items, record.reason)
+            return _encoder.encode(spliced).decode()
+    except (TypeError, ValueError, msgspec.EncodeError):
+        pass  # a lone surrogate, or a value past the classes' checks: below
     try:
         return _dumps(converter.unstructure(record))
     except (TypeError, ValueError) as exc:

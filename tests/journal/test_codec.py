@@ -19,6 +19,7 @@ from agentrio.journal import SessionInfo, SessionState, StoreCorrupt
 from agentrio.journal.checksum import record_checksum
 from agentrio.journal.codec import (
     _MESSAGE_TAG,
+    _dumps,
     _fast_message,
     _message_record,
     _MessageRecord,
@@ -26,7 +27,17 @@ from agentrio.journal.codec import (
     decode_record,
     encode_record,
 )
-from agentrio.journal.records import Compacted, MessageAppended, TurnStarted
+from agentrio.journal.records import (
+    ActorFailed,
+    Compacted,
+    MessageAppended,
+    StepEnded,
+    StepStarted,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+)
+from agentrio.mailbox import TARGETS, InboxSpliced, QueuedInput
 from agentrio.messages import (
     AssistantMessage,
     Message,
@@ -51,7 +62,7 @@ from agentrio.messages.checks import (
 )
 from agentrio.messages.wire import MIRRORS
 
-from ..strategies import messages, texts
+from ..strategies import messages, texts, user_messages
 
 _details = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -128,6 +139,37 @@ def test_a_message_the_package_wrote_takes_the_fast_path_and_reads_back_exactly(
     assert _fast_message(text.encode()) == message
     assert decode_record(text) == MessageAppended(message)
     assert decode_message_record(text) == converter.structure(json.loads(text)["message"], Message)
+
+
+#: Any text, and text of what JSON escapes, a lone surrogate among it.
+_strings = st.text() | st.text(st.sampled_from('a\u00e9"\\\n\U0001f600\ud800'))
+_turn_records = st.one_of(
+    st.builds(TurnStarted, st.integers()),
+    st.builds(StepStarted, st.integers()),
+    st.builds(ToolCallStarted, _strings),
+    st.builds(StepEnded, st.integers()),
+    st.builds(TurnEnded, st.integers(), _strings, st.none() | _strings),
+    st.builds(ActorFailed, _strings, st.booleans()),
+    st.builds(
+        InboxSpliced,
+        st.sampled_from(TARGETS),
+        st.integers(min_value=0),
+        st.integers(min_value=0),
+        st.lists(st.builds(QueuedInput, _strings, user_messages), max_size=3),
+        st.sampled_from(["send", "claim", "remove", "clear", "restore"]),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_turn_records)
+def test_the_records_of_a_turn_are_written_as_the_converter_writes_them(record):
+    """Their msgspec mirrors write the converter's JSON, tag first, lone
+    surrogates and integers past 64 bits included, and it reads back."""
+    text = encode_record(record)
+    assert text.startswith(f'{{"type":"{record.type}",')
+    assert json.loads(text) == json.loads(_dumps(converter.unstructure(record)))
+    assert decode_record(text) == record
 
 
 def test_a_message_only_json_can_write_still_starts_with_its_tag():
