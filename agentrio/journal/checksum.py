@@ -21,6 +21,12 @@ def record_checksum(session_id: str, seq: int, kind: str, data: bytes) -> int:
     return zlib.crc32(data, zlib.crc32(f"{session_id}\0{seq}\0{kind}\0".encode()))
 
 
+def text_checksum(session_id: str, seq: int, kind: str, text: str) -> int:
+    """``record_checksum`` of ``text`` stored as UTF-8, in one pass: what a
+    store that keeps the record's JSON as text computes."""
+    return zlib.crc32(f"{session_id}\0{seq}\0{kind}\0{text}".encode())
+
+
 def snapshot_checksum(session_id: str, seq: int, message_count: int, state: bytes) -> int:
     """CRC-32 of a snapshot as stored: the state and what it stands for."""
     return zlib.crc32(state, zlib.crc32(f"{session_id}\0{seq}\0{message_count}\0snapshot\0".encode()))

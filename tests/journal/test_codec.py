@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agentrio import SQLiteStore
 from agentrio.journal import SessionInfo, SessionState, StoreCorrupt
-from agentrio.journal.checksum import record_checksum
+from agentrio.journal.checksum import record_checksum, text_checksum
 from agentrio.journal.codec import (
     _MESSAGE_TAG,
     _dumps,
@@ -170,6 +170,11 @@ def test_the_records_of_a_turn_are_written_as_the_converter_writes_them(record):
     assert text.startswith(f'{{"type":"{record.type}",')
     assert json.loads(text) == json.loads(_dumps(converter.unstructure(record)))
     assert decode_record(text) == record
+
+
+@given(st.text(), st.integers(min_value=1), st.text(), st.text())
+def test_the_checksum_of_a_text_is_the_checksum_of_its_utf8_bytes(session_id, seq, kind, text):
+    assert text_checksum(session_id, seq, kind, text) == record_checksum(session_id, seq, kind, text.encode())
 
 
 def test_a_message_only_json_can_write_still_starts_with_its_tag():

@@ -11,7 +11,7 @@ from pathlib import Path
 import trio
 
 from ..buffered import BufferedStore
-from ..checksum import record_checksum, snapshot_checksum
+from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
@@ -234,5 +234,5 @@ def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[Rec
     rows = []
     for seq, record in enumerate(records, last_seq + 1):
         data, kind = encode_record(record), record.type
-        rows.append((session_id, seq, kind, now, data, record_checksum(session_id, seq, kind, data.encode())))
+        rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
     return rows
