@@ -58,10 +58,11 @@ def _json_data(value: Any) -> Any:
 
 
 class Mirror(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A mirror of a message class (or of a struct holding one). The
-    collector does not track it: it holds JSON values, the message's own
-    values and other mirrors, none of which can refer back to it, so it is in
-    no cycle; restoring a session builds one or more a message."""
+    """A mirror of a message class, or of a record that holds messages or
+    JSON scalars. The collector does not track it: it holds JSON values, the
+    values of what it mirrors and other mirrors, none of which can refer back
+    to it, so it is in no cycle; restoring a session builds one or more a
+    message."""
 
 
 (_SET_TEXT,) = _slots(Text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
+import typing
 
 import attrs
 import msgspec
@@ -18,6 +19,7 @@ from agentrio import SQLiteStore
 from agentrio.journal import SessionInfo, SessionState, StoreCorrupt
 from agentrio.journal.checksum import record_checksum, text_checksum
 from agentrio.journal.codec import (
+    _FLAT,
     _MESSAGE_TAG,
     _dumps,
     _fast_message,
@@ -159,6 +161,15 @@ _turn_records = st.one_of(
         st.sampled_from(["send", "claim", "remove", "clear", "restore"]),
     ),
 )
+
+
+def test_the_records_written_field_by_field_hold_json_scalars_only():
+    """What ``encode_record`` writes straight from a record's fields must
+    need no converter: a message field, say, would lose its tag."""
+    scalars = {int, str, bool, type(None)}
+    for cls in _FLAT:
+        for field in attrs.fields(attrs.resolve_types(cls)):
+            assert set(typing.get_args(field.type) or [field.type]) <= scalars, (cls, field.name)
 
 
 @settings(max_examples=300, deadline=None)
