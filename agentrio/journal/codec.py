@@ -4,8 +4,8 @@
 their classes (``messages.wire``), and ``orjson`` the rest: both are
 several times faster than the standard library. What they refuse and
 ``json`` round-trips (a lone surrogate in a string; for orjson, an integer
-beyond 64 bits) falls back to ``json``, so nothing becomes unstorable. One difference remains: they write a float
-NaN or infinity as ``null``.
+beyond 64 bits) falls back to ``json``, so nothing becomes unstorable. One
+difference remains: they write a float NaN or infinity as ``null``.
 
 ``msgspec`` reads it: it reads integers of any size exactly (orjson would
 read one beyond 64 bits as a float) and, for message records, checks the

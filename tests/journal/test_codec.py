@@ -39,7 +39,7 @@ from agentrio.journal.records import (
     TurnEnded,
     TurnStarted,
 )
-from agentrio.mailbox import TARGETS, InboxSpliced, QueuedInput
+from agentrio.mailbox import TARGETS, InboxSpliced, QueuedInput, SpliceReason
 from agentrio.messages import (
     AssistantMessage,
     Message,
@@ -158,7 +158,7 @@ _turn_records = st.one_of(
         st.integers(min_value=0),
         st.integers(min_value=0),
         st.lists(st.builds(QueuedInput, _strings, user_messages), max_size=3),
-        st.sampled_from(["send", "claim", "remove", "clear", "restore"]),
+        st.sampled_from(typing.get_args(SpliceReason)),
     ),
 )
 
