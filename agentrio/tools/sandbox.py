@@ -51,8 +51,14 @@ Mechanism = Literal["bubblewrap", "landlock"]
 MODES: tuple[Mode, ...] = ("read-only", "workspace-write", "off")
 MECHANISMS: tuple[Mechanism, ...] = ("bubblewrap", "landlock")
 #: What a command may always read when ``readable`` narrows the filesystem:
-#: the programs and libraries it runs with, and its own process's files.
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc")
+#: the programs and libraries it runs with (this Python's too), and its own
+#: process's files.
+SYSTEM_PATHS = tuple(
+    dict.fromkeys(
+        ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc")
+        + (os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix))
+    )
+)
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 #: How long the check that a mechanism works may take.
 _PROBE_TIMEOUT = 10.0
