@@ -40,12 +40,12 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteSto
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
     model = getattr(args, "model", None) or os.environ.get("AGENTRIO_MODEL")
     sandbox, line = resolve_sandbox(args.sandbox, args.permission)
-    print(f"agentrio: {line}", file=sys.stderr)
     factory = AgentFactory(model, args.base_url, args.permission, args.spec, sandbox)
     try:
         factory.check()
     except SpecError as exc:
         raise CommandError(str(exc)) from None
+    print(f"agentrio: {line}", file=sys.stderr)
     db = Path(getattr(args, "db", None) or default_db())
     db.parent.mkdir(parents=True, exist_ok=True)
     return factory, SQLiteStore(str(db))

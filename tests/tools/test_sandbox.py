@@ -35,9 +35,9 @@ def _usable(mechanism: str):
 MECHANISMS = [_usable(m) for m in sandbox_module.MECHANISMS]
 
 
-async def run_bash(workspace: Path, sandbox: Sandbox, command: str):
-    """The ``bash`` call's result message, and every event of the run."""
-    model = ScriptedModel([calls(("bash", {"command": command})), say("done")])
+async def run_bash(workspace: Path, sandbox: Sandbox, command: str, tool: str = "bash", **args):
+    """The ``bash`` call's result message (or ``tool``'s, with ``args``), and every event of the run."""
+    model = ScriptedModel([calls((tool, args or {"command": command})), say("done")])
     with trio.fail_after(20):
         async with Runtime() as rt:
             agent = await rt.create(AgentSpec("a", model, tools=coding_tools(workspace, sandbox=sandbox)))
@@ -88,6 +88,18 @@ async def test_read_only_blocks_writes_in_the_workspace(workspace, mechanism):
     assert (workspace / "existing").read_text() == "old\n"
     assert not (workspace / "created").exists()
     assert ("path", str(workspace / "created")) in denied(events)
+
+
+@pytest.mark.parametrize("tool", ["write", "edit"])
+async def test_a_read_only_sandbox_makes_write_and_edit_refuse_too(workspace, tool):
+    (workspace / "existing").write_text("old\n")
+    args = {"path": "existing", "content": "new"}
+    if tool == "edit":
+        args = {"path": "existing", "old_string": "old", "new_string": "new"}
+    result, events = await run_bash(workspace, Sandbox("read-only"), "", tool, **args)
+    assert result.is_error and result.text == "Read-only file system: existing"
+    assert (workspace / "existing").read_text() == "old\n"
+    assert denied(events) == [("path", str(workspace / "existing"))]
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)

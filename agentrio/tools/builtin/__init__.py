@@ -24,10 +24,15 @@ from .workspace import Workspace
 def coding_tools(root: Workspace | str | os.PathLike[str], *, sandbox: Sandbox | None = None) -> list[Tool]:
     """``[read, write, edit, ls, grep, glob, bash]`` for the workspace
     ``root``; ``bash`` runs its commands in ``sandbox`` (raises
-    ``SandboxUnavailable`` now if this machine cannot enforce it)."""
+    ``SandboxUnavailable`` now if this machine cannot enforce it), and a
+    read-only sandbox makes ``write`` and ``edit`` refuse too."""
     workspace = Workspace.of(root)
+    read_only = sandbox is not None and sandbox.mode == "read-only"
     return [
-        *(make(workspace) for make in (read, write, edit, ls, grep, glob)),
+        read(workspace),
+        write(workspace, read_only=read_only),
+        edit(workspace, read_only=read_only),
+        *(make(workspace) for make in (ls, grep, glob)),
         bash(workspace, sandbox=sandbox),
     ]
 
