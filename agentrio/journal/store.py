@@ -26,6 +26,12 @@ class StoreError(Exception):
     session: only ``SessionNotFound`` is."""
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot be reached just now: a lost connection, a server
+    restarting, a statement that timed out. The store retries by itself
+    (``failed``, then ``recovered``)."""
+
+
 class StoreNotFound(StoreError):
     """There is no store at this place, and it was not to be created."""
 

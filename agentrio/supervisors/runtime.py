@@ -11,7 +11,7 @@ import trio
 
 from .._errors import sole_error
 from .._ids import new_id
-from ..actors.agent import Agent, Setup, dispose_in_order
+from ..actors.agent import Agent, AgentDisposed, Setup, dispose_in_order
 from ..actors.scope import AgentScope
 from ..actors.spec import AgentSpec, RunResult
 from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
@@ -51,9 +51,8 @@ class Runtime:
             await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
-            failed = getattr(self.store, "failed", None)
-            if isinstance(failed, trio.Event):
-                self._nursery.start_soon(self._stop_on_store_failure, failed)
+            if isinstance(getattr(self.store, "recovered", None), trio.Event):
+                self._nursery.start_soon(self._stop_on_store_failure)
             self._stack = stack.pop_all()
         return self
 
@@ -85,20 +84,36 @@ class Runtime:
             raise ExceptionGroup("tearing down the runtime failed", errors)
         return suppress
 
-    async def _stop_on_store_failure(self, failed: trio.Event) -> None:
+    async def _stop_on_store_failure(self) -> None:
         """Once a write of the store has failed, nothing more is journaled:
         every live agent's work is cancelled at once (cause
         ``store_failed``), so that no tool goes on acting unrecorded; its
-        tools' processes are stopped, and its run ends ``error`` naming the
-        failure. (A store with a ``failed`` event: ``SQLiteStore``,
-        ``PostgresStore``.)"""
+        tools' processes are stopped, its run ends ``error`` naming the
+        store, and it emits ``store_failed``. Its queued input stays queued,
+        and it starts nothing until the store has recovered (the store
+        retries with backoff); then it emits ``store_recovered`` and takes
+        its queued input. (A store with ``failed`` and ``recovered``
+        events: ``SQLiteStore``, ``PostgresStore``.)"""
+        store = self.store
         with self._watching:
-            await failed.wait()
-            for agent in reversed(self.registry.agents):  # children first
-                try:
-                    await agent.cancel("store_failed", keep_inbox=True)
-                except Exception:
-                    log.exception("agent %s: its work could not be stopped after the store failed", agent.id)
+            while True:
+                await store.failed.wait()
+                error = f"{store!r} failed: {store.failure}"
+                for agent in reversed(self.registry.agents):  # children first
+                    agent._tell_store(error)
+                    try:
+                        await agent.cancel("store_failed", keep_inbox=True)
+                    except Exception:
+                        log.exception(
+                            "agent %s: its work could not be stopped after the store failed", agent.id
+                        )
+                await store.until_usable()
+                for agent in self.registry.agents:
+                    agent._tell_store(None)
+                    try:
+                        await agent.resume()
+                    except AgentDisposed:
+                        pass
 
     @property
     def nursery(self) -> trio.Nursery:

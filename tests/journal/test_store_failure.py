@@ -53,4 +53,5 @@ async def test_a_refused_commit_cancels_the_running_tool_and_ends_the_run_in_err
         assert rt.store.failed.is_set()
         (result,) = results
         assert result.stop_reason == "error"
-        assert result.error.startswith("StoreError: the store failed, nothing more can be written"), result.error
+        expected = f"StoreError: {rt.store!r} failed: nothing more is written until it recovers"
+        assert result.error.startswith(expected), result.error
