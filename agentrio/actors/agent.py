@@ -838,7 +838,9 @@ class Agent:
         the restart intensity). Returns whether the agent carries on."""
         log.error("agent %s failed: %s", self.id, error)
         restart = (
-            self._intensity is not None and not self._closing and self._intensity.admit(trio.current_time())
+            self._intensity is not None
+            and not self._closing
+            and self._intensity.admit(trio.current_time())
         )
         with trio.CancelScope(shield=True):
             try:
