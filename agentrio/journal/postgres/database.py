@@ -3,9 +3,10 @@ store's own thread."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import psycopg
@@ -22,9 +23,16 @@ from ..store import (
     SessionSummary,
     StoreError,
     StoreNotFound,
+    StoreUnavailable,
 )
+from .connection import bound_statements, connect, describe, lost, redacted, unavailable
 from .listener import Listener
 from .schema import MIGRATIONS, check_identity, migrate
+
+T = TypeVar("T")
+
+#: A connection idle this long (seconds) is checked before it is used again.
+IDLE_CHECK = 1.0
 
 #: A row of the records table: ``(session_id, seq, kind, written_at, JSON)``.
 RecordRow = tuple[str, int, str, float, str]
@@ -129,38 +137,74 @@ class Database:
         self.holder = holder
         self.lease_seconds = lease_seconds
         self.channels = Channels.of(schema)
+        self.where = describe(dsn)
+        self._dsn, self._schema = dsn, schema
+        self._rows = RowDecoder(self.where)
+        #: Whether the last write may have committed though it failed (its
+        #: connection was lost before the answer came).
+        self._maybe_written = False
+        self._conn = self._connect()
+        self._used_at = time.monotonic()
         try:
-            self.where = _describe(dsn)
-            self._rows = RowDecoder(self.where)
-        except psycopg.ProgrammingError as exc:
-            raise StoreError(f"not a PostgreSQL connection string: {exc}") from None
-        with self.translated():
-            self._conn = psycopg.connect(dsn, autocommit=True)
-            try:
-                self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
-                # A process paused inside a commit holds its sessions' lease
-                # rows, and so would block their takeover: the server ends
-                # such a transaction (and the connection) after a lease.
-                self._conn.execute(
-                    "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-                    (f"{max(1000, round(lease_seconds * 1000))}ms",),
-                )
+            with self.translated():
                 with self._conn.transaction():
                     version = check_identity(self._conn, self.where, schema, migrations)
                 if version < len(migrations):
                     if version == 0 and not create:
                         raise StoreNotFound(f"no store in schema {schema!r} of {self.where}")
                     migrate(self._conn, self.where, schema, migrations)
-            except BaseException:
-                self._conn.close()
-                raise
+                bound_statements(self._conn, lease_seconds)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self) -> psycopg.Connection:
+        conn = connect(self._dsn, self.lease_seconds, self.where)
+        try:
+            with self.translated(conn):
+                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self._schema)))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def reconnect(self) -> None:
+        """Make sure the connection works, opening a new one if it was lost
+        (a restarted server, a network cut): ``StoreUnavailable`` while the
+        server cannot be reached."""
+        if not (self._conn.closed or self._conn.broken):
+            try:
+                self._conn.execute("SELECT 1")
+                return
+            except psycopg.Error as exc:
+                if not lost(exc, self._conn):
+                    raise StoreError(f"{self.where}: {redacted(str(exc), self._dsn)}") from exc
+        self._conn.close()
+        conn = self._connect()
+        with self.translated(conn):
+            bound_statements(conn, self.lease_seconds)
+        self._conn = conn
+
+    def fresh(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(self, *args)``, on a connection checked first (and opened
+        again if it was lost) when it was idle for ``IDLE_CHECK`` seconds: a
+        server restarted meanwhile costs the caller nothing."""
+        if time.monotonic() - self._used_at > IDLE_CHECK:
+            self.reconnect()
+        try:
+            return fn(self, *args)
+        finally:
+            self._used_at = time.monotonic()
 
     @contextmanager
-    def translated(self) -> Iterator[None]:
+    def translated(self, conn: psycopg.Connection | None = None) -> Iterator[None]:
+        conn = conn or self._conn
         try:
             yield
         except psycopg.Error as exc:
-            raise StoreError(f"{self.where}: {exc}") from exc
+            if lost(exc, conn):
+                raise unavailable(exc, self.where, self._dsn) from exc
+            raise StoreError(f"{self.where}: {redacted(str(exc), self._dsn)}") from exc
 
     def close(self) -> None:
         self._conn.close()
@@ -255,14 +299,37 @@ class Database:
             **_columns("s", 4, snapshots),
             **_columns("c", 2, batch.consumed),
         }
+        if self._maybe_written and self._written_before(batch.records):
+            self._maybe_written = False
+            return set()
         try:
             with self.translated():
                 (held,) = self._conn.execute(_WRITE, params).fetchone()
+        except StoreUnavailable:
+            self._maybe_written = True  # the commit may have happened, unanswered
+            raise
         except StoreError as exc:
             if isinstance(exc.__cause__, errors.UniqueViolation):
                 raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
             raise
+        self._maybe_written = False
         return set(sessions) - set(held)
+
+    def _written_before(self, rows: Sequence[RecordRow]) -> bool:
+        """Whether a batch whose commit went unanswered was committed: its
+        records are all there, the same (one statement wrote them all, or
+        none)."""
+        if not rows:
+            return False  # snapshots and consumed inputs are written again harmlessly
+        with self.translated():
+            (same,) = self._conn.execute(
+                "SELECT count(*) FROM records JOIN unnest(%s::text[], %s::bigint[], %s::text[]) "
+                "AS b(session_id, seq, data) USING (session_id, seq) WHERE records.data = b.data",
+                ([r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows]),
+            ).fetchone()
+        if same not in (0, len(rows)):
+            raise StoreError(f"{self.where}: a session is written by two stores at once")
+        return same == len(rows)
 
     def _copy_records(self, rows: Sequence[RecordRow]) -> None:
         if rows:
@@ -382,11 +449,3 @@ def _repeatable_read(conn: psycopg.Connection) -> Iterator[None]:
     # state of the database.
     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     yield
-
-
-def _describe(dsn: str) -> str:
-    params = psycopg.conninfo.conninfo_to_dict(dsn)
-    params.pop("password", None)
-    host = params.get("host", "localhost")
-    port = f":{params['port']}" if "port" in params else ""
-    return f"postgresql {params.get('dbname', params.get('user', ''))} on {host}{port}"

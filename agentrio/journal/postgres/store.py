@@ -8,7 +8,8 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -16,13 +17,23 @@ import trio
 from ..buffered import BufferedStore
 from ..codec import encode_record, encode_state
 from ..ownership import Lease, LeaseHeld, LeaseLost
-from ..store import Claims
 from ..projection import SessionState
 from ..records import Record
 from ..remote import RemoteInput, decode_input, encode_input
-from ..store import LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreCorrupt, StoreError
-from .database import Batch, Database, RecordRow
+from ..store import (
+    Claims,
+    LoadedSession,
+    SessionInfo,
+    SessionNotFound,
+    SessionSummary,
+    StoreCorrupt,
+    StoreError,
+)
+from .connection import redacted
+from .database import Batch, Channels, Database, RecordRow
 from .listener import Listener
+
+T = TypeVar("T")
 
 #: How long a lease lasts unless renewed, in seconds.
 DEFAULT_LEASE = 15.0
@@ -81,7 +92,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         # names hold 63 bytes.
         if not schema or len(f"{schema}.records".encode()) > MAX_NAME:
             raise ValueError(f"schema must be a name of 1 to {MAX_NAME - 8} bytes, got {schema!r}")
-        self.dsn = dsn
+        self._dsn = dsn
         self.schema = schema
         self.lease_seconds = lease
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
@@ -96,16 +107,22 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._listener: Listener | None = None
         self._starting_listener = trio.Lock()
         self._claims = Claims()
+        self._channels = Channels.of(schema)
         super().__init__(f"agentrio store {self.holder}")
 
     def __repr__(self) -> str:
         return f"PostgresStore(schema={self.schema!r}, holder={self.holder!r})"
 
+    @property
+    def dsn(self) -> str:
+        """The connection string without its secrets (password)."""
+        return redacted(self._dsn, self._dsn)
+
     # -- the BufferedStore parts ----------------------------------------------
 
     def _connect(self) -> Database:
         return Database(
-            self.dsn,
+            self._dsn,
             schema=self.schema,
             holder=self.holder,
             lease_seconds=self.lease_seconds,
@@ -122,7 +139,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
             session_id: lease.token if (lease := self._leases.get(session_id)) else 0
             for session_id in batch.sessions()
         }
-        return lambda: (tokens, db.write(batch, tokens))
+        return lambda: (tokens, db.fresh(Database.write, batch, tokens))
 
     def _committed(self, value: tuple[dict[str, int], set[str]]) -> None:
         tokens, lost = value
@@ -145,6 +162,21 @@ class PostgresStore(BufferedStore[Database, Batch]):
             tokens = dict(held)
             for session_id in lost:
                 self._lose(session_id, tokens[session_id], "found when renewing it")
+
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await super()._call(Database.fresh, fn, *args)
+
+    def _reconnect(self, db: Database) -> None:
+        db.reconnect()
+
+    async def _recovering_hook(self) -> None:
+        """Leases held through the outage are renewed if they are still
+        this store's; those taken over meanwhile are lost (``LeaseLost``)."""
+        held = [(s, lease.token) for s, lease in self._leases.items() if lease.error is None]
+        lost = await self._thread.call(Database.renew, self._db, held)
+        tokens = dict(held)
+        for session_id in lost:
+            self._lose(session_id, tokens[session_id], "found when the database was back")
 
     async def claim_session(self, session_id: str) -> None:
         """One writer per session in this process (across hosts, the lease
@@ -255,20 +287,19 @@ class PostgresStore(BufferedStore[Database, Batch]):
         """For the holder: the inputs posted for the session that this store
         has not handed out yet, in order, once there is one. An input stays
         posted until ``consume_inputs`` says it was taken in; a store that
-        takes the session over is handed every input still posted."""
-        self._held(session_id)
-        listener = await self._listening()
-        channel = self._db.channels.inputs
-        while True:
-            self._check_listening(listener)
-            changed = listener.changed(channel, session_id)
+        takes the session over is handed every input still posted. Waits
+        through an outage of the database."""
+
+        async def read() -> list[RemoteInput]:
+            self._held(session_id)
             after = self._inputs_after.get(session_id, 0)
             rows = await self._call(Database.pending_inputs, session_id, after)
             if rows:
                 self._held(session_id)  # still ours
                 self._inputs_after[session_id] = rows[-1][0]
-                return [self._decoded_input(session_id, input_id, data) for input_id, data in rows]
-            await changed.wait()
+            return [self._decoded_input(session_id, input_id, data) for input_id, data in rows]
+
+        return await self._next(self._channels.inputs, session_id, read)
 
     async def consume_inputs(self, session_id: str, ids: Sequence[int]) -> None:
         """Never waits. The inputs are deleted in the commit that writes what
@@ -282,23 +313,39 @@ class PostgresStore(BufferedStore[Database, Batch]):
     async def next_records(self, session_id: str, after: int) -> list[tuple[int, Record]]:
         """The session's committed records after sequence number ``after``,
         with their sequence numbers, once there is one: to follow a session
-        that another store (or this one) writes."""
-        listener = await self._listening()
-        channel = self._db.channels.records
+        that another store (or this one) writes. Waits through an outage of
+        the database."""
+        return await self._next(
+            self._channels.records, session_id, lambda: self._call(Database.records_after, session_id, after)
+        )
+
+    async def _next(self, channel: str, session_id: str, read: Callable[[], Awaitable[list[T]]]) -> list[T]:
+        """What ``read`` returns once it is not empty, read again at each
+        notification on ``channel`` for the session; while the store is
+        failed, once it has recovered."""
         while True:
-            self._check_listening(listener)
-            changed = listener.changed(channel, session_id)
-            records = await self._call(Database.records_after, session_id, after)
-            if records:
-                return records
+            await self.until_usable()
+            try:
+                listener = await self._listening()
+                self._check_listening(listener)
+                changed = listener.changed(channel, session_id)
+                found = await read()
+            except StoreError:
+                if self._failure is None:
+                    raise
+                continue  # an outage: read again once it is over
+            if found:
+                return found
             await changed.wait()
 
     async def _listening(self) -> Listener:
         self._check_usable()
+        if self._nursery is None:
+            raise StoreError(f"{self!r} is closing: no more notifications are heard")
         async with self._starting_listener:
             if self._listener is None:
                 db = self._db
-                listener = Listener(self.dsn, attrs.astuple(db.channels), db.where)
+                listener = Listener(self._dsn, self.lease_seconds, attrs.astuple(db.channels), db.where)
                 await self._nursery.start(listener.serve)
                 self._listener = listener
         return self._listener
