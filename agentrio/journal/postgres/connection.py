@@ -13,7 +13,9 @@ from ..store import StoreError, StoreUnavailable
 
 #: The DSN parameters never shown (libpq's names).
 _SECRETS = ("password", "sslpassword", "sslkey")
-_KEY_VALUE_SECRET = re.compile(r"\b(" + "|".join(_SECRETS) + r")\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_KEY_VALUE_SECRET = re.compile(
+    r"\b(" + "|".join(_SECRETS) + r")\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE
+)
 #: The password in a URI: ``scheme://user:password@host``.
 _URI_SECRET = re.compile(r"(\w+://[^:/@\s]*:)([^@\s]*)(@)")
 
@@ -45,7 +47,9 @@ def describe(dsn: str) -> str:
     try:
         params = psycopg.conninfo.conninfo_to_dict(dsn)
     except psycopg.Error as exc:
-        raise StoreError(f"not a PostgreSQL connection string: {redacted(str(exc), dsn)}") from None
+        raise StoreError(
+            f"not a PostgreSQL connection string: {redacted(dsn, dsn)}: {redacted(str(exc).strip(), dsn)}"
+        ) from None
     host = params.get("host", "localhost")
     port = f":{params['port']}" if "port" in params else ""
     return f"postgresql {params.get('dbname', params.get('user', ''))} on {host}{port}"
