@@ -148,7 +148,8 @@ class BufferedStore(Generic[D, B]):
         try:
             return await self._thread.call(fn, db, *args)
         except StoreUnavailable as exc:
-            self._fail(exc)
+            if self._nursery is not None:  # (closing, nothing more is written anyway)
+                self._fail(exc)
             raise
 
     @property

@@ -74,6 +74,16 @@ class PostgresStore(BufferedStore[Database, Batch]):
     ``LeaseLost``; ``lease(session_id).lost`` is set as soon as the store
     learns of it. The other sessions of the store go on.
 
+    **Faults.** Every wait on the database is bounded by about a lease
+    (``connection``). A lost connection is opened again (at its next use,
+    or by the failed store's retries, see ``BufferedStore``), and the leases
+    held through an outage are renewed or found lost. The store keeps its
+    own view of each lease's end (``Lease.confirmed_until``) and gives up a
+    lease whose renewal is not confirmed ``FENCE_MARGIN`` of a lease before
+    it would run out (self-fencing: ``lost`` is set, and the ``Runtime``
+    stops the session's work), so that no tool of a cut-off holder runs
+    once another store may take its session over.
+
     **Input from anywhere.** ``post_input`` makes input for a session
     durable in the database wherever the session is held, and wakes its
     holder, which takes it with ``next_inputs`` and ``consume_inputs``
