@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import statistics
@@ -30,18 +31,18 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agentrio import AgentSpec, Runtime, ScriptedModel  # noqa: E402
-from agentrio.journal import PostgresStore  # noqa: E402
-from agentrio.tools.builtin import bash  # noqa: E402
-from tests.helpers import calls, say  # noqa: E402
-from tests.journal.proxy import Proxy  # noqa: E402
-from tests.pgcluster import Cluster  # noqa: E402
-from tests.tools.processes import sleepers, unique_duration, wait_for_sleeper  # noqa: E402
+from agentrio import AgentSpec, Runtime, ScriptedModel
+from agentrio.journal import PostgresStore, StoreError
+from agentrio.tools.builtin import bash
+from tests.helpers import calls, say
+from tests.journal.proxy import Proxy
+from tests.pgcluster import Cluster
+from tests.tools.processes import sleepers, unique_duration, wait_for_sleeper
 
 HOLDER = """
 import sys, trio
 from agentrio import AgentSpec, Runtime, ScriptedModel
-from agentrio.journal import PostgresStore
+from agentrio.journal import PostgresStore, StoreError
 async def main(dsn, lease):
     async with Runtime(PostgresStore(dsn, lease=float(lease))) as rt:
         await rt.create(AgentSpec("a", ScriptedModel([])), "s1")
@@ -55,13 +56,18 @@ def summary(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} s [{min(values):.2f}–{max(values):.2f}]"
 
 
-async def failover(cluster: Cluster, lease: float) -> float:
-    dsn = cluster.new_database()
+def _start_holder(dsn: str, lease: float) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, dsn, str(lease)], stdout=subprocess.PIPE, env=env, text=True
     )
     assert holder.stdout.readline().strip() == "HOLDING"
+    return holder
+
+
+async def failover(cluster: Cluster, lease: float) -> float:
+    dsn = cluster.new_database()
+    holder = await trio.to_thread.run_sync(_start_holder, dsn, lease)
     await trio.sleep(lease / 2)  # somewhere between renewals
     holder.send_signal(signal.SIGKILL)
     holder.wait()
@@ -112,10 +118,8 @@ async def outage(cluster: Cluster) -> float:
         agent = await rt.create(AgentSpec("a", ScriptedModel([say("one"), say("two")])), "s1")
         await agent.run("one")
         await trio.to_thread.run_sync(cluster.kill_server)
-        try:
-            await store.list_sessions()
-        except Exception:
-            pass
+        with contextlib.suppress(StoreError):
+            await store.list_sessions()  # finds the server gone
         await trio.sleep(3.0)
         await trio.to_thread.run_sync(cluster.start_server)
         back = time.monotonic()
