@@ -402,8 +402,8 @@ class PostgresStore(BufferedStore[Database, Batch]):
                 changed = listener.changed(channel, session_id)
                 found = await read()
             except StoreError:
-                if self._failure is None:
-                    raise
+                if self._failure is None or self._nursery is None:
+                    raise  # not an outage, or the store is closing
                 continue  # an outage: read again once it is over
             if found:
                 return found
