@@ -326,6 +326,8 @@ class BufferedStore(Generic[D, B]):
             while True:
                 await trio.sleep(self._backoff)
                 self._backoff = min(self._backoff * 2, RETRY_MAX)
+                while self._writing:  # a batch still on its way is retried first, if it fails
+                    await self._next_commit()
                 try:
                     await self._thread.call(self._reconnect, self._db)
                     if self._retry is None and self._batch:  # a commit in the trio thread failed
