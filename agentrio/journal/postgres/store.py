@@ -29,6 +29,7 @@ from ..store import (
     SessionSummary,
     StoreCorrupt,
     StoreError,
+    StoreUnavailable,
     check_id,
     check_info,
 )
@@ -417,7 +418,11 @@ class PostgresStore(BufferedStore[Database, Batch]):
             if self._listener is None:
                 db = self._db
                 listener = Listener(self._dsn, self.lease_seconds, attrs.astuple(db.channels), db.where)
-                await self._nursery.start(listener.serve)
+                try:
+                    await self._nursery.start(listener.serve)
+                except StoreUnavailable as exc:
+                    self._fail(exc)  # the server is down: the store retries
+                    raise
                 self._listener = listener
         return self._listener
 
