@@ -42,6 +42,8 @@ from agentrio.journal.records import (
 from agentrio.mailbox import TARGETS, InboxSpliced, QueuedInput, SpliceReason
 from agentrio.messages import (
     AssistantMessage,
+    Document,
+    Image,
     Message,
     Text,
     Thinking,
@@ -51,6 +53,7 @@ from agentrio.messages import (
     UserMessage,
     converter,
     is_str_or_parts,
+    media,
 )
 from agentrio.messages import messages as message_classes
 from agentrio.messages.checks import (
@@ -105,6 +108,14 @@ _CHECKS_THE_WIRE_MAKES = {
         "arguments": (is_json_object, None),
         "raw_arguments": (is_optional_str, None),
     },
+    # Built through their classes, whose checks (these and the ones after
+    # init: type, size, magic bytes) run in full.
+    Image: {"data": (media._is_bytes, None), "media_type": (media._is_media_type, None)},
+    Document: {
+        "data": (media._is_bytes, None),
+        "media_type": (media._is_media_type, None),
+        "name": (is_optional_str, None),
+    },
     Usage: {name: (is_count, None) for name in attrs.fields_dict(Usage)},
     UserMessage: {"content": (is_str_or_parts, None)},
     AssistantMessage: {
@@ -118,7 +129,7 @@ _CHECKS_THE_WIRE_MAKES = {
     ToolResultMessage: {
         "tool_call_id": (is_str, None),
         "tool_name": (is_str, None),
-        "content": (_content, None),
+        "content": (message_classes._is_result_content, None),
         "is_error": (is_bool, None),
         "details": (None, json_data),
         "error_code": (is_optional_str, None),
