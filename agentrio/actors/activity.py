@@ -495,18 +495,18 @@ class Activity:
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         output = self.spec.output_spec
+        options = dict(
+            max_tokens=self._max_tokens,
+            output=output,
+            prompt_cache=self.spec.prompt_cache,
+            cache_key=self.ports.session_id,
+        )
         if not hook:
-            return ModelRequest(
-                system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens, output=output
-            )
+            return ModelRequest(system_prompt, self._context.messages(), tools, **options)
         context = RequestContext(system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
-            context.system_prompt,
-            project_tool_protocol(context.messages),
-            list(context.tools),
-            max_tokens=self._max_tokens,
-            output=output,
+            context.system_prompt, project_tool_protocol(context.messages), list(context.tools), **options
         )
 
     # -- the model request ----------------------------------------------------

@@ -230,6 +230,8 @@ class Compactor:
             spec.system_prompt,
             project_tool_protocol([*messages, UserMessage(prompt)]),
             [tool.spec for tool in self._ports.tools.values()],
+            prompt_cache=spec.prompt_cache,
+            cache_key=self._ports.session_id,
         )
         assembler = MessageAssembler()
         model = await choose_model(self._ports, request, "summary")

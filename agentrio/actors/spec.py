@@ -359,6 +359,10 @@ class AgentSpec:
     #: model that says it cannot ask for it (``output_problem``) is refused
     #: here with ``ValueError``, not with a provider error in a run.
     output_spec: OutputSpec | None = attrs.field(init=False, eq=False, repr=False)
+    #: Ask providers to cache each request's prefix (Anthropic
+    #: ``cache_control`` breakpoints; OpenAI ``prompt_cache_key`` = the
+    #: session id). False: no request asks.
+    prompt_cache: bool = attrs.field(default=True, kw_only=True, validator=_instance_of(bool, "True or False"))
 
     @output_spec.default
     def _make_output_spec(self) -> OutputSpec | None:
