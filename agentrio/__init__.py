@@ -38,7 +38,7 @@ from .messages import (
     UserMessage,
     project_tool_protocol,
 )
-from .models import ProviderError, ScriptedModel
+from .models import FallbackModel, ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime, run_sync
 from .tracing import instrument, uninstrument
@@ -56,6 +56,7 @@ __all__ = [
     "CompactionFailed",
     "CompactionOutcome",
     "Document",
+    "FallbackModel",
     "Hooks",
     "Image",
     "Initiator",

@@ -31,6 +31,7 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ModelFallback,
     RequestRetry,
     State,
     StepEnd,
@@ -59,12 +60,13 @@ from ..messages import (
 )
 from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
+from ..models.fallback import model_name
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
 from .compaction import CompactionOutcome, Compactor
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
-from .routing import choose_model
+from .routing import choose_model, fallback_index, member
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
 
@@ -518,8 +520,10 @@ class Activity:
         repair: str | None = None  # the protocol-repair text, once sent
         compacted = False
         error = None
+        fallback = 0  # which of a FallbackModel's models takes the request
         while True:
-            model = await choose_model(self.ports, request, "step", attempt, error)
+            chosen = await choose_model(self.ports, request, "step", attempt, error)
+            model = member(chosen, fallback)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
@@ -552,6 +556,14 @@ class Activity:
                     await trio.sleep(delay)
                     attempt += 1
                     # Rebuilt: a prepare_context that reads the time or the inbox sees the retry.
+                    request = await self._rebuild_request(repair)
+                    continue
+                if (following := fallback_index(chosen, fallback, error)) is not None:
+                    self._withdraw(live, "fallback")
+                    names = model_name(model), model_name(member(chosen, following))
+                    tracing.event("agentrio.fallback", **{"from": names[0], "to": names[1], "error.type": error.type})
+                    self.emit(ModelFallback, from_model=names[0], to_model=names[1], error=error)
+                    fallback, attempt = following, 1
                     request = await self._rebuild_request(repair)
                     continue
                 stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"

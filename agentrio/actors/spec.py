@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from ..messages import Message, ToolCall, ToolResultMessage, Usage
-from ..models import Model, ModelRequest, OutputSpec, ProviderError, ToolSpec, from_string
+from ..models import FallbackModel, Model, ModelRequest, OutputSpec, ProviderError, ToolSpec, from_string
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -257,9 +257,14 @@ def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> 
         raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
 
 
-def _as_model(model: Model | str) -> Model:
+def _as_model(model: Model | str | Sequence[Model | str]) -> Model:
     if isinstance(model, str):
         return from_string(model)
+    if isinstance(model, list | tuple):
+        # Models in order of preference: the next takes a request the one before failed.
+        if not model:
+            raise ValueError("AgentSpec.model: an empty list names no model")
+        return FallbackModel(*(_as_model(m) for m in model))
     if not callable(getattr(model, "stream", None)):
         raise TypeError(
             "AgentSpec.model: expected a model (an object with an async stream(request) method, "
@@ -315,8 +320,9 @@ RESTARTS = ("never", "on_crash")
 
 @attrs.frozen
 class AgentSpec:
-    """What an agent is made of. ``model`` is a model object or a string
-    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``).
+    """What an agent is made of. ``model`` is a model object, a string
+    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``),
+    or a list of them: a ``FallbackModel`` in that order.
 
     Every field is checked when the spec is made: a mistake raises
     ``TypeError``/``ValueError`` naming the field, what it expects and how

@@ -18,6 +18,7 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from .fallback import FallbackModel
 from .http import open_http_client, shared_http_client
 from .model_string import from_string
 from .openai_chat import OpenAIChat
@@ -35,6 +36,7 @@ __all__ = [
     "OUTPUT_TOOL",
     "Anthropic",
     "Done",
+    "FallbackModel",
     "MessageAssembler",
     "Model",
     "ModelRequest",
