@@ -38,7 +38,7 @@ from .messages import (
     UserMessage,
     project_tool_protocol,
 )
-from .models import FallbackModel, ProviderError, ScriptedModel
+from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime, run_sync
 from .tracing import instrument, uninstrument
@@ -66,6 +66,8 @@ __all__ = [
     "Message",
     "PostTool",
     "PostgresStore",
+    "Price",
+    "Prices",
     "PreStep",
     "ProviderError",
     "Reject",

@@ -31,6 +31,7 @@ tool_calls = st.builds(ToolCall, _ids, st.sampled_from(["read", "write", "bash"]
 usages = st.builds(
     Usage,
     *(st.integers(min_value=0, max_value=10_000) for _ in range(4)),
+    cost=st.none() | st.floats(min_value=0, max_value=100, allow_nan=False, allow_infinity=False),
 )
 
 _png = b"\x89PNG\r\n\x1a\n"

@@ -85,7 +85,7 @@ TRUNCATION_STOPS = {
 
 #: Stop reasons that are errors: their result carries ``error``.
 ERROR_STOPS = frozenset(
-    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid"}
+    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid", "budget"}
 )
 
 #: Tool calls written as text instead of through the native protocol.
@@ -220,7 +220,11 @@ class Activity:
         self.scope.cancel()
 
     async def commit(self, message: Message, *, announced: bool = False) -> None:
-        """Append ``message`` to the journal, the run's context and its events."""
+        """Append ``message`` to the journal, the run's context and its
+        events; an assistant message with its usage's cost."""
+        if isinstance(message, AssistantMessage) and message.usage.cost is None:
+            usage = self.ports.prices.priced(message.usage, message.provider, message.model)
+            message = attrs.evolve(message, usage=usage)
         await self.journal.append(MessageAppended(message))
         self._context.append(message)
         self.new_messages.append(message)
@@ -435,6 +439,9 @@ class Activity:
             return "max_turns"
         if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
             return "compaction_failed"
+        if (over := self._over_budget()) is not None:
+            self.error = over
+            return "budget"
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1
@@ -460,6 +467,24 @@ class Activity:
             self.error = self._batch.error
         self._batch = None
         return outcome
+
+    def _over_budget(self) -> str | None:
+        """Why the next request would take the run past ``Limits.max_cost``
+        (what the run spent, plus the request's input as the compactor
+        estimates it, at the input price of the model first in line), or None."""
+        max_cost = self.spec.limits.max_cost
+        if max_cost is None:
+            return None
+        model = member(self.spec.model, 0)
+        provider, name = getattr(model, "provider", ""), getattr(model, "model", "")
+        price = self.ports.prices.price(provider, name) if isinstance(provider, str) and isinstance(name, str) else None
+        spent = self.usage.cost if self.usage.total_tokens else 0.0
+        if price is None or spent is None:
+            return f"max_cost is set but no price is known for {model_name(model)}, so the cost cannot be kept to"
+        estimate = spent + self._compactor.tokens(self._context.history) * price.input / 1_000_000
+        if estimate > max_cost:
+            return f"the next request would take the run to about ${estimate:.4f}, past max_cost ${max_cost:g}"
+        return None
 
     async def _check_output(self, message: AssistantMessage) -> str | None:
         """With typed output, the answer must parse: a valid one completes the
@@ -497,12 +522,12 @@ class Activity:
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         output = self.spec.output_spec
-        options = dict(
-            max_tokens=self._max_tokens,
-            output=output,
-            prompt_cache=self.spec.prompt_cache,
-            cache_key=self.ports.session_id,
-        )
+        options = {
+            "max_tokens": self._max_tokens,
+            "output": output,
+            "prompt_cache": self.spec.prompt_cache,
+            "cache_key": self.ports.session_id,
+        }
         if not hook:
             return ModelRequest(system_prompt, self._context.messages(), tools, **options)
         context = RequestContext(system_prompt, list(self._context.history), tools)

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from ..messages import Message, ToolCall, ToolResultMessage, Usage
-from ..models import FallbackModel, Model, ModelRequest, OutputSpec, ProviderError, ToolSpec, from_string
+from ..models import (
+    FallbackModel,
+    Model,
+    ModelRequest,
+    OutputSpec,
+    Prices,
+    ProviderError,
+    ToolSpec,
+    from_string,
+)
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -30,6 +39,7 @@ RunStopReason = Literal[
     "blocked",
     "error",
     "output_invalid",
+    "budget",
 ]
 
 Decision = Literal["allow", "deny", "ask"]
@@ -68,6 +78,15 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         raise TypeError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {_describe(value)}")
     if not value > 0:
         raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
+
+
+def _positive_dollars(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {_describe(value)}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {value!r}")
 
 
 def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -126,6 +145,10 @@ class Limits:
     #: valid output goes back to the model with the error before the run
     #: stops ``output_invalid``.
     output_retries: int = attrs.field(default=2, validator=_count)
+    #: US dollars the run may spend: it stops ``budget`` before a request
+    #: whose estimated input cost would take it past (and at once when the
+    #: model has no known price, so no cost could be kept to).
+    max_cost: float | None = attrs.field(default=None, validator=_positive_dollars)
 
     @tool_execution.validator
     def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -273,6 +296,14 @@ def _as_model(model: Model | str | Sequence[Model | str]) -> Model:
     return model
 
 
+def _as_prices(value: Any) -> Prices | None:
+    if value is None or isinstance(value, Prices):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"AgentSpec.prices: expected Prices or a dict of model string -> Price, got {_describe(value)}")
+    return Prices(value)
+
+
 def _middleware(instance: Any, attribute: attrs.Attribute, layers: Sequence[Any]) -> None:
     for index, layer in enumerate(layers):
         if not callable(layer):
@@ -369,6 +400,9 @@ class AgentSpec:
     #: ``cache_control`` breakpoints; OpenAI ``prompt_cache_key`` = the
     #: session id). False: no request asks.
     prompt_cache: bool = attrs.field(default=True, kw_only=True, validator=_instance_of(bool, "True or False"))
+    #: Prices (``{"openai:gpt-4.1": Price(...)}``) laid over the Runtime's
+    #: and the built-in table, for ``Usage.cost``.
+    prices: Prices | None = attrs.field(default=None, kw_only=True, converter=_as_prices)
 
     @output_spec.default
     def _make_output_spec(self) -> OutputSpec | None:
@@ -411,6 +445,12 @@ class RunResult:
     cancel_cause: str | None = attrs.field(default=None, kw_only=True)
     #: The converted value, with ``AgentSpec.output_type`` (``text`` stays the raw answer).
     output: Any = attrs.field(default=None, kw_only=True)
+
+    @property
+    def cost(self) -> float | None:
+        """What the run cost in US dollars (``usage.cost``; None when a
+        model it used has no known price)."""
+        return self.usage.cost
 
     @property
     def text(self) -> str:

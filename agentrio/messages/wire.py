@@ -30,6 +30,7 @@ from what it accepts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -165,13 +166,19 @@ class _Usage(Mirror):
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+    cost: float | None
 
     def build(self) -> Usage:
-        return counted(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
+        cost = self.cost
+        if cost is not None and not (math.isfinite(cost) and cost >= 0):
+            raise ValueError("not a cost")
+        return counted(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens, cost)
 
     @classmethod
     def of(cls, usage: Usage) -> _Usage:
-        return cls(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+        return cls(
+            usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.cost
+        )
 
 
 class _UserMessage(Mirror, tag_field="role", tag=UserMessage.role):

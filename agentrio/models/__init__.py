@@ -24,6 +24,7 @@ from .model_string import from_string
 from .openai_chat import OpenAIChat
 from .openai_responses import OpenAIResponses
 from .output import OUTPUT_TOOL, OutputInvalid, OutputSpec
+from .prices import BUILTIN_PRICES, Price, Prices
 from .provider_errors import CONNECTION_ERROR, CONTEXT_OVERFLOW
 from .request import Model, ModelRequest, ToolSpec
 from .retry import RetryPolicy
@@ -31,6 +32,7 @@ from .scripted import ScriptedModel, message_events
 from .validation import request_problems
 
 __all__ = [
+    "BUILTIN_PRICES",
     "CONNECTION_ERROR",
     "CONTEXT_OVERFLOW",
     "OUTPUT_TOOL",
@@ -44,6 +46,8 @@ __all__ = [
     "OpenAIResponses",
     "OutputInvalid",
     "OutputSpec",
+    "Price",
+    "Prices",
     "ProviderError",
     "RetryPolicy",
     "ScriptedModel",

@@ -56,6 +56,7 @@ from agentrio.messages import (
     media,
 )
 from agentrio.messages import messages as message_classes
+from agentrio.messages import usage as usage_module
 from agentrio.messages.checks import (
     MAX_JSON_DEPTH,
     is_bool,
@@ -116,7 +117,10 @@ _CHECKS_THE_WIRE_MAKES = {
         "media_type": (media._is_media_type, None),
         "name": (is_optional_str, None),
     },
-    Usage: {name: (is_count, None) for name in attrs.fields_dict(Usage)},
+    Usage: {
+        **{name: (is_count, None) for name in attrs.fields_dict(Usage) if name != "cost"},
+        "cost": (usage_module.is_cost, None),
+    },
     UserMessage: {"content": (is_str_or_parts, None)},
     AssistantMessage: {
         "content": (_content, None),
