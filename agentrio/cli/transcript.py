@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from ..journal import SessionInfo, SessionState
 from ..journal.records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
 from ..messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage
+from .render import cost_text
 
 #: Lines of a tool result shown unless the whole transcript is asked for.
 RESULT_LINES = 12
@@ -52,7 +53,7 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
     usage = state.usage
     yield (
         f"usage: {usage.input_tokens} input, {usage.output_tokens} output, "
-        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens"
+        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens{cost_text(usage)}"
     )
 
 
