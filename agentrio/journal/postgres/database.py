@@ -3,7 +3,7 @@ store's own thread."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -11,9 +11,10 @@ import attrs
 import psycopg
 from psycopg import errors, sql
 
+from ..blobs import refers_to_blobs, restore
 from ..ownership import LeaseHeld
 from ..records import MessageAppended, Record
-from ..rows import SESSION_COLUMNS, RowDecoder, session_row
+from ..rows import SESSION_COLUMNS, Row, RowDecoder, session_row
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -90,6 +91,8 @@ class Batch:
     snapshots: list[SnapshotRow] = attrs.Factory(list)
     #: Remote inputs taken in: ``(session_id, input id)``.
     consumed: list[tuple[str, int]] = attrs.Factory(list)
+    #: The blobs the records refer to (see ``journal.blobs``), by key.
+    blobs: dict[str, bytes] = attrs.Factory(dict)
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots or self.consumed)
@@ -131,7 +134,7 @@ class Database:
         self.channels = Channels.of(schema)
         try:
             self.where = _describe(dsn)
-            self._rows = RowDecoder(self.where)
+            self._rows = _BlobRows(self.where, self._blob)
         except psycopg.ProgrammingError as exc:
             raise StoreError(f"not a PostgreSQL connection string: {exc}") from None
         with self.translated():
@@ -217,9 +220,12 @@ class Database:
 
     # -- writing --------------------------------------------------------------
 
-    def create_session(self, info: SessionInfo, rows: Sequence[RecordRow]) -> int:
+    def create_session(
+        self, info: SessionInfo, rows: Sequence[RecordRow], blobs: Mapping[str, bytes] | None = None
+    ) -> int:
         """Create the session, holding its lease; returns the fencing token."""
         conn = self._conn
+        self._insert_blobs(blobs)
         with self.translated(), conn.transaction():
             try:
                 with conn.transaction():  # a savepoint, so the error can be told apart
@@ -255,6 +261,7 @@ class Database:
             **_columns("s", 4, snapshots),
             **_columns("c", 2, batch.consumed),
         }
+        self._insert_blobs(batch.blobs)
         try:
             with self.translated():
                 (held,) = self._conn.execute(_WRITE, params).fetchone()
@@ -263,6 +270,19 @@ class Database:
                 raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
             raise
         return set(sessions) - set(held)
+
+    def _insert_blobs(self, blobs: Mapping[str, bytes] | None) -> None:
+        """Commit ``blobs`` before the records that name them: a blob no
+        record names is harmless, a record naming a missing blob is not."""
+        if blobs:
+            with self.translated(), self._conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO blobs VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", list(blobs.items())
+                )
+
+    def _blob(self, key: str) -> bytes | None:
+        row = self._conn.execute("SELECT data FROM blobs WHERE key = %s", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def _copy_records(self, rows: Sequence[RecordRow]) -> None:
         if rows:
@@ -390,3 +410,17 @@ def _describe(dsn: str) -> str:
     host = params.get("host", "localhost")
     port = f":{params['port']}" if "port" in params else ""
     return f"postgresql {params.get('dbname', params.get('user', ''))} on {host}{port}"
+
+
+class _BlobRows(RowDecoder):
+    """Rows as ``(seq, JSON)``, with the blobs a record names put back."""
+
+    def __init__(self, where: str, blob: Callable[[str], bytes | None]) -> None:
+        super().__init__(where)
+        self._blob = blob
+
+    def data(self, session_id: str, row: Row) -> str | bytes:
+        seq, text = row[0], row[1]
+        if refers_to_blobs(text):
+            return restore(text.encode(), self._blob, f"{self.where}: session {session_id!r}: record {seq}")
+        return text

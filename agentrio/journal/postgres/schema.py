@@ -66,6 +66,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN agent_name text",
         "ALTER TABLE sessions ADD COLUMN spawned_by text",
     ),
+    # Images and documents, once each, keyed by the SHA-256 of their bytes
+    # (see ``journal.blobs``); records name them.
+    ("CREATE TABLE blobs (key text PRIMARY KEY, data bytea NOT NULL)",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

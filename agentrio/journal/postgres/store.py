@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import trio
 
+from ..blobs import extract
 from ..buffered import BufferedStore
 from ..codec import encode_record, encode_state
 from ..ownership import Lease, LeaseHeld, LeaseLost
@@ -319,8 +320,9 @@ class PostgresStore(BufferedStore[Database, Batch]):
     # -- the Store interface --------------------------------------------------
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
-        rows = _rows(info.session_id, 0, records)
-        token = await self._call(Database.create_session, info, rows)
+        blobs: dict[str, bytes] = {}
+        rows = _rows(info.session_id, 0, records, blobs)
+        token = await self._call(Database.create_session, info, rows, blobs)
         self._leases[info.session_id] = Lease(info.session_id, self.holder, token)
         self._last_seq[info.session_id] = len(rows)
 
@@ -350,10 +352,12 @@ class PostgresStore(BufferedStore[Database, Batch]):
         raises ``LeaseLost``, a barrier the writer handles anyway."""
         lease = self._held(session_id, or_lost=True)
         last_seq = self._last_seq[session_id]
-        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        blobs: dict[str, bytes] = {}
+        rows = _rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
         self._last_seq[session_id] = last_seq + len(rows)
         if lease.error is None:
             self._batch.records += rows
+            self._batch.blobs.update(blobs)
             self._buffer()
 
     async def save_snapshot(self, session_id: str, state: SessionState) -> None:
@@ -387,9 +391,12 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._inputs_after.pop(session_id, None)
 
 
-def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+def _rows(session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]) -> list[RecordRow]:
+    """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
     now = time.time()
-    return [
-        (session_id, seq, record.type, now, encode_record(record))
-        for seq, record in enumerate(records, last_seq + 1)
-    ]
+    rows = []
+    for seq, record in enumerate(records, last_seq + 1):
+        data, found = extract(encode_record(record))
+        blobs.update(found)
+        rows.append((session_id, seq, record.type, now, data))
+    return rows
