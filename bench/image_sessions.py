@@ -37,7 +37,7 @@ from agentrio import (
     SQLiteStore,
     Text,
     UserMessage,
-)  # noqa: E402
+)
 
 
 def _spec(replies: int) -> AgentSpec:

@@ -5,12 +5,15 @@ stores it once, and restores the same bytes."""
 from __future__ import annotations
 
 import os
+import sqlite3
 
 import pytest
 
 from agentrio import AgentSpec, Image, Runtime, ScriptedModel, SQLiteStore, UserMessage
 from agentrio.journal import StoreCorrupt
 from agentrio.journal.blobs import MARK, extract, restore
+from agentrio.journal.codec import encode_record
+from agentrio.journal.records import MessageAppended
 from agentrio.messages import AssistantMessage, Text
 
 from ..helpers import say
@@ -18,7 +21,7 @@ from ..helpers import say
 SIZE = 200_000
 
 
-def big_png(seed: int = 0) -> Image:
+def big_png() -> Image:
     # Random bytes after the signature: nothing for a page or a WAL to compress.
     return Image(b"\x89PNG\r\n\x1a\n" + os.urandom(SIZE - 8), "image/png")
 
@@ -60,8 +63,6 @@ async def test_a_damaged_blob_is_store_corrupt_not_a_wrong_image(tmp_path):
     async with Runtime(SQLiteStore(place_db)) as rt:
         agent = await rt.create(AgentSpec("a", ScriptedModel([say("ok")])), session_id="s")
         await agent.run(UserMessage([image]))
-    import sqlite3
-
     with sqlite3.connect(place_db) as conn:
         conn.execute("UPDATE blobs SET data = ?", (b"\x89PNG\r\n\x1a\n" + bytes(SIZE - 8),))
     conn.close()
@@ -71,9 +72,6 @@ async def test_a_damaged_blob_is_store_corrupt_not_a_wrong_image(tmp_path):
 
 
 def test_extract_moves_out_only_what_comes_back_the_same():
-    from agentrio.journal.codec import encode_record
-    from agentrio.journal.records import MessageAppended
-
     image = big_png()
     text = encode_record(MessageAppended(UserMessage([Text("hi"), image])))
     stored, blobs = extract(text)
