@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from ..journal import SessionInfo, SessionState
 from ..journal.records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
-from ..messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage
+from ..messages import AssistantMessage, Document, Image, Message, Text, Thinking, ToolCall, ToolResultMessage
 from .render import cost_text
 
 #: Lines of a tool result shown unless the whole transcript is asked for.
@@ -63,10 +63,23 @@ def _message(message: Message, full: bool) -> Iterator[str]:
     elif isinstance(message, ToolResultMessage):
         status = " error" if message.is_error else ""
         yield from _block(
-            f"  <- {message.tool_name} ({message.tool_call_id}){status}: ", _cut(message.text, full)
+            f"  <- {message.tool_name} ({message.tool_call_id}){status}: ",
+            _cut(message.text, full) + _media(message.content),
         )
     else:
-        yield from _block("user: ", message.text)
+        yield from _block("user: ", message.text + _media(message.content))
+
+
+def _media(content: str | list) -> str:
+    """A note of each image and document: their bytes are not text to show."""
+    if isinstance(content, str):
+        return ""
+    notes = [
+        f"[{part.media_type}{' ' + part.name if getattr(part, 'name', None) else ''}, {len(part.data):,} bytes]"
+        for part in content
+        if isinstance(part, Image | Document)
+    ]
+    return "".join(f"\n{note}" for note in notes)
 
 
 def _assistant(message: AssistantMessage) -> Iterator[str]:

@@ -47,6 +47,17 @@ def image_type(data: bytes) -> str | None:
     return None
 
 
+def _read(path: str | os.PathLike[str], limit: int, cls: type) -> bytes:
+    """The file's bytes; a file over ``limit`` is refused without being read whole."""
+    with open(path, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(
+            f"{os.fspath(path)}: over the limit of {limit:,} bytes that every provider accepts for a {cls.__name__}"
+        )
+    return data
+
+
 def _bytes_repr(data: bytes) -> str:
     return f"<{len(data):,} bytes>"
 
@@ -92,7 +103,7 @@ class Image:
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> Image:
         """The image in the file at ``path``, its type read from its bytes."""
-        data = Path(path).read_bytes()
+        data = _read(path, MAX_IMAGE_BYTES, cls)
         media_type = image_type(data)
         if media_type is None:
             raise ValueError(f"{os.fspath(path)} is not a PNG, JPEG, GIF or WebP image")
@@ -137,7 +148,7 @@ class Document:
         text by its name's ending (``.txt``, ``.md`` …). ``name`` defaults
         to the file's name."""
         file = Path(path)
-        data = file.read_bytes()
+        data = _read(file, MAX_DOCUMENT_BYTES, cls)
         if data.startswith(b"%PDF-"):
             media_type = "application/pdf"
         elif file.suffix.lower() in TEXT_SUFFIXES:

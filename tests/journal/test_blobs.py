@@ -9,7 +9,8 @@ import sqlite3
 
 import pytest
 
-from agentrio import AgentSpec, Image, Runtime, ScriptedModel, SQLiteStore, UserMessage
+from agentrio import AgentSpec, Document, Image, Runtime, ScriptedModel, SQLiteStore, UserMessage
+from agentrio.cli.transcript import transcript
 from agentrio.journal import StoreCorrupt
 from agentrio.journal.blobs import MARK, extract, restore
 from agentrio.journal.codec import encode_record
@@ -87,3 +88,14 @@ def test_extract_moves_out_only_what_comes_back_the_same():
         MessageAppended(AssistantMessage([Text('{"type":"image","data":"' + "A" * 4000 + '"}')]))
     )
     assert extract(said) == (said, {})
+
+
+async def test_a_transcript_notes_each_image_and_document_instead_of_its_bytes(tmp_path):
+    image, pdf = big_png(), Document(b"%PDF-1.4\n" + bytes(3000), "application/pdf", "r.pdf")
+    async with Runtime(SQLiteStore(tmp_path / "s.db")) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([say("ok")])), session_id="s")
+        await agent.run(UserMessage([Text("Read these."), image, pdf]))
+        info, records = await rt.store.load_session("s")
+    lines = list(transcript(info, records))
+    assert "user: Read these." in lines
+    assert f"      [image/png, {SIZE:,} bytes]" in lines and "      [application/pdf r.pdf, 3,009 bytes]" in lines
