@@ -136,6 +136,8 @@ BUILTIN_PRICES = Prices(
         "anthropic:claude-sonnet-4-0": _p(3.0, 15.0, 0.3, 3.75),
         "anthropic:claude-sonnet-4": _p(3.0, 15.0, 0.3, 3.75),
         "anthropic:claude-haiku-4-5": _p(1.0, 5.0, 0.1, 1.25),
+        "anthropic:claude-3-7-sonnet": _p(3.0, 15.0, 0.3, 3.75),
+        "anthropic:claude-3-5-sonnet": _p(3.0, 15.0, 0.3, 3.75),
         "anthropic:claude-3-5-haiku-latest": _p(0.8, 4.0, 0.08, 1.0),
         "anthropic:claude-3-5-haiku": _p(0.8, 4.0, 0.08, 1.0),
         "openai:gpt-4.1": _p(2.0, 8.0, 0.5, 0.0),
