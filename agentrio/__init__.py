@@ -27,6 +27,8 @@ from .messages import (
     TOOL_NOT_STARTED,
     TOOL_OUTCOME_UNKNOWN,
     AssistantMessage,
+    Document,
+    Image,
     Message,
     Text,
     Thinking,
@@ -36,7 +38,7 @@ from .messages import (
     UserMessage,
     project_tool_protocol,
 )
-from .models import ProviderError, ScriptedModel
+from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
 from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime, run_sync
 from .tracing import instrument, uninstrument
@@ -54,7 +56,10 @@ __all__ = [
     "AssistantMessage",
     "CompactionFailed",
     "CompactionOutcome",
+    "Document",
+    "FallbackModel",
     "Hooks",
+    "Image",
     "Initiator",
     "LeaseLost",
     "Limits",
@@ -62,6 +67,8 @@ __all__ = [
     "Message",
     "PostTool",
     "PostgresStore",
+    "Price",
+    "Prices",
     "PreStep",
     "ProviderError",
     "Reject",

@@ -152,6 +152,18 @@ class RequestRetry(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class ModelFallback(_Event):
+    """A request failed on ``from_model`` past its retries with ``error``,
+    and goes to ``to_model`` (see ``agentrio.FallbackModel``)."""
+
+    from_model: str
+    to_model: str
+    error: ProviderError
+
+    type: ClassVar[str] = "model_fallback"
+
+
+@attrs.frozen(kw_only=True)
 class CompactionStart(_Event):
     """History is about to be compacted: ``reason`` is ``threshold`` (the
     next request would pass ``Limits.compact_at``), ``overflow`` (the
@@ -350,6 +362,7 @@ Event = (
     | MessageEnd
     | MessageDiscard
     | RequestRetry
+    | ModelFallback
     | CompactionStart
     | CompactionEnd
     | ToolExecutionStart

@@ -31,6 +31,7 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ModelFallback,
     RequestRetry,
     State,
     StepEnd,
@@ -59,12 +60,13 @@ from ..messages import (
 )
 from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
+from ..models.fallback import model_name
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
 from .compaction import CompactionOutcome, Compactor
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
-from .routing import choose_model
+from .routing import choose_model, fallback_index, member
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
 
@@ -83,7 +85,7 @@ TRUNCATION_STOPS = {
 
 #: Stop reasons that are errors: their result carries ``error``.
 ERROR_STOPS = frozenset(
-    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid"}
+    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid", "budget"}
 )
 
 #: Tool calls written as text instead of through the native protocol.
@@ -218,7 +220,11 @@ class Activity:
         self.scope.cancel()
 
     async def commit(self, message: Message, *, announced: bool = False) -> None:
-        """Append ``message`` to the journal, the run's context and its events."""
+        """Append ``message`` to the journal, the run's context and its
+        events; an assistant message with its usage's cost."""
+        if isinstance(message, AssistantMessage) and message.usage.cost is None:
+            usage = self.ports.prices.priced(message.usage, message.provider, message.model)
+            message = attrs.evolve(message, usage=usage)
         await self.journal.append(MessageAppended(message))
         self._context.append(message)
         self.new_messages.append(message)
@@ -433,6 +439,9 @@ class Activity:
             return "max_turns"
         if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
             return "compaction_failed"
+        if (over := self._over_budget()) is not None:
+            self.error = over
+            return "budget"
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1
@@ -458,6 +467,24 @@ class Activity:
             self.error = self._batch.error
         self._batch = None
         return outcome
+
+    def _over_budget(self) -> str | None:
+        """Why the next request would take the run past ``Limits.max_cost``
+        (what the run spent, plus the request's input as the compactor
+        estimates it, at the input price of the model first in line), or None."""
+        max_cost = self.spec.limits.max_cost
+        if max_cost is None:
+            return None
+        model = member(self.spec.model, 0)
+        provider, name = getattr(model, "provider", ""), getattr(model, "model", "")
+        price = self.ports.prices.price(provider, name) if isinstance(provider, str) and isinstance(name, str) else None
+        spent = self.usage.cost if self.usage.total_tokens else 0.0
+        if price is None or spent is None:
+            return f"max_cost is set but no price is known for {model_name(model)}, so the cost cannot be kept to"
+        estimate = spent + self._compactor.tokens(self._context.history) * price.input / 1_000_000
+        if estimate > max_cost:
+            return f"the next request would take the run to about ${estimate:.4f}, past max_cost ${max_cost:g}"
+        return None
 
     async def _check_output(self, message: AssistantMessage) -> str | None:
         """With typed output, the answer must parse: a valid one completes the
@@ -495,18 +522,18 @@ class Activity:
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         output = self.spec.output_spec
+        options = {
+            "max_tokens": self._max_tokens,
+            "output": output,
+            "prompt_cache": self.spec.prompt_cache,
+            "cache_key": self.ports.session_id,
+        }
         if not hook:
-            return ModelRequest(
-                system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens, output=output
-            )
+            return ModelRequest(system_prompt, self._context.messages(), tools, **options)
         context = RequestContext(system_prompt, list(self._context.history), tools)
         context = await _callbacks.call(hook, context) or context
         return ModelRequest(
-            context.system_prompt,
-            project_tool_protocol(context.messages),
-            list(context.tools),
-            max_tokens=self._max_tokens,
-            output=output,
+            context.system_prompt, project_tool_protocol(context.messages), list(context.tools), **options
         )
 
     # -- the model request ----------------------------------------------------
@@ -518,8 +545,10 @@ class Activity:
         repair: str | None = None  # the protocol-repair text, once sent
         compacted = False
         error = None
+        fallback = 0  # which of a FallbackModel's models takes the request
         while True:
-            model = await choose_model(self.ports, request, "step", attempt, error)
+            chosen = await choose_model(self.ports, request, "step", attempt, error)
+            model = member(chosen, fallback)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
             observe = functools.partial(_callbacks.call, hook) if hook else None
@@ -552,6 +581,14 @@ class Activity:
                     await trio.sleep(delay)
                     attempt += 1
                     # Rebuilt: a prepare_context that reads the time or the inbox sees the retry.
+                    request = await self._rebuild_request(repair)
+                    continue
+                if (following := fallback_index(chosen, fallback, error)) is not None:
+                    self._withdraw(live, "fallback")
+                    names = model_name(model), model_name(member(chosen, following))
+                    tracing.event("agentrio.fallback", **{"from": names[0], "to": names[1], "error.type": error.type})
+                    self.emit(ModelFallback, from_model=names[0], to_model=names[1], error=error)
+                    fallback, attempt = following, 1
                     request = await self._rebuild_request(repair)
                     continue
                 stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"

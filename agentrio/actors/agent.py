@@ -30,6 +30,7 @@ from ..mailbox import (
     as_queued,
 )
 from ..messages import Message, ToolCall, Usage
+from ..models import BUILTIN_PRICES
 from ..supervision import RestartIntensity
 from ..tools import Tool
 from ..tools.permissions import summarize_call
@@ -785,6 +786,7 @@ class Agent:
             start_actor=self._nursery.start_soon,
             spawn_child=self._spawn_child,
             handle=self,
+            prices=getattr(self._runtime, "prices", BUILTIN_PRICES).merged(self.spec.prices),
         )
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:

@@ -23,6 +23,8 @@ from ..events import CompactionEnd, CompactionStart
 from ..journal.records import Compacted
 from ..messages import (
     AssistantMessage,
+    Document,
+    Image,
     Message,
     Text,
     Thinking,
@@ -63,9 +65,14 @@ Be specific (names, paths, values); leave out what no longer matters."""
 SUMMARY_HEADER = "[The earlier part of this conversation was compacted. Its summary follows.]\n\n"
 
 
+#: What an image is counted as: Anthropic's cost of a picture of about a
+#: megapixel, the largest it takes unscaled (OpenAI's is of the same order).
+IMAGE_TOKENS = 1600
+
+
 def estimate_tokens(messages: Sequence[Message]) -> int:
     """A rough token count of ``messages`` (text, thinking, tool calls and
-    results), by characters."""
+    results by characters; an image as ``IMAGE_TOKENS``)."""
     return sum(_chars(m) for m in messages) // CHARS_PER_TOKEN
 
 
@@ -80,6 +87,10 @@ def _chars(message: Message) -> int:
         elif isinstance(part, ToolCall):
             raw = part.raw_arguments if part.raw_arguments is not None else json.dumps(part.arguments)
             total += len(part.name) + len(raw)
+        elif isinstance(part, Image):
+            total += IMAGE_TOKENS * CHARS_PER_TOKEN
+        elif isinstance(part, Document):
+            total += len(part.data)  # text: its characters; a PDF: about as many as its bytes
     return total
 
 
@@ -230,6 +241,8 @@ class Compactor:
             spec.system_prompt,
             project_tool_protocol([*messages, UserMessage(prompt)]),
             [tool.spec for tool in self._ports.tools.values()],
+            prompt_cache=spec.prompt_cache,
+            cache_key=self._ports.session_id,
         )
         assembler = MessageAssembler()
         model = await choose_model(self._ports, request, "summary")
@@ -245,7 +258,7 @@ class Compactor:
             raise ProviderError(
                 type="empty_summary", message=f"the model gave no summary (stop reason {message.stop_reason})"
             )
-        return message.text.strip(), message.usage
+        return message.text.strip(), self._ports.prices.priced(message.usage, message.provider, message.model)
 
 
 async def compact_now(ports: ActivityPorts, instructions: str | None = None) -> CompactionOutcome:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from ..messages import Message, ToolCall, ToolResultMessage, Usage
-from ..models import Model, ModelRequest, OutputSpec, ProviderError, ToolSpec, from_string
+from ..models import (
+    FallbackModel,
+    Model,
+    ModelRequest,
+    OutputSpec,
+    Prices,
+    ProviderError,
+    ToolSpec,
+    from_string,
+)
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -30,6 +39,7 @@ RunStopReason = Literal[
     "blocked",
     "error",
     "output_invalid",
+    "budget",
 ]
 
 Decision = Literal["allow", "deny", "ask"]
@@ -68,6 +78,15 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         raise TypeError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {_describe(value)}")
     if not value > 0:
         raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
+
+
+def _positive_dollars(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {_describe(value)}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {value!r}")
 
 
 def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -126,6 +145,10 @@ class Limits:
     #: valid output goes back to the model with the error before the run
     #: stops ``output_invalid``.
     output_retries: int = attrs.field(default=2, validator=_count)
+    #: US dollars the run may spend: it stops ``budget`` before a request
+    #: whose estimated input cost would take it past (and at once when the
+    #: model has no known price, so no cost could be kept to).
+    max_cost: float | None = attrs.field(default=None, validator=_positive_dollars)
 
     @tool_execution.validator
     def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -257,15 +280,28 @@ def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> 
         raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
 
 
-def _as_model(model: Model | str) -> Model:
+def _as_model(model: Model | str | Sequence[Model | str]) -> Model:
     if isinstance(model, str):
         return from_string(model)
+    if isinstance(model, list | tuple):
+        # Models in order of preference: the next takes a request the one before failed.
+        if not model:
+            raise ValueError("AgentSpec.model: an empty list names no model")
+        return FallbackModel(*(_as_model(m) for m in model))
     if not callable(getattr(model, "stream", None)):
         raise TypeError(
             "AgentSpec.model: expected a model (an object with an async stream(request) method, "
             f"such as OpenAIChat or ScriptedModel) or a string such as 'openai:gpt-4.1', got {_describe(model)}"
         )
     return model
+
+
+def _as_prices(value: Any) -> Prices | None:
+    if value is None or isinstance(value, Prices):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"AgentSpec.prices: expected Prices or a dict of model string -> Price, got {_describe(value)}")
+    return Prices(value)
 
 
 def _middleware(instance: Any, attribute: attrs.Attribute, layers: Sequence[Any]) -> None:
@@ -315,8 +351,9 @@ RESTARTS = ("never", "on_crash")
 
 @attrs.frozen
 class AgentSpec:
-    """What an agent is made of. ``model`` is a model object or a string
-    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``).
+    """What an agent is made of. ``model`` is a model object, a string
+    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``),
+    or a list of them: a ``FallbackModel`` in that order.
 
     Every field is checked when the spec is made: a mistake raises
     ``TypeError``/``ValueError`` naming the field, what it expects and how
@@ -359,6 +396,13 @@ class AgentSpec:
     #: model that says it cannot ask for it (``output_problem``) is refused
     #: here with ``ValueError``, not with a provider error in a run.
     output_spec: OutputSpec | None = attrs.field(init=False, eq=False, repr=False)
+    #: Ask providers to cache each request's prefix (Anthropic
+    #: ``cache_control`` breakpoints; OpenAI ``prompt_cache_key`` = the
+    #: session id). False: no request asks.
+    prompt_cache: bool = attrs.field(default=True, kw_only=True, validator=_instance_of(bool, "True or False"))
+    #: Prices (``{"openai:gpt-4.1": Price(...)}``) laid over the Runtime's
+    #: and the built-in table, for ``Usage.cost``.
+    prices: Prices | None = attrs.field(default=None, kw_only=True, converter=_as_prices)
 
     @output_spec.default
     def _make_output_spec(self) -> OutputSpec | None:
@@ -401,6 +445,12 @@ class RunResult:
     cancel_cause: str | None = attrs.field(default=None, kw_only=True)
     #: The converted value, with ``AgentSpec.output_type`` (``text`` stays the raw answer).
     output: Any = attrs.field(default=None, kw_only=True)
+
+    @property
+    def cost(self) -> float | None:
+        """What the run cost in US dollars (``usage.cost``; None when a
+        model it used has no known price)."""
+        return self.usage.cost
 
     @property
     def text(self) -> str:

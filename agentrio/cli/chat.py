@@ -27,7 +27,7 @@ from ..supervisors import Runtime
 from .errors import CommandError
 from .live_view import LiveView, approval_question, safe
 from .options import Settings, add_agent_options, help_text
-from .render import one_line
+from .render import cost_text, one_line
 from .session import (
     APPROVAL_CHOICES,
     TerminalPolicy,
@@ -307,6 +307,7 @@ class Chat:
         self.say(
             f"session {self.agent.session_id}: {usage.input_tokens:,} input, {usage.output_tokens:,} output, "
             f"{usage.cache_read_tokens:,} cache read, {usage.cache_write_tokens:,} cache write tokens"
+            f"{cost_text(usage)}"
         )
 
     async def _sessions(self, argument: str) -> None:

@@ -24,7 +24,7 @@ from rich.text import Text
 from ..events import Event
 from ..messages import AssistantMessage, Message, Usage, UserMessage
 from ..models import TextDelta, ThinkingDelta
-from .render import describe_call, one_line
+from .render import cost_text, describe_call, one_line
 
 #: Lines of a tool result shown unless the whole output is asked for.
 RESULT_LINES = 3
@@ -185,7 +185,7 @@ class LiveView:
         return Group(*lines)
 
     def _tokens(self) -> str:
-        return f"{self.usage.input_tokens:,} tokens in, {self.usage.output_tokens:,} out"
+        return f"{self.usage.input_tokens:,} tokens in, {self.usage.output_tokens:,} out{cost_text(self.usage)}"
 
     # -- final lines -------------------------------------------------------------
 

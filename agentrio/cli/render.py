@@ -10,7 +10,7 @@ from typing import TextIO
 import attrs
 
 from ..events import Event
-from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+from ..messages import AssistantMessage, ToolResultMessage, Usage, UserMessage
 
 TIMELINE_WIDTH = 32
 
@@ -214,9 +214,14 @@ class EventPrinter:
             colour(f"■ run {event.stop_reason}")
             + s.dim(
                 f" · {event.turns} turns · {self.requests} model requests · {self.tool_calls} tool calls"
-                f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out"
+                f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{cost_text(usage)}"
             ),
             bar=False,
         )
         if event.error:
             self._line(event, s.red(event.error), bar=False)
+
+
+def cost_text(usage: Usage) -> str:
+    """`` · $0.0123`` for a usage of known cost; nothing when it is unknown."""
+    return "" if usage.cost is None else f" · ${usage.cost:.4f}"

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Iterator
 
 from ..journal import SessionInfo, SessionState
 from ..journal.records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
-from ..messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage
+from ..messages import AssistantMessage, Document, Image, Message, Text, Thinking, ToolCall, ToolResultMessage
+from .render import cost_text
 
 #: Lines of a tool result shown unless the whole transcript is asked for.
 RESULT_LINES = 12
@@ -52,7 +53,7 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
     usage = state.usage
     yield (
         f"usage: {usage.input_tokens} input, {usage.output_tokens} output, "
-        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens"
+        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens{cost_text(usage)}"
     )
 
 
@@ -62,10 +63,23 @@ def _message(message: Message, full: bool) -> Iterator[str]:
     elif isinstance(message, ToolResultMessage):
         status = " error" if message.is_error else ""
         yield from _block(
-            f"  <- {message.tool_name} ({message.tool_call_id}){status}: ", _cut(message.text, full)
+            f"  <- {message.tool_name} ({message.tool_call_id}){status}: ",
+            _cut(message.text, full) + _media(message.content),
         )
     else:
-        yield from _block("user: ", message.text)
+        yield from _block("user: ", message.text + _media(message.content))
+
+
+def _media(content: str | list) -> str:
+    """A note of each image and document: their bytes are not text to show."""
+    if isinstance(content, str):
+        return ""
+    notes = [
+        f"[{part.media_type}{' ' + part.name if getattr(part, 'name', None) else ''}, {len(part.data):,} bytes]"
+        for part in content
+        if isinstance(part, Image | Document)
+    ]
+    return "".join(f"\n{note}" for note in notes)
 
 
 def _assistant(message: AssistantMessage) -> Iterator[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 
@@ -27,6 +27,7 @@ from ..journal import (
 )
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
+from ..models.prices import BUILTIN_PRICES, Price, Prices
 from .registry import AgentRegistry
 from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
 
@@ -42,8 +43,13 @@ class Runtime:
     already is) and closed last. An error raised in the block leaves it as
     raised, not in an exception group."""
 
-    def __init__(self, store: Store | None = None, *, resume: bool = False) -> None:
+    def __init__(
+        self, store: Store | None = None, *, resume: bool = False, prices: Mapping[str, Price] | None = None
+    ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
+        #: What its agents' usage is costed at: ``prices`` over the built-in
+        #: table (a spec's own ``prices`` go over these).
+        self.prices: Prices = BUILTIN_PRICES.merged(prices)
         #: Restored agents start their pending input at once (else they wait
         #: for ``agent.resume()`` or new input).
         self.resume = resume

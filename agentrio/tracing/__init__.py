@@ -109,7 +109,8 @@ def tool_span(call: Any, session_id: str) -> Any:
 def event(name: str, **attributes: Any) -> None:
     """Add an event to the current span (a run's, in its own task). The
     runtime's events: ``agentrio.retry`` (``attempt``, ``delay``,
-    ``error.type``), ``agentrio.discard`` (``reason``), ``agentrio.approval``
+    ``error.type``), ``agentrio.fallback`` (``from``, ``to``, ``error.type``),
+    ``agentrio.discard`` (``reason``), ``agentrio.approval``
     (``gen_ai.tool.call.id``, ``decision``)."""
     if _active is not None:
         _active.event(name, attributes)

@@ -37,6 +37,14 @@ async def test_run_streams_text_and_tool_calls_and_exits_0_when_completed(cli):
     assert "second line" in last[-1]["content"]
 
 
+async def test_a_run_of_a_priced_model_shows_what_it_cost(cli):
+    cli.server.add(AssistantMessage([Text("Hello.")], usage=Usage(1_000_000, 100_000)))
+    term = cli.spawn("run", "Hi", "--model", "openai:gpt-4.1", "--base-url", cli.server.base_url, model=False)
+    # gpt-4.1: $2 a million tokens in, $8 a million out.
+    await term.expect(r"■ completed · 1 turn · 1,000,000 tokens in, 100,000 out · \$2\.8000")
+    assert await term.wait() == 0
+
+
 async def test_ctrl_c_during_a_tool_exits_130_and_leaves_a_restorable_provider_valid_session(cli):
     cli.server.add(AssistantMessage([Text("Running it."), ToolCall("c1", "bash", {"command": "sleep 30"})]))
     term = cli.spawn("run", "Run the slow command.", "--permission", "allow", "--session", "slow")

@@ -34,7 +34,7 @@ def tables(dsn, schema="agentrio") -> list[str]:
 async def test_a_new_database_becomes_a_store_in_its_own_schema(dsn):
     async with PostgresStore(dsn) as store:
         await store.create_session(SessionInfo("s1"), tool_turns(1))
-    assert tables(dsn) == ["inputs", "leases", "records", "sessions", "snapshots", "store"]
+    assert tables(dsn) == ["blobs", "inputs", "leases", "records", "sessions", "snapshots", "store"]
     assert tables(dsn, "public") == []
     async with PostgresStore(dsn, schema="other") as store:
         assert await store.list_sessions() == []
@@ -100,7 +100,7 @@ async def test_any_schema_name_postgresql_holds_is_a_store_of_its_own(dsn):
         await store.create_session(SessionInfo("s1"), tool_turns(1))
         follower_sees = await store.next_records("s1", 0)
     assert len(follower_sees) == len(tool_turns(1))
-    assert len(tables(dsn, odd)) == 6
+    assert len(tables(dsn, odd)) == 7
     for schema in ("", "x" * 56):
         with pytest.raises(ValueError, match="schema must be a name of 1 to 55 bytes"):
             PostgresStore(dsn, schema=schema)
@@ -154,7 +154,7 @@ async def test_a_store_from_before_agent_names_keeps_its_sessions_and_names_new_
         assert list(old.messages) == SessionState.replay(records).messages
         child = await rt.create(AgentSpec("child", ScriptedModel([])), parent=old)
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(3,)]
+        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(4,)]
     async with PostgresStore(dsn) as store:
         *before, new = await store.list_sessions()
     # The old rows as they were, without the fields they never had.

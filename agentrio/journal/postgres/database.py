@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -14,6 +14,7 @@ import attrs
 import psycopg
 from psycopg import errors, sql
 
+from ..blobs import refers_to_blobs, restore
 from ..checksum import snapshot_checksum, text_checksum
 from ..ownership import LeaseHeld
 from ..records import MessageAppended, Record
@@ -108,6 +109,8 @@ class Batch:
     snapshots: list[SnapshotRow] = attrs.Factory(list)
     #: Remote inputs taken in: ``(session_id, input id)``.
     consumed: list[tuple[str, int]] = attrs.Factory(list)
+    #: The blobs the records refer to (see ``journal.blobs``), by key.
+    blobs: dict[str, bytes] = attrs.Factory(dict)
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots or self.consumed)
@@ -149,7 +152,7 @@ class Database:
         self.channels = Channels.of(schema)
         self.where = describe(dsn)
         self._dsn, self._schema = dsn, schema
-        self._rows = _CheckedRows(self.where)
+        self._rows = _CheckedRows(self.where, self._blob)
         #: Whether the last write may have committed though it failed (its
         #: connection was lost before the answer came).
         self._maybe_written = False
@@ -281,9 +284,12 @@ class Database:
 
     # -- writing --------------------------------------------------------------
 
-    def create_session(self, info: SessionInfo, rows: Sequence[RecordRow]) -> int:
+    def create_session(
+        self, info: SessionInfo, rows: Sequence[RecordRow], blobs: Mapping[str, bytes] | None = None
+    ) -> int:
         """Create the session, holding its lease; returns the fencing token."""
         conn = self._conn
+        self._insert_blobs(blobs)
         with self.translated(), conn.transaction():
             try:
                 with conn.transaction():  # a savepoint, so the error can be told apart
@@ -322,6 +328,7 @@ class Database:
         if self._maybe_written and self._written_before(batch.records):
             self._maybe_written = False
             return set()
+        self._insert_blobs(batch.blobs)
         try:
             with self.translated():
                 (held,) = self._conn.execute(_WRITE, params).fetchone()
@@ -350,6 +357,19 @@ class Database:
         if same not in (0, len(rows)):
             raise StoreError(f"{self.where}: a session is written by two stores at once")
         return same == len(rows)
+
+    def _insert_blobs(self, blobs: Mapping[str, bytes] | None) -> None:
+        """Commit ``blobs`` before the records that name them: a blob no
+        record names is harmless, a record naming a missing blob is not."""
+        if blobs:
+            with self.translated(), self._conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO blobs VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", list(blobs.items())
+                )
+
+    def _blob(self, key: str) -> bytes | None:
+        row = self._conn.execute("SELECT data FROM blobs WHERE key = %s", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def _copy_records(self, rows: Sequence[RecordRow]) -> None:
         if rows:
@@ -479,12 +499,18 @@ def _repeatable_read(conn: psycopg.Connection) -> Iterator[None]:
 
 class _CheckedRows(RowDecoder):
     """Rows as ``StoredRecord``s: a record's JSON is decoded once its
-    checksum shows it undamaged."""
+    checksum shows it undamaged, with the blobs it names put back."""
 
-    def data(self, session_id: str, row: StoredRecord) -> str:
+    def __init__(self, where: str, blob: Callable[[str], bytes | None]) -> None:
+        super().__init__(where)
+        self._blob = blob
+
+    def data(self, session_id: str, row: StoredRecord) -> str | bytes:
         seq, kind, data, checksum = row
         if text_checksum(session_id, seq, kind, data) != checksum:
             raise StoreCorrupt(
                 f"{self.where}: session {session_id!r}: record {seq} is damaged (checksum mismatch)"
             )
+        if refers_to_blobs(data):
+            return restore(data.encode(), self._blob, f"{self.where}: session {session_id!r}: record {seq}")
         return data

@@ -104,6 +104,9 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
         "ALTER TABLE records ALTER COLUMN checksum SET NOT NULL",
         "ALTER TABLE snapshots ALTER COLUMN checksum SET NOT NULL",
     ),
+    # Images and documents, once each, keyed by the SHA-256 of their bytes
+    # (see ``journal.blobs``); records name them.
+    ("CREATE TABLE blobs (key text PRIMARY KEY, data bytea NOT NULL)",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from ..blobs import extract
 from ..buffered import BufferedStore
 from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
@@ -443,9 +444,10 @@ class PostgresStore(BufferedStore[Database, Batch]):
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         check_info(info)
-        rows = _rows(info.session_id, 0, records)
+        blobs: dict[str, bytes] = {}
+        rows = _rows(info.session_id, 0, records, blobs)
         sent = time.monotonic()
-        token = await self._call(Database.create_session, info, rows)
+        token = await self._call(Database.create_session, info, rows, blobs)
         self._leases[info.session_id] = Lease(info.session_id, self.holder, token, sent + self.lease_seconds)
         self._last_seq[info.session_id] = len(rows)
 
@@ -477,10 +479,12 @@ class PostgresStore(BufferedStore[Database, Batch]):
         raises ``LeaseLost``, a barrier the writer handles anyway."""
         lease = self._held(session_id, or_lost=True)
         last_seq = self._last_seq[session_id]
-        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        blobs: dict[str, bytes] = {}
+        rows = _rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
         self._last_seq[session_id] = last_seq + len(rows)
         if lease.error is None:
             self._batch.records += rows
+            self._batch.blobs.update(blobs)
             self._buffer()
 
     async def save_snapshot(self, session_id: str, state: SessionState) -> None:
@@ -522,10 +526,15 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._inputs_after.pop(session_id, None)
 
 
-def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+def _rows(
+    session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]
+) -> list[RecordRow]:
+    """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
     now = time.time()
     rows = []
     for seq, record in enumerate(records, last_seq + 1):
-        data, kind = encode_record(record), record.type
+        data, found = extract(encode_record(record))
+        blobs.update(found)
+        kind = record.type
         rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
     return rows

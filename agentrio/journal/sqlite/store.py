@@ -10,6 +10,7 @@ from pathlib import Path
 
 import trio
 
+from ..blobs import extract
 from ..buffered import BufferedStore
 from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
@@ -151,8 +152,9 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         check_info(info)
         self._check_usable()
-        rows = _rows(info.session_id, 0, records)
-        await self._call(Database.create_session, info, rows)
+        blobs: dict[str, bytes] = {}
+        rows = _rows(info.session_id, 0, records, blobs)
+        await self._call(Database.create_session, info, rows, blobs)
         self._last_seq[info.session_id] = len(rows)
 
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
@@ -179,8 +181,10 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         last_seq = self._last_seq.get(session_id)
         if last_seq is None or self._failure is not None or self._db is None:
             last_seq = self._last_seq_of(session_id)  # raises
-        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        blobs: dict[str, bytes] = {}
+        rows = _rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
         self._batch.records += rows
+        self._batch.blobs.update(blobs)
         self._last_seq[session_id] = last_seq + len(rows)
         self._buffer()
 
@@ -243,10 +247,13 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._last_seq.pop(session_id, None)
 
 
-def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+def _rows(session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]) -> list[RecordRow]:
+    """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
     now = time.time()
     rows = []
     for seq, record in enumerate(records, last_seq + 1):
-        data, kind = encode_record(record), record.type
+        data, found = extract(encode_record(record))
+        blobs.update(found)
+        kind = record.type
         rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
     return rows
