@@ -5,7 +5,9 @@ Loaded by ``_reaper.py`` from its own directory (the shim runs with
 ``python -I -S``: no site-packages, so no third-party binding either, which
 is why the two kernel interfaces are spoken through ``ctypes``: a few
 syscalls and two structures, stable kernel ABI). It imports nothing from
-agentrio. ``POLICY`` (JSON, built by ``sandbox.Confinement``):
+agentrio, and nothing slow to import either: it runs for every command.
+A policy (built by ``sandbox.Confinement``, passed to the shim as one
+argument by ``encode``) has these fields:
 
 - ``"sockets"``: ``null``, or the address families left to ``socket(2)``
   (``"unix"``, ``"netlink"``); every other family fails with
@@ -30,7 +32,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import struct
 
 _PR_SET_NO_NEW_PRIVS = 38
@@ -57,13 +58,13 @@ _NR, _ARCH, _ARG0 = 0, 4, 16
 
 
 def seccomp_supported() -> bool:
-    return platform.machine() in _AUDIT_ARCH
+    return os.uname().machine in _AUDIT_ARCH
 
 
 def socket_filter(families: list[str]) -> bytes:
     """A seccomp program (struct sock_filter[]) letting ``socket(2)`` make only
     ``families``; any other socket, and ``io_uring_setup``, fail."""
-    machine = platform.machine()
+    machine = os.uname().machine
     if machine not in _AUDIT_ARCH:
         raise OSError(errno.ENOSYS, f"no socket filter for the {machine} architecture")
     allowed = [_FAMILIES[f] for f in families]
@@ -168,6 +169,39 @@ def _check(result: int, what: str) -> int:
         code = ctypes.get_errno()
         raise OSError(code, f"{what}: {os.strerror(code)}")
     return result
+
+
+#: Between fields, and between the items of a list (no path holds them).
+_FIELDS, _ITEMS = "\x1e", "\x1f"
+
+
+def encode(policy: dict) -> str:
+    """``policy`` as one command-line argument: parsed without ``json``,
+    whose import would cost the shim more than the rest of its start."""
+    fields = []
+    for key, value in policy.items():
+        if isinstance(value, dict):
+            fields += [
+                f"{key}.{k}={_ITEMS.join(v) if isinstance(v, list) else int(v)}" for k, v in value.items()
+            ]
+        elif value is not None:
+            fields.append(f"{key}={_ITEMS.join(value)}")
+    return _FIELDS.join(fields)
+
+
+def decode(text: str) -> dict:
+    """The policy ``encode`` gave ``text`` for."""
+    policy: dict = {"sockets": None, "landlock": None}
+    for field in filter(None, text.split(_FIELDS)):
+        key, _, value = field.partition("=")
+        outer, _, inner = key.partition(".")
+        items = value.split(_ITEMS) if value else []
+        if not inner:
+            policy[outer] = items
+        else:
+            section = policy[outer] = policy[outer] or {}
+            section[inner] = value == "1" if inner == "tcp" else items
+    return policy
 
 
 def apply(policy: dict) -> None:

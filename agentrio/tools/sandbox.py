@@ -33,7 +33,6 @@ tree, no survivors, capped output) hold inside as outside.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
@@ -72,7 +71,10 @@ class SandboxUnavailable(RuntimeError):
 def _paths(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
     if isinstance(paths, (str, os.PathLike)):
         raise TypeError("expected a sequence of paths, got a single path; wrap it in a tuple")
-    return tuple(os.path.realpath(p) for p in paths)
+    real = tuple(os.path.realpath(p) for p in paths)
+    if any(c in path for path in real for c in "\x1e\x1f"):
+        raise ValueError("a sandbox path may not hold the ASCII separators \\x1e or \\x1f")
+    return real
 
 
 def _optional_paths(paths: Iterable[str | os.PathLike[str]] | None) -> tuple[str, ...] | None:
@@ -124,7 +126,7 @@ class Sandbox:
         writable path that is no directory."""
         if self.mode == "off":
             return None
-        write = () if self.mode == "read-only" else (os.path.realpath(cwd), *self.writable)
+        write = () if self.mode == "read-only" else _paths((cwd, *self.writable))
         for path in write:
             if not os.path.isdir(path):
                 raise ValueError(f"sandbox: writable path {path} is not a directory")
@@ -170,10 +172,11 @@ class Confinement:
             }
             if not self.network:
                 policy["sockets"] = ["unix"]
-            return list(argv), json.dumps(policy)
+            return list(argv), _confine.encode(policy)
         if not self.network:
             policy["sockets"] = ["unix", "netlink"]  # bwrap brings loopback up over netlink
-        return [*_bwrap_options(self.network, self.readable, writable, cwd), "--", *argv], json.dumps(policy)
+        bwrap = _bwrap_options(self.network, self.readable, writable, cwd)
+        return [*bwrap, "--", *argv], _confine.encode(policy)
 
     def environment(self, env: Mapping[str, str] | None, temp: str) -> dict[str, str]:
         """``env`` (None: this process's) with the temporary directory."""

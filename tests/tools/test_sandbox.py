@@ -255,3 +255,16 @@ def test_denials_are_read_from_the_forms_programs_print(tmp_path):
     ]
     bubblewrap = sandbox_module.Confinement("bubblewrap", True, (), None)
     assert denials(bubblewrap, "/", "x: Permission denied\nNetwork is unreachable") == []
+
+
+def test_a_policy_reaches_the_shim_as_it_was_built():
+    from agentrio.tools import _confine
+
+    landlock = {"read": ["/", "/a b"], "write": ["/w"], "dev": ["/dev"], "tcp": False}
+    for policy in (
+        {"sockets": ["unix"], "landlock": landlock},
+        {"sockets": None, "landlock": {**landlock, "tcp": True, "write": []}},
+        {"sockets": ["unix", "netlink"], "landlock": None},
+        {"sockets": None, "landlock": None},
+    ):
+        assert _confine.decode(_confine.encode(policy)) == policy
