@@ -11,6 +11,8 @@ import pytest
 import trio
 
 from agentrio import AgentSpec, Runtime, Sandbox, SandboxUnavailable, ScriptedModel
+from agentrio.events import Event
+from agentrio.messages import converter
 from agentrio.tools import sandbox as sandbox_module
 from agentrio.tools.builtin import coding_tools
 from agentrio.tools.mcp import mcp_server
@@ -73,6 +75,9 @@ async def test_writes_outside_the_workspace_fail_and_leave_nothing(workspace, me
     assert temp.startswith("/") and not Path(temp).exists()  # removed once the command ended
     assert ("path", f"{outside}/new") in denied(events)
     assert ("path", str(stray)) in denied(events)
+    event = next(e for e in events if e.type == "sandbox_denied")
+    assert converter.structure(converter.unstructure(event, Event), Event) == event
+    assert event.tool_name == "bash" and refusal in event.line
     assert not any(target and target.startswith(str(workspace) + "/") for _, target in denied(events))
 
 
@@ -145,6 +150,18 @@ async def test_a_background_child_can_neither_escape_nor_outlive_the_call(worksp
     assert_all_gone(processes_with(marker))
     await trio.sleep(0.5)  # past the moment the detached child would have written
     assert not late.exists() and not (workspace / "escaped").exists()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_a_confined_command_cannot_signal_processes_outside(workspace, mechanism):
+    if mechanism == "landlock" and sandbox_module._confine.landlock_abi() < 6:
+        pytest.skip("Landlock scopes signals from ABI 6")
+    result, _ = await run_bash(
+        workspace,
+        Sandbox(mechanism=mechanism),
+        f"kill -0 {os.getpid()} && echo reached; kill -0 $$ && echo self",
+    )
+    assert "reached" not in result.text and "self" in result.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
