@@ -285,3 +285,18 @@ def test_a_policy_reaches_the_shim_as_it_was_built():
         {"sockets": None, "landlock": None},
     ):
         assert _confine.decode(_confine.encode(policy)) == policy
+
+
+def test_the_model_is_told_what_the_sandbox_allows(workspace):
+    def told(sandbox):
+        return coding_tools(workspace, sandbox=sandbox)[-1].description.partition("inspect files.")[2]
+
+    assert (
+        told(Sandbox("read-only"))
+        == " Commands run in a sandbox: they may write only in $TMPDIR and have no network."
+    )
+    assert (
+        told(Sandbox(network=True))
+        == " Commands run in a sandbox: they may write only in the workspace, $TMPDIR."
+    )
+    assert told(Sandbox("off")) == told(None) == ""
