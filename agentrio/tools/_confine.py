@@ -18,12 +18,15 @@ argument by ``encode``) has these fields:
 - ``"landlock"``: ``null``, or ``{"read": [...], "write": [...], "dev":
   [...], "tcp": bool}``: the calling process may only read under
   ``read``, write under ``write``, read and write existing files under
-  ``dev`` (``/dev``: ``/dev/null`` and the like), and with ``tcp`` false no
+  ``dev`` (``/dev/null`` and the like, never a disk), and with ``tcp`` false no
   TCP bind or connect at all (ABI 4 and later). From ABI 6 it also cannot
   signal, nor reach the abstract sockets of, processes outside its domain.
 
 Both need ``no_new_privs``, which is set first: nothing started under the
-shim can gain privileges through a set-user-id program. Every failure
+shim can gain privileges through a set-user-id program. With Landlock, a
+process with capabilities (root) drops them all first, bounding set
+included: Landlock does not stop a capability such as loading a kernel
+module or raw I/O. Every failure
 raises ``OSError``: the shim then reports it and never starts the command.
 """
 
@@ -35,6 +38,9 @@ import os
 import struct
 
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 
@@ -158,6 +164,18 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+# -- capabilities -------------------------------------------------------------
+
+
+def _drop_capabilities() -> None:
+    cap = 0
+    while _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # EINVAL past the last one
+        cap += 1
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before Linux 4.3: none then
+    header = struct.pack("=Ii", _CAPABILITY_VERSION_3, 0)
+    _check(_libc.capset(header, bytes(24)), "capset")  # effective, permitted, inheritable: none
+
+
 # -- both ---------------------------------------------------------------------
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -208,6 +226,8 @@ def apply(policy: dict) -> None:
     """Confine the calling (single-threaded) process and its future children."""
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if (landlock := policy.get("landlock")) is not None:
+        if os.geteuid() == 0:
+            _drop_capabilities()
         _landlock(landlock["read"], landlock["write"], landlock["dev"], landlock["tcp"])
     if (families := policy.get("sockets")) is not None:
         _install_filter(socket_filter(families))

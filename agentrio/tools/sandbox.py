@@ -59,6 +59,18 @@ SYSTEM_PATHS = tuple(
     )
 )
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+#: The device files a command may write under Landlock (bubblewrap makes a
+#: ``/dev`` of its own with these alone); never a disk.
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+)
 #: How long the check that a mechanism works may take.
 _PROBE_TIMEOUT = 10.0
 
@@ -167,7 +179,7 @@ class Confinement:
             policy["landlock"] = {
                 "read": list(self.readable or ("/",)),
                 "write": list(writable),
-                "dev": ["/dev"],
+                "dev": list(DEVICES),
                 "tcp": self.network,
             }
             if not self.network:

@@ -165,6 +165,21 @@ async def test_a_confined_command_cannot_signal_processes_outside(workspace, mec
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_a_confined_command_has_no_capabilities_and_only_harmless_devices(workspace, mechanism):
+    result, _ = await run_bash(
+        workspace,
+        Sandbox(mechanism=mechanism),
+        "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; echo x > /dev/null && echo null; echo x > /dev/shm/x",
+    )
+    lines = result.text.splitlines()
+    assert lines[:2] == ["CapPrm:\t0000000000000000", "CapEff:\t0000000000000000"]
+    if mechanism == "landlock":  # bubblewrap leaves the bounding set; no_new_privs keeps it unusable
+        assert lines[2] == "CapBnd:\t0000000000000000"
+    assert lines[3] == "null"
+    assert not Path("/dev/shm/x").exists() or mechanism == "bubblewrap"  # bubblewrap's /dev/shm is its own
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 async def test_the_supervisor_stops_a_confined_command_that_ignores_term(workspace, mechanism, call):
     marker = unique_duration()
     bash = coding_tools(workspace, sandbox=Sandbox(mechanism=mechanism))[-1]
