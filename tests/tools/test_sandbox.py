@@ -27,7 +27,8 @@ def _usable(mechanism: str):
     reason = sandbox_module._unusable(mechanism)
     if reason is None:
         return mechanism
-    if os.environ.get("CI") and mechanism == "bubblewrap":
+    if os.environ.get("CI") and mechanism == "bubblewrap" and shutil.which("bwrap") is None:
+        # Installing it is CI's job (.ci/run); a kernel that refuses namespaces is not.
         pytest.fail(f"CI must test the bubblewrap sandbox: {reason}", pytrace=False)
     return pytest.param(
         mechanism, marks=pytest.mark.skip(reason=f"{mechanism} cannot sandbox here: {reason}")
