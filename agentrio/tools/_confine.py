@@ -9,25 +9,25 @@ agentrio, and nothing slow to import either: it runs for every command.
 A policy (built by ``sandbox.Confinement``, passed to the shim as one
 argument by ``encode``) has these fields:
 
-- ``"sockets"``: ``null``, or the address families left to ``socket(2)``
+- ``"sockets"``: None, or the address families left to ``socket(2)``
   (``"unix"``, ``"netlink"``); every other family fails with
   ``ENETUNREACH`` (a seccomp filter), so no socket can connect anywhere,
   loopback included; ``io_uring_setup`` fails too (its own socket opcode
   would pass the filter). A process of another architecture (a 32-bit
   binary, x32) is killed: its syscalls would pass the filter unchecked.
-- ``"landlock"``: ``null``, or ``{"read": [...], "write": [...], "dev":
-  [...], "tcp": bool}``: the calling process may only read under
-  ``read``, write under ``write``, read and write existing files under
-  ``dev`` (``/dev/null`` and the like, never a disk), and with ``tcp`` false no
-  TCP bind or connect at all (ABI 4 and later). From ABI 6 it also cannot
+- ``"landlock"``: None, or ``{"read": [...], "write": [...], "dev": [...],
+  "tcp": bool}``: the calling process may only read under ``read``, write
+  under ``write``, read and write the existing files ``dev`` (``/dev/null``
+  and the like, never a disk), and with ``tcp`` false no TCP bind or
+  connect at all (ABI 4 and later). From ABI 6 it also cannot
   signal, nor reach the abstract sockets of, processes outside its domain.
 
 Both need ``no_new_privs``, which is set first: nothing started under the
 shim can gain privileges through a set-user-id program. With Landlock, a
 process with capabilities (root) drops them all first, bounding set
 included: Landlock does not stop a capability such as loading a kernel
-module or raw I/O. Every failure
-raises ``OSError``: the shim then reports it and never starts the command.
+module or raw I/O. Every failure raises ``OSError``: the shim then reports
+it and never starts the command.
 """
 
 from __future__ import annotations
