@@ -79,3 +79,15 @@ def test_agentrio_toml_may_set_the_sandbox_and_the_command_line_wins(tmp_path, m
     (tmp_path / "agentrio.toml").write_text('sandbox = "none"\n')
     with pytest.raises(CommandError, match="sandbox must be one of read-only, workspace-write, off"):
         resolve_sandbox(load().sandbox, "ask")
+
+
+def test_acp_and_serve_sessions_get_coding_tools_in_the_sandbox(tmp_path, monkeypatch):
+    from agentrio.gateway import AgentFactory
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    factory = AgentFactory("openai:gpt-4.1", None, "allow", None, Sandbox("read-only"))
+    factory.check()
+    bash = next(t for t in factory(tmp_path).tools if t.name == "bash")
+    assert "may write only in $TMPDIR and have no network" in bash.description
+    unsandboxed = next(t for t in AgentFactory("openai:gpt-4.1")(tmp_path).tools if t.name == "bash")
+    assert "sandbox" not in unsandboxed.description
