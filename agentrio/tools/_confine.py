@@ -15,6 +15,8 @@ argument by ``encode``) has these fields:
   loopback included; ``io_uring_setup`` fails too (its own socket opcode
   would pass the filter). A process of another architecture (a 32-bit
   binary, x32) is killed: its syscalls would pass the filter unchecked.
+- ``"bwrap_sockets"``: the same, for the command that ``bwrap`` starts
+  (which installs the filter), not for the shim nor ``bwrap``.
 - ``"landlock"``: None, or ``{"read": [...], "write": [...], "dev": [...],
   "tcp": bool}``: the calling process may only read under ``read``, write
   under ``write``, read and write the existing files ``dev`` (``/dev/null``
@@ -222,8 +224,11 @@ def decode(text: str) -> dict:
     return policy
 
 
-def apply(policy: dict) -> None:
-    """Confine the calling (single-threaded) process and its future children."""
+def apply(policy: dict, command: list[str]) -> list[str]:
+    """Confine the calling (single-threaded) process and its future children;
+    the command to start: ``command``, or with ``"bwrap_sockets"`` the
+    ``bwrap`` command given the socket filter to install on what it runs
+    (``--seccomp FD``: bwrap itself needs a socket to bring loopback up)."""
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if (landlock := policy.get("landlock")) is not None:
         if os.geteuid() == 0:
@@ -231,3 +236,10 @@ def apply(policy: dict) -> None:
         _landlock(landlock["read"], landlock["write"], landlock["dev"], landlock["tcp"])
     if (families := policy.get("sockets")) is not None:
         _install_filter(socket_filter(families))
+    if (families := policy.get("bwrap_sockets")) is not None:
+        read, write = os.pipe()  # the program is far smaller than a pipe's buffer
+        os.write(write, socket_filter(families))
+        os.close(write)
+        os.set_inheritable(read, True)
+        return [command[0], "--seccomp", str(read), *command[1:]]
+    return command

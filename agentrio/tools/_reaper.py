@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
     try:
         if policy != "-":
-            _confine(policy)
+            command = _confine(policy, command)
         child = os.posix_spawnp(
             command[0],
             command,
@@ -110,7 +110,7 @@ def _become_subreaper() -> None:
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _confine(policy: str) -> None:
+def _confine(policy: str, command: list[str]) -> list[str]:
     # Imported from this file's directory for the time of this import only
     # (no file there is named like a module it imports): importlib.util
     # would cost more than the import itself.
@@ -119,7 +119,7 @@ def _confine(policy: str) -> None:
         import _confine  # type: ignore[import-not-found]
     finally:
         del sys.path[0]
-    _confine.apply(_confine.decode(policy))
+    return _confine.apply(_confine.decode(policy), command)
 
 
 def _report(fd: int | None, status: str | None) -> None:

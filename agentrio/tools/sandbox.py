@@ -21,8 +21,9 @@ Two mechanisms, the first usable one wins (``Sandbox.backend()``):
   ``network=False``, from ABI 6 no signals to processes outside.
 
 With ``network=False`` both add a seccomp filter under which ``socket(2)``
-makes only Unix sockets (and, inside bubblewrap's empty network namespace,
-netlink ones), so no connection is possible, to loopback neither. Each
+makes no socket at all (``socketpair`` still works), so no connection is
+possible: to loopback neither, nor to a Unix socket of a daemon outside
+(the session bus, which could start commands unconfined, or Docker's). Each
 command gets a private temporary directory, writable and handed to it as
 ``TMPDIR`` (also ``TMP`` and ``TEMP``), removed once the command is over.
 The confinement is applied by the supervising shim to itself before it
@@ -183,10 +184,10 @@ class Confinement:
                 "tcp": self.network,
             }
             if not self.network:
-                policy["sockets"] = ["unix"]
+                policy["sockets"] = []
             return list(argv), _confine.encode(policy)
         if not self.network:
-            policy["sockets"] = ["unix", "netlink"]  # bwrap brings loopback up over netlink
+            policy["bwrap_sockets"] = []
         bwrap = _bwrap_options(self.network, self.readable, writable, cwd)
         return [*bwrap, "--", *argv], _confine.encode(policy)
 

@@ -4,6 +4,7 @@ write, reach and leave behind."""
 
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -136,6 +137,32 @@ async def test_network_off_cannot_reach_a_loopback_listener(workspace, mechanism
         assert result.is_error and "Network is unreachable" in result.text
         assert received == []
         assert denied(events) == [("network", None)]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("network", [False, True])
+async def test_network_off_cannot_reach_a_unix_socket_outside_either(tmp_path, workspace, mechanism, network):
+    # A daemon's socket (the session bus, Docker's) could run commands unconfined.
+    path = str(tmp_path / "daemon.sock")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen()
+        listener.setblocking(False)
+        connect = (
+            f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); s.sendall(b'hello')"
+        )
+        result, _ = await run_bash(
+            workspace, Sandbox(mechanism=mechanism, network=network), f'{sys.executable} -c "{connect}"'
+        )
+        if network:
+            connection, _ = listener.accept()  # the command connected and wrote before it ended
+            with connection:
+                connection.setblocking(True)
+                assert connection.recv(5) == b"hello"
+        else:
+            with pytest.raises(BlockingIOError):
+                listener.accept()  # nobody connected
+            assert result.is_error and "Network is unreachable" in result.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -297,7 +324,8 @@ def test_a_policy_reaches_the_shim_as_it_was_built():
     for policy in (
         {"sockets": ["unix"], "landlock": landlock},
         {"sockets": None, "landlock": {**landlock, "tcp": True, "write": []}},
-        {"sockets": ["unix", "netlink"], "landlock": None},
+        {"sockets": None, "landlock": None, "bwrap_sockets": []},
+        {"sockets": [], "landlock": None},
         {"sockets": None, "landlock": None},
     ):
         assert _confine.decode(_confine.encode(policy)) == policy
