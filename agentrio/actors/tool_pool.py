@@ -100,8 +100,10 @@ class BatchPorts:
 class ToolBatch:
     """One assistant message's tool calls, from validation to commit.
 
-    Calls are validated and checked for permission in model order, then run
-    in a rolling pool of at most ``max_parallel_tool_calls`` workers; an
+    Calls are validated, then checked for permission and dispatched in model
+    order: a call starts as soon as its own check passes, while a later
+    call's check (a person's approval, say) is still pending. They run in a
+    rolling pool of at most ``max_parallel_tool_calls`` workers; an
     exclusive call is a barrier that waits for everything before it and runs
     alone (with ``Limits(tool_execution="sequential")`` every call is).
 
@@ -149,16 +151,17 @@ class ToolBatch:
         else:
             slot.tool = tool
 
-    async def _check_permission(self, slot: Slot) -> None:
-        policy = self._agent.spec.permission
-        if slot.result is not None:
-            return
+    async def _check_permission(self, slot: Slot, wave: list[tuple[Slot, Tool]]) -> list[tuple[Slot, Tool]]:
+        """Settle ``slot``'s permission; a refusal becomes its result. Before
+        a person is asked, the ``wave`` of calls waiting to start is started
+        (the wave left to fill is returned), and the answer is awaited while
+        the results of running calls are taken as they come."""
         call = slot.call
         try:
-            decision = await decide(policy, call, slot.tool)
+            decision = await decide(self._agent.spec.permission, call, slot.tool)
         except Exception as exc:
             slot.result = _error(call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}")
-            return
+            return wave
         if decision in ("deny", "deny_and_stop"):
             reason = f": {decision.reason}" if decision.reason else ""
             if decision == "deny_and_stop":
@@ -167,11 +170,14 @@ class ToolBatch:
             else:
                 slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy{reason}")
         elif decision == "ask":
+            await self._start(wave, "parallel")
+            wave = []
             await self._ask(slot, decision.reason)
+        return wave
 
     async def _ask(self, slot: Slot, why: str | None) -> None:
         call = slot.call
-        approval = await self._agent.ask(call, slot.tool, why)
+        approval = await self._while_receiving(functools.partial(self._agent.ask, call, slot.tool, why))
         tracing.event("agentrio.approval", **{"gen_ai.tool.call.id": call.id, "decision": approval.decision})
         reason = f": {approval.reason}" if approval.reason else ""
         if approval.decision == "deny":
@@ -179,6 +185,24 @@ class ToolBatch:
         elif approval.decision == "deny_and_stop":
             slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user, and the run stopped{reason}")
             self.stop = "permission_denied"
+
+    async def _while_receiving(self, wait: Callable[[], Awaitable[Any]]) -> Any:
+        """``await wait()``, taking (and making durable) the results of the
+        running calls meanwhile, as a full pool does."""
+        answer: list[Any] = []
+
+        async def waiting() -> None:
+            answer.append(await wait())
+            self._reported.unpark()  # the batch parks only in _receive_one
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiting)
+            while not answer:
+                if self._reports:
+                    await self._receive_one()
+                else:
+                    await self._reported.park()
+        return answer[0]
 
     # -- execution ------------------------------------------------------------
 
@@ -189,12 +213,9 @@ class ToolBatch:
         state("validate_tools")
         for slot in self.slots:
             self._validate(slot)
+        # Checks and dispatch interleave (see ``_execute``); the machine
+        # still names both states.
         state("check_permission")
-        if self._agent.spec.permission is not None:
-            for slot in self.slots:
-                await self._check_permission(slot)
-                if self.stop:
-                    break
         state("execute_tools")
         try:
             await self._execute()
@@ -212,7 +233,12 @@ class ToolBatch:
         return "completed" if any(slot.concludes_turn for slot in self.slots) else None
 
     async def _execute(self) -> None:
+        """Check and dispatch the calls in model order: each call is checked
+        (a person asked, if the policy says so) just before it is dispatched,
+        so the calls before it run meanwhile and a call never waits for the
+        check of a later one."""
         limits = self._agent.spec.limits
+        checked = self._agent.spec.permission is not None
         wave: list[tuple[Slot, Tool]] = []  # parallel calls that start together
         for slot in self.slots:
             if self._stopped_before(slot) or slot.result is not None:
@@ -225,9 +251,18 @@ class ToolBatch:
                     f"the run reached its limit of {limits.max_tool_calls} tool calls.",
                 )
                 continue
-            # Re-read the live definition: a tool may have been replaced or
-            # become exclusive since the batch began.
-            tool = self._agent.tools.get(slot.call.name, slot.tool)
+            if checked:
+                wave = await self._check_permission(slot, wave)
+                if slot.result is not None:
+                    continue
+            # Re-read the live definition: a tool may have been replaced,
+            # removed or become exclusive since the batch began.
+            tool = self._agent.tools.get(slot.call.name)
+            if tool is None:
+                slot.result = _error(
+                    slot.call, TOOL_NOT_FOUND, f"the tool {slot.call.name!r} was removed before this call started"
+                )
+                continue
             try:
                 mode = tool.mode_for(slot.call.arguments)
             except Exception as exc:
