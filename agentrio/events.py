@@ -60,6 +60,9 @@ class TurnEnd(_Event):
     turn: int
     stop_reason: str
     cancel_cause: str | None = None
+    #: The turn stopped owing the model its tool results: its last model
+    #: message asked for tools and no answer to their results followed.
+    has_more_tool_calls: bool = False
 
     type: ClassVar[str] = "turn_end"
 
@@ -74,6 +77,9 @@ class StepStart(_Event):
 @attrs.frozen(kw_only=True)
 class StepEnd(_Event):
     step: int
+    #: The step's model message asked for tools: the model is owed their
+    #: results (another step follows unless the turn stops).
+    has_more_tool_calls: bool = False
 
     type: ClassVar[str] = "step_end"
 

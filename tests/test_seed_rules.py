@@ -118,3 +118,28 @@ async def test_a_tool_removed_after_validation_is_not_run(rt):
     (result,) = _results(agent)
     assert result.error_code == "TOOL_NOT_FOUND" and "removed" in result.text
     assert [e.mode for e in rec.of("tool_execution_start")] == [None]  # never dispatched
+
+
+# -- step_end and turn_end say whether tool calls are owed (jai-mono) ----------
+
+
+async def test_step_end_and_turn_end_carry_has_more_tool_calls(rt):
+    """jai-mono, the event walk (turn_end hasMoreToolCalls true after a
+    tool round, false after the final answer; our step is its turn)."""
+    model = ScriptedModel([calls(("echo", {"text": "a"})), say("done")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    async with record(agent) as rec:
+        await agent.run("go")
+    assert [e.has_more_tool_calls for e in rec.of("step_end")] == [True, False]
+    assert [e.has_more_tool_calls for e in rec.of("turn_end")] == [False]
+
+
+async def test_a_turn_stopped_after_a_tool_round_says_tool_calls_are_owed(rt):
+    """jai-mono, the iteration limit: a run stopped by its turn limit right
+    after a tool round ends owing the model the results."""
+    model = ScriptedModel([calls(("echo", {"text": "a"})), say("never asked")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], limits=Limits(max_turns=1)))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "max_turns"
+    assert [e.has_more_tool_calls for e in rec.of("turn_end")] == [True]

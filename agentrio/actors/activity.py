@@ -182,6 +182,9 @@ class Activity:
         self._mark: TurnMark | None = None
         self._live: LiveMessage | None = None
         self._batch: ToolBatch | None = None
+        #: The last model message asked for tools, and no model answer to
+        #: their results has come yet.
+        self._more_tools = False
 
     def _batch_ports(self) -> BatchPorts:
         # Made per batch and dropped with it: held by the activity, its bound
@@ -338,7 +341,8 @@ class Activity:
         cause = self.cancel_cause if stop == "aborted" else None
         await self.journal.append(TurnEnded(turn, stop, cause))
         await self.journal.sync()
-        self.emit(TurnEnd, turn=turn, stop_reason=stop, cancel_cause=cause)
+        self.emit(TurnEnd, turn=turn, stop_reason=stop, cancel_cause=cause, has_more_tool_calls=self._more_tools)
+        self._more_tools = False
         self._answer_turn(stop, cause)
 
     def _answer_turn(self, stop: str, cause: str | None) -> None:
@@ -365,7 +369,7 @@ class Activity:
     async def _end_step(self) -> None:
         step = self._state.step
         await self.journal.append(StepEnded(step))
-        self.emit(StepEnd, step=step)
+        self.emit(StepEnd, step=step, has_more_tool_calls=self._more_tools)
 
     async def _steps(self) -> str:
         """The steps of one turn; returns the turn's stop reason."""
@@ -437,6 +441,7 @@ class Activity:
         self.state("call_model")
         self.requests += 1
         message = await self._continue_cut_reply(await self._call_model(request))
+        self._more_tools = bool(message.tool_calls) and not message.truncated
         if message.truncated:
             self.error = message.error
             for call in message.tool_calls:

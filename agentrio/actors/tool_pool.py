@@ -33,12 +33,14 @@ from ..tools.process import DEFAULT_GRACE
 from .ports import ActivityPorts
 from .spec import PostTool
 
-#: How long a cancelled batch waits for its workers to end. Longer than a
-#: supervised process's TERM-to-KILL grace, so that a process that ignores
-#: TERM is dead before the run reports it aborted; only a worker that cannot
-#: be cancelled at all (a thread blocked in C) outlives it, and is reported
-#: abandoned.
-ABANDON_AFTER = DEFAULT_GRACE + 3.0
+#: How long a cancelled batch waits for its workers to end: a supervised
+#: process's TERM-to-KILL grace. By then every process tool is stopped (one
+#: that ignored TERM is being killed); a worker still running (a thread
+#: blocked in C) cannot be stopped by waiting longer, so it is reported
+#: abandoned and the abort goes on while the agent's nursery still
+#: supervises it (jai-mono: an abort is never held up by a tool).
+ABANDON_AFTER = DEFAULT_GRACE
+
 
 #: The result text of a call abandoned while still running.
 TOOL_ABANDONED = "TOOL_ABANDONED"
