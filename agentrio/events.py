@@ -63,6 +63,9 @@ class TurnEnd(_Event):
     #: The turn stopped owing the model its tool results: its last model
     #: message asked for tools and no answer to their results followed.
     has_more_tool_calls: bool = False
+    #: How many messages of the failed turn were taken back out of history
+    #: (``on_failure="rollback"``); the journal keeps them.
+    rolled_back: int = 0
 
     type: ClassVar[str] = "turn_end"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import trio
 
-from agentrio import AgentSpec, Limits, ScriptedModel, ToolResultMessage
+from agentrio import AgentSpec, Limits, ProviderError, ScriptedModel, Tool, ToolResultMessage
 from agentrio.journal.records import MessageAppended, ToolCallFinished
 
 from .conftest import record
@@ -143,3 +143,117 @@ async def test_a_turn_stopped_after_a_tool_round_says_tool_calls_are_owed(rt):
         result = await agent.run("go")
     assert result.stop_reason == "max_turns"
     assert [e.has_more_tool_calls for e in rec.of("turn_end")] == [True]
+
+
+# -- a failed turn may leave the caller's context as it was (jai-mono) ---------
+
+
+async def test_a_failed_turn_is_rolled_back_out_of_history_but_kept_in_the_journal(rt):
+    """jai-mono, AgentLoopRuntime copy isolation (pitfall 1: after a network
+    error or an abort the caller's history stays at its clean 10th message):
+    with ``on_failure="rollback"`` a turn that fails leaves history as it was
+    before it; the journal still holds its messages, and a fork at that turn
+    gets them back."""
+    model = ScriptedModel(
+        [
+            say("first answer"),
+            calls(("echo", {"text": "a"})),
+            ProviderError(401, "authentication_error", "bad key"),
+        ]
+    )
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    await agent.run("first")
+    before = agent.messages
+    async with record(agent) as rec:
+        result = await agent.run("second", on_failure="rollback")
+    assert result.stop_reason == "model_error" and result.rolled_back
+    assert [m.text for m in result.new_messages][:2] == ["second", ""]  # what the turn wrote, still reported
+    assert agent.messages == before
+    assert [e.rolled_back for e in rec.of("turn_end")] == [3]
+    # Never lost: the journal holds them, restored history does not, a fork at the turn does.
+    loaded = await rt.store.load_state(agent.session_id)
+    assert loaded.state.messages == list(before)
+    journaled = [
+        r.message.text
+        for r in (await rt.store.load_session(agent.session_id))[1]
+        if isinstance(r, MessageAppended)
+    ]
+    assert "second" in journaled and "echo: a" in journaled
+    fork = await rt.fork(agent.session_id, at_turn=2)
+    assert [m.text for m in fork.messages][-3:] == ["second", "", "echo: a"]
+
+
+async def test_a_failed_turn_is_kept_by_default_and_the_spec_may_choose_rollback(rt):
+    """jai-mono: the choice is the caller's; ``keep`` (today's repaired
+    partial turn) is the default, ``AgentSpec(on_failure="rollback")`` makes
+    rollback every prompt's default."""
+    error = ProviderError(401, "authentication_error", "bad key")
+    kept = await rt.create(AgentSpec("k", ScriptedModel([error])))
+    result = await kept.run("hello")
+    assert not result.rolled_back and [m.text for m in kept.messages] == ["hello"]
+    rolled = await rt.create(AgentSpec("r", ScriptedModel([error]), on_failure="rollback"))
+    result = await rolled.run("hello")
+    assert result.rolled_back and rolled.messages == ()
+
+
+async def test_an_aborted_turn_is_rolled_back(rt):
+    """jai-mono (pitfall 1, the user presses ESC mid-run): an abort with
+    ``on_failure="rollback"`` takes back the prompt, the call and its aborted
+    result."""
+    entered = trio.Event()
+
+    async def block(args, ctx):
+        entered.set()
+        await trio.sleep_forever()
+
+    blocker = Tool("block", "", {"type": "object"}, block)
+    agent = await rt.create(AgentSpec("a", ScriptedModel([calls(("block", {}))]), tools=[blocker]))
+    async with trio.open_nursery() as nursery:
+        results = []
+
+        async def run():
+            results.append(await agent.run("go", on_failure="rollback"))
+
+        nursery.start_soon(run)
+        await entered.wait()
+        await agent.cancel()
+    assert results[0].stop_reason == "aborted" and results[0].rolled_back
+    assert agent.messages == ()
+
+
+def test_a_rollback_survives_a_snapshot_and_keeps_record_numbers():
+    """The projection after a rollback: a snapshot restores the same
+    history, and every message record still maps to the message it wrote
+    (None for those taken back), across a later compaction."""
+    from agentrio import UserMessage
+    from agentrio.journal.codec import decode_state, encode_state, with_history
+    from agentrio.journal.projection import SessionState
+    from agentrio.journal.records import Compacted, RolledBack
+
+    texts = iter(f"m{i}" for i in range(100))
+    records = [MessageAppended(UserMessage(next(texts))) for _ in range(4)]
+    records += [RolledBack(2), *(MessageAppended(UserMessage(next(texts))) for _ in range(3)), RolledBack(3)]
+    records += [MessageAppended(UserMessage(next(texts))) for _ in range(2)]
+    state = SessionState.replay(records)
+    assert [m.text for m in state.messages] == ["m0", "m1", "m4", "m7", "m8"]
+    written = [r.message for r in records if isinstance(r, MessageAppended)]
+    assert [state.written_by(i) for i in range(len(written))] == [
+        written[0],
+        written[1],
+        None,
+        None,
+        written[4],
+        None,
+        None,
+        written[7],
+        written[8],
+    ]
+    assert state.message_records == len(written)
+    restored = with_history(decode_state(encode_state(state)), written[state.replaced :])
+    assert restored.messages == state.messages
+    # A compaction past the rolled-back ranges drops them; the mapping holds.
+    state.apply(Compacted(UserMessage("summary"), 3, "manual", 10, 5))
+    assert [m.text for m in state.messages] == ["summary", "m7", "m8"] and state.rolled_back == []
+    assert state.written_by(7) is written[7] and state.written_by(4) is None
+    restored = with_history(decode_state(encode_state(state)), written[state.replaced :])
+    assert restored.messages == state.messages

@@ -41,7 +41,7 @@ from ..events import (
     TurnStart,
 )
 from ..initiator import Initiator, with_initiator
-from ..journal.records import MessageAppended, StepEnded, StepStarted, TurnEnded, TurnStarted
+from ..journal.records import MessageAppended, RolledBack, StepEnded, StepStarted, TurnEnded, TurnStarted
 from ..mailbox import QueuedInput
 from ..mailbox.inbox import as_queued
 from ..messages import (
@@ -86,6 +86,10 @@ ERROR_STOPS = frozenset(
     {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid"}
 )
 
+#: Stop reasons of a failed turn: ``on_failure="rollback"`` takes its
+#: messages back out of history.
+FAILURE_STOPS = ERROR_STOPS | {"aborted", "timeout"}
+
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
     r"<\s*(?:invoke|function_calls|function_call|tool_call|tool_use|antml:invoke)\b"
@@ -123,6 +127,10 @@ class TurnMark:
     #: back so far.
     output: Any = None
     output_retries: int = 0
+    #: Committed history's length when the turn started, and whether a
+    #: compaction has replaced it since (a rollback then keeps the turn).
+    history: int = 0
+    compacted: bool = False
 
 
 @attrs.define(eq=False)
@@ -327,7 +335,9 @@ class Activity:
 
     async def _turn(self) -> str:
         self.turns += 1
-        self._mark = TurnMark(len(self.new_messages), self.requests, self.tool_calls, len(self.claimed))
+        self._mark = TurnMark(
+            len(self.new_messages), self.requests, self.tool_calls, len(self.claimed), history=len(self._state.messages)
+        )
         turn = self._state.turn + 1
         await self.journal.append(TurnStarted(turn))
         self.emit(TurnStart, turn=turn)
@@ -340,12 +350,36 @@ class Activity:
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
         await self.journal.append(TurnEnded(turn, stop, cause))
+        rolled_back = await self._roll_back(turn, stop)
         await self.journal.sync()
-        self.emit(TurnEnd, turn=turn, stop_reason=stop, cancel_cause=cause, has_more_tool_calls=self._more_tools)
+        self.emit(
+            TurnEnd,
+            turn=turn,
+            stop_reason=stop,
+            cancel_cause=cause,
+            has_more_tool_calls=self._more_tools,
+            rolled_back=rolled_back,
+        )
         self._more_tools = False
-        self._answer_turn(stop, cause)
+        self._answer_turn(stop, cause, rolled_back > 0)
 
-    def _answer_turn(self, stop: str, cause: str | None) -> None:
+    async def _roll_back(self, turn: int, stop: str) -> int:
+        """After a failed turn whose input asked for it, take the turn's
+        messages back out of history (jai-mono: the caller's context stays as
+        it was before the run); returns how many. The journal keeps them."""
+        mark = self._mark
+        if mark is None or stop not in FAILURE_STOPS or mark.compacted:
+            return 0
+        if self.ports.on_failure(mark.owner) != "rollback":
+            return 0
+        taken = len(self._state.messages) - mark.history
+        if taken > 0:
+            await self.journal.append(RolledBack(mark.history, turn))
+            self._context = self.journal.context()
+            self._compactor = Compactor(self.ports)
+        return taken
+
+    def _answer_turn(self, stop: str, cause: str | None, rolled_back: bool = False) -> None:
         """Give every input the turn claimed the turn's own result."""
         mark = self._mark
         if mark is None:
@@ -362,6 +396,7 @@ class Activity:
                 self.error if stop in ERROR_STOPS else None,
                 steps=self.requests - mark.requests,
                 joined=queued.id != mark.owner,
+                rolled_back=rolled_back,
                 cancel_cause=cause,
                 output=mark.output,
             )
@@ -582,6 +617,8 @@ class Activity:
         outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
         self.add_usage(outcome.usage)
         if outcome.compacted:
+            if self._mark is not None:
+                self._mark.compacted = True
             self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
         elif outcome.error:
             self.error = outcome.error

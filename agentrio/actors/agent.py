@@ -38,7 +38,7 @@ from .compaction import CompactionOutcome, compact_now
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
-from .spec import AgentSpec, RunResult
+from .spec import ON_FAILURE, AgentSpec, RunResult
 
 log = logging.getLogger("agentrio")
 
@@ -71,6 +71,8 @@ class _Send:
     wakeup: bool
     #: Reply with a waiter for the result of the activity that handles it.
     wait: bool = False
+    #: With ``wait``: what a failure of its turn leaves (None: the spec's).
+    on_failure: str | None = None
 
 
 @attrs.frozen
@@ -114,6 +116,7 @@ class _Close:
 class _RunWaiter:
     done: trio.Event = attrs.field(factory=trio.Event)
     result: RunResult | None = None
+    on_failure: str | None = None
 
     def resolve(self, result: RunResult) -> None:
         if not self.done.is_set():
@@ -317,24 +320,31 @@ class Agent:
         """Add ``message`` as context to the next step, without waking."""
         return await self.send(message, "next_step", wakeup=False)
 
-    async def run(self, prompt: Input) -> RunResult:
+    async def run(self, prompt: Input, *, on_failure: Literal["keep", "rollback"] | None = None) -> RunResult:
         """Queue ``prompt`` as a follow-up and return the result of the turn
         that answered it, once the activity that ran it has ended. Never
         raises for a run that ended: a cancel, a limit or a provider error
         is the stop reason.
 
+        ``on_failure`` (default: the spec's, ``keep``): ``rollback`` leaves
+        history as it was before the turn when it stops aborted, on a
+        time-out or an error (``RunResult.rolled_back``); the journal keeps
+        those messages (a fork at that turn has them).
+
         Cancelling the caller withdraws the prompt if it is still queued; an
         activity already handling it goes on (``cancel`` stops it).
         """
-        async with self._prompt(prompt) as waiter:
+        if on_failure is not None and on_failure not in ON_FAILURE:
+            raise ValueError(f"on_failure must be one of {ON_FAILURE}, got {on_failure!r}")
+        async with self._prompt(prompt, on_failure) as waiter:
             await waiter.done.wait()
         return waiter.result
 
     @asynccontextmanager
-    async def _prompt(self, prompt: Input) -> AsyncIterator[_RunWaiter]:
+    async def _prompt(self, prompt: Input, on_failure: str | None = None) -> AsyncIterator[_RunWaiter]:
         """Queue ``prompt`` with a waiter for its result; leaving the block
         before it is answered withdraws the prompt if no turn took it yet."""
-        queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, wait=True))
+        queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, True, on_failure))
         try:
             yield waiter
         finally:
@@ -625,7 +635,7 @@ class Agent:
         await self._journal.sync()  # accepted input survives a crash
         waiter = None
         if message.wait:
-            waiter = self._waiters[queued.id] = _RunWaiter()
+            waiter = self._waiters[queued.id] = _RunWaiter(on_failure=message.on_failure)
         if message.wakeup:
             self._wake()
         return queued, waiter
@@ -779,7 +789,12 @@ class Agent:
             start_actor=self._nursery.start_soon,
             spawn_child=self._spawn_child,
             handle=self,
+            on_failure=self._on_failure,
         )
+
+    def _on_failure(self, input_id: str | None) -> str:
+        waiter = self._waiters.get(input_id) if input_id is not None else None
+        return waiter.on_failure if waiter is not None and waiter.on_failure else self.spec.on_failure
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
         self._nursery.start_soon(self._supervise_worker, call_id, worker)

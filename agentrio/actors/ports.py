@@ -79,4 +79,7 @@ class ActivityPorts:
     #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
     spawn_child: Callable[..., Awaitable[Agent]]
     handle: Agent
+    #: ``on_failure(input_id)``: what a failed turn started by that input
+    #: leaves in history, ``keep`` or ``rollback`` (see ``AgentSpec.on_failure``).
+    on_failure: Callable[[str | None], str]
 

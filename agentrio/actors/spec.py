@@ -311,6 +311,10 @@ def _restart_intensity(instance: Any, attribute: attrs.Attribute, value: Any) ->
 
 
 RESTARTS = ("never", "on_crash")
+#: What a turn that fails (stops aborted, on a time-out or an error) leaves
+#: in history: ``keep`` its messages (repaired: every call answered), or
+#: ``rollback`` to history as it was before the turn.
+ON_FAILURE = ("keep", "rollback")
 
 
 @attrs.frozen
@@ -350,6 +354,11 @@ class AgentSpec:
     restart_intensity: tuple[int, float] = attrs.field(
         default=(3, 60.0), kw_only=True, converter=tuple, validator=_restart_intensity
     )
+    #: What a failed turn leaves in history (see ``ON_FAILURE``); ``keep``
+    #: by default. ``run(prompt, on_failure=...)`` chooses per prompt. A
+    #: rollback takes the turn's messages (its prompt included) out of
+    #: history, never out of the journal: a fork at that turn has them.
+    on_failure: Literal["keep", "rollback"] = attrs.field(default="keep", kw_only=True)
     #: A type every run must end with a value of (see ``models.OutputSpec``):
     #: the answer is parsed and converted into ``RunResult.output``. An
     #: ``OutputSpec`` is taken as it is (``OutputSpec.for_schema(schema)``:
@@ -373,6 +382,11 @@ class AgentSpec:
         if check is not None and (problem := check(spec)):
             raise ValueError(f"AgentSpec.output_type: {problem}")
         return spec
+
+    @on_failure.validator
+    def _check_on_failure(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in ON_FAILURE:
+            raise ValueError(f"AgentSpec.on_failure: expected one of {ON_FAILURE}, got {value!r}")
 
     @restart.validator
     def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -398,6 +412,9 @@ class RunResult:
     error: str | None = None
     steps: int = attrs.field(default=0, kw_only=True)
     joined: bool = attrs.field(default=False, kw_only=True)
+    #: The turn failed and its messages were rolled back out of history
+    #: (``on_failure="rollback"``); ``new_messages`` still lists them.
+    rolled_back: bool = attrs.field(default=False, kw_only=True)
     cancel_cause: str | None = attrs.field(default=None, kw_only=True)
     #: The converted value, with ``AgentSpec.output_type`` (``text`` stays the raw answer).
     output: Any = attrs.field(default=None, kw_only=True)

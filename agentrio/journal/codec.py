@@ -191,5 +191,7 @@ def with_history(state: SessionState, kept: list[Message]) -> SessionState:
     """``state`` given its history: ``kept`` are the session's message
     records after the first ``state.replaced`` (those a compaction summed
     up), up to the snapshot."""
+    if state.rolled_back:  # less those a rollback took back
+        kept = [kept[offset] for offset in state.kept_records(state.replaced, len(kept))]
     state.messages = [state.summary, *kept] if state.summary is not None else kept
     return state

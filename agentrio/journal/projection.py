@@ -22,6 +22,7 @@ from .records import (
     InboxSpliced,
     MessageAppended,
     Record,
+    RolledBack,
     StepEnded,
     StepStarted,
     ToolCallFinished,
@@ -44,8 +45,9 @@ class SessionState:
     history the agent finished writing. Messages appended outside a step (a
     fork's seed) are committed at once. Either way ``messages`` is the
     compaction ``summary`` (when there was one) followed by the journal's
-    ``MessageAppended`` records from the ``replaced``-th on, in order, and
-    ``step_messages`` the rest: snapshots rely on it.
+    ``MessageAppended`` records from the ``replaced``-th on, in order, less
+    those in the ``rolled_back`` ranges, and ``step_messages`` the rest:
+    snapshots rely on it.
     """
 
     messages: list[Message] = attrs.field(factory=list)
@@ -66,6 +68,9 @@ class SessionState:
     #: many message records it stands for.
     summary: UserMessage | None = None
     replaced: int = 0
+    #: Ranges ``[start, end)`` of message records (from the ``replaced``-th
+    #: on) that a rollback took back out of history, in order.
+    rolled_back: list[tuple[int, int]] = attrs.field(factory=list)
     #: Ids pending in either queue, derived from them (rebuilt when None, as
     #: after decoding a snapshot), so a splice checks uniqueness in O(items).
     _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
@@ -80,19 +85,42 @@ class SessionState:
     @property
     def message_records(self) -> int:
         """How many message records the committed history reaches to."""
-        return self.replaced + len(self.messages) - (self.summary is not None)
+        taken = sum(end - start for start, end in self.rolled_back)
+        return self.replaced + len(self.messages) - (self.summary is not None) + taken
 
     def written_by(self, record: int) -> Message | None:
         """The message that the ``record``-th message record (counting from
         0) wrote, while history holds it: committed, or in the open step.
-        None for a message a compaction replaced, or a record not written."""
+        None for a message a compaction replaced or a rollback took back, or
+        a record not written."""
         committed = self.message_records
         if record >= committed:
             index = record - committed
             return self.step_messages[index] if index < len(self.step_messages) else None
         head = self.summary is not None
         index = record - self.replaced + head
+        for start, end in self.rolled_back:
+            if record < start:
+                break
+            if record < end:
+                return None
+            index -= end - start
         return self.messages[index] if index >= head else None
+
+    def kept_records(self, first: int, count: int) -> list[int]:
+        """Which of the ``count`` message records from the ``first``-th on
+        history holds (the others a rollback took back), as offsets from it."""
+        dropped = {r for start, end in self.rolled_back for r in range(start, end)}
+        return [r - first for r in range(first, first + count) if r not in dropped]
+
+    def _record_of(self, index: int) -> int:
+        """The message record that wrote ``messages[index]`` (the record the
+        next message would take, for ``len(messages)``)."""
+        record = self.replaced + index - (self.summary is not None)
+        for start, end in self.rolled_back:
+            if start <= record:
+                record += end - start
+        return record
 
     def open_calls(self) -> list[ToolCall]:
         """Calls of the open step that have no result yet, in model order."""
@@ -131,12 +159,23 @@ class SessionState:
                     raise JournalCorrupt(
                         f"compaction up to message {first_kept} of a history of {len(self.messages)}"
                     )
-                self.replaced += first_kept - (self.summary is not None)
+                self.replaced = self._record_of(first_kept)
+                self.rolled_back = [r for r in self.rolled_back if r[0] >= self.replaced]
                 self.summary = summary
                 self.messages[:first_kept] = [summary]
                 self.usage = self.usage + usage
             case ActorFailed():
                 pass
+            case RolledBack(first=first):
+                head = self.summary is not None
+                if self.step_open or not head <= first <= len(self.messages):
+                    raise JournalCorrupt(f"rollback to message {first} of a history of {len(self.messages)}")
+                start, end = self._record_of(first), self.message_records
+                if start < end:
+                    # Ranges inside the new one are part of it.
+                    self.rolled_back = [r for r in self.rolled_back if r[0] < start]
+                    self.rolled_back.append((start, end))
+                    del self.messages[first:]
             case _:
                 raise JournalCorrupt(f"unknown record {record!r}")
 

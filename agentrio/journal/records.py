@@ -99,6 +99,20 @@ class TurnEnded:
     type: ClassVar[str] = "turn_ended"
 
 
+@attrs.frozen
+class RolledBack:
+    """Committed history from message ``first`` on is taken back (a failed
+    turn, with ``on_failure="rollback"``): history is as it was before it.
+    The records that wrote those messages stay in the journal, so a fork at
+    the turn they ended gets them back."""
+
+    first: int
+    #: The turn whose messages were taken back.
+    turn: int = 0
+
+    type: ClassVar[str] = "rolled_back"
+
+
 Record = (
     InboxSpliced
     | TurnStarted
@@ -110,6 +124,7 @@ Record = (
     | ActorFailed
     | StepEnded
     | TurnEnded
+    | RolledBack
 )
 
 register_tagged_union(Record, "type")
