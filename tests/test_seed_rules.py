@@ -5,9 +5,21 @@ Each test names the section it covers."""
 
 from __future__ import annotations
 
+import attrs
+import pytest
 import trio
 
-from agentrio import AgentSpec, Limits, ProviderError, ScriptedModel, Tool, ToolResultMessage
+from agentrio import (
+    AgentSpec,
+    Hooks,
+    Limits,
+    ProviderError,
+    Reject,
+    ScriptedModel,
+    Text,
+    Tool,
+    ToolResultMessage,
+)
 from agentrio.journal.records import MessageAppended, ToolCallFinished
 
 from .conftest import record
@@ -257,3 +269,104 @@ def test_a_rollback_survives_a_snapshot_and_keeps_record_numbers():
     assert state.written_by(7) is written[7] and state.written_by(4) is None
     restored = with_history(decode_state(encode_state(state)), written[state.replaced :])
     assert restored.messages == state.messages
+
+
+# -- hooks may be chains of listeners (dsh 7.5, 7.7, 7.11) ---------------------
+
+
+async def test_transforming_hooks_are_a_waterfall(rt):
+    """dsh 7.5 (agent/pre-step waterfall) and 7.9 (post-policy): each
+    listener gets what the one before it left, so two plugins compose."""
+    seen = []
+
+    def tag_input(step):
+        seen.append([q.message.text for q in step.input])
+        return [f"{q.message.text} +tagged" for q in step.input]
+
+    def shout(step):
+        seen.append([q.message.text for q in step.input])
+        return [q.message.text.upper() for q in step.input]
+
+    def redact(p):
+        return ToolResultMessage(p.call.id, p.call.name, [Text(p.result.text.replace("secret", "***"))])
+
+    def sign(p):
+        return ToolResultMessage(p.call.id, p.call.name, [Text(p.result.text + " (checked)")])
+
+    def add_note(ctx):
+        ctx.system_prompt += " first"
+
+    def add_other(ctx):
+        return attrs.evolve(ctx, system_prompt=ctx.system_prompt + " second")
+
+    model = ScriptedModel([calls(("echo", {"text": "secret"})), say("ok")])
+    hooks = Hooks(
+        pre_step=[tag_input, shout], post_tool=[redact, sign], prepare_context=[add_note, add_other]
+    )
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], hooks=hooks, system_prompt="base"))
+    await agent.run("hi")
+    assert seen == [["hi"], ["hi +tagged"]]
+    assert agent.messages[0].text == "HI +TAGGED"
+    assert _results(agent)[0].text == "echo: *** (checked)"
+    assert model.requests[0].system_prompt == "base first second"
+
+
+async def test_an_answering_hook_is_serial_and_bails_on_the_first_answer(rt):
+    """dsh 7.11 (agent/turn-stopping is serial; a non-empty answer bails and
+    the remaining listeners are not called): the first ``choose_model``
+    listener with an answer wins; a later one is never asked."""
+    asked = []
+    other = ScriptedModel([say("from the other model")])
+
+    def no_opinion(route):
+        asked.append("no_opinion")
+
+    def route(route):
+        asked.append("route")
+        return other
+
+    def never(route):
+        asked.append("never")
+        return ScriptedModel([])
+
+    agent = await rt.create(
+        AgentSpec("a", ScriptedModel([]), hooks=Hooks(choose_model=[no_opinion, route, never]))
+    )
+    result = await agent.run("hi")
+    assert result.text == "from the other model" and asked == ["no_opinion", "route"]
+
+
+async def test_a_pre_step_reject_ends_the_chain(rt):
+    """dsh 7.5: a reject from any listener of the pre-step waterfall blocks
+    the turn; the listeners after it are not called."""
+    later = []
+    hooks = Hooks(pre_step=[lambda step: Reject("no"), lambda step: later.append(step)])
+    agent = await rt.create(AgentSpec("a", ScriptedModel([]), hooks=hooks))
+    assert (await agent.run("hi")).stop_reason == "blocked" and later == []
+
+
+async def test_request_error_listeners_pass_the_delay_down(rt, autojump_clock):
+    """dsh 7.7 (agent/request-error waterfall): each listener's answer is the
+    next one's ``default_delay``; the last answer decides."""
+    defaults = []
+
+    def first(err):
+        defaults.append(err.default_delay)
+        return 7.0
+
+    def second(err):
+        defaults.append(err.default_delay)
+        return err.default_delay * 2
+
+    model = ScriptedModel([ProviderError(529, "overloaded_error", "busy"), say("ok")])
+    agent = await rt.create(AgentSpec("a", model, hooks=Hooks(on_request_error=[first, second])))
+    async with record(agent) as rec:
+        assert (await agent.run("hi")).text == "ok"
+    assert defaults[1] == 7.0 and [e.delay for e in rec.of("request_retry")] == [14.0]
+
+
+def test_a_hook_chain_is_checked_when_made():
+    """Every listener of a chain must be callable; the error names the index."""
+    with pytest.raises(TypeError, match=r"Hooks.post_tool\[1\]: expected a function"):
+        Hooks(post_tool=[lambda p: None, "oops"])
+    assert Hooks(post_tool=[print]).post_tool == (print,)

@@ -62,6 +62,7 @@ from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
 from .compaction import CompactionOutcome, Compactor
+from .hook_chain import bail, listeners
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
 from .routing import choose_model
@@ -427,7 +428,7 @@ class Activity:
                 return "blocked"
             if not admitted and outcome is not None:
                 if self._hooks and self._hooks.turn_stopping:
-                    await _callbacks.call(self._hooks.turn_stopping, self.ports.handle)
+                    await bail(self._hooks.turn_stopping, self.ports.handle)
                 if inbox.next_step:
                     continue
                 return "max_tokens" if max_tokens_seen else outcome
@@ -441,18 +442,16 @@ class Activity:
                 return outcome
 
     async def _pre_step(self, claimed: list[QueuedInput]) -> list[UserMessage] | Reject:
-        messages = [q.message for q in claimed]
-        hook = self._hooks and self._hooks.pre_step
-        if not hook:
-            return messages
-        decision = await _callbacks.call(
-            hook, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
-        )
-        if decision is None:
-            return messages
-        if isinstance(decision, Reject):
-            return decision
-        return [as_queued(m).message for m in decision]
+        # A waterfall: each listener sees the input the one before admitted.
+        for listener in listeners(self._hooks and self._hooks.pre_step):
+            decision = await _callbacks.call(
+                listener, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
+            )
+            if isinstance(decision, Reject):
+                return decision
+            if decision is not None:
+                claimed = [as_queued(m) for m in decision]
+        return [q.message for q in claimed]
 
     async def _step(self, admitted: list[UserMessage]) -> str | None:
         step = self._state.step + 1
@@ -540,7 +539,8 @@ class Activity:
                 system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens, output=output
             )
         context = RequestContext(system_prompt, list(self._context.history), tools)
-        context = await _callbacks.call(hook, context) or context
+        for listener in listeners(hook):
+            context = await _callbacks.call(listener, context) or context
         return ModelRequest(
             context.system_prompt,
             project_tool_protocol(context.messages),
@@ -562,7 +562,7 @@ class Activity:
             model = await choose_model(self.ports, request, "step", attempt, error)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
-            observe = functools.partial(_callbacks.call, hook) if hook else None
+            observe = functools.partial(bail, hook) if hook else None
             with tracing.chat_span(model, request, self.ports.session_id) as chat:
                 error = await stream_model(
                     model, request, self._on_stream_event, observe, start=self.ports.start_actor
@@ -630,8 +630,7 @@ class Activity:
 
     async def _repair_text(self, message: AssistantMessage) -> str:
         """What the model is told after writing tool calls as text."""
-        hook = self._hooks and self._hooks.on_protocol_violation
-        text = await _callbacks.call(hook, message) if hook else None
+        text = await bail(self._hooks and self._hooks.on_protocol_violation, message)
         return text or PROTOCOL_REPAIR
 
     def _on_stream_event(self, event: StreamEvent) -> None:
@@ -663,10 +662,11 @@ class Activity:
     async def _retry_delay(self, model: Model, error: ProviderError, attempt: int) -> float | None:
         policy = getattr(model, "retry_policy", None)
         default = policy.delay(error, attempt) if policy is not None else None
-        hook = self._hooks and self._hooks.on_request_error
-        if not hook:
-            return default
-        return await _callbacks.call(hook, RequestError(self.ports.handle, error, attempt, default))
+        # A waterfall: each listener's answer is the next one's default.
+        delay = default
+        for listener in listeners(self._hooks and self._hooks.on_request_error):
+            delay = await _callbacks.call(listener, RequestError(self.ports.handle, error, attempt, delay))
+        return delay
 
     # -- settling after a cancel, a time-out or a failure ---------------------
 

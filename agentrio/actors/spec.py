@@ -89,6 +89,22 @@ def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) ->
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
 
 
+def _chain(value: Any) -> Any:
+    """A list of listeners is kept as a tuple (a chain); see ``hook_chain``."""
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _hook(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    for index, listener in enumerate(value if isinstance(value, tuple) else (value,)):
+        if listener is not None and not callable(listener):
+            where = f"{_field(instance, attribute)}[{index}]" if isinstance(value, tuple) else _field(instance, attribute)
+            raise TypeError(f"{where}: expected a function, a list of functions or None, got {_describe(listener)}")
+
+
+def _hook_field() -> Any:
+    return attrs.field(default=None, converter=_chain, validator=_hook)
+
+
 TOOL_EXECUTIONS = ("parallel", "sequential")
 
 
@@ -234,16 +250,23 @@ class Hooks:
     - ``choose_model(route: Route) -> Model | None``: the model for one
       request (a cheaper one for summaries, a fallback after errors); None
       keeps the spec's.
+
+    Each field may also hold a list of callables, a chain (see
+    ``hook_chain``): ``prepare_context``, ``pre_step``, ``on_request_error``
+    and ``post_tool`` are a waterfall, each listener getting what the one
+    before it left (a ``Reject`` from ``pre_step`` ends it; the request
+    error's ``default_delay`` is the previous answer); the others run
+    serially until one answers something other than None.
     """
 
-    prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    pre_step: Callable[[PreStep], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_request_error: Callable[[RequestError], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    choose_model: Callable[[Route], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_protocol_violation: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    prepare_context: Callable[[RequestContext], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    pre_step: Callable[[PreStep], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_request_error: Callable[[RequestError], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    turn_stopping: Callable[[Agent], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_assistant_stream: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    post_tool: Callable[[PostTool], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    choose_model: Callable[[Route], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_protocol_violation: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:

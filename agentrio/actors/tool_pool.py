@@ -30,6 +30,7 @@ from ..tools import Tool, ToolContext
 from ..tools.middleware import run_tool_call
 from ..tools.permissions import decide
 from ..tools.process import DEFAULT_GRACE
+from .hook_chain import listeners
 from .ports import ActivityPorts
 from .spec import PostTool
 
@@ -409,16 +410,18 @@ class ToolBatch:
             return
         slot.posted = True
         call = slot.call
-        try:
-            replaced = await _callbacks.call(hooks.post_tool, PostTool(self._agent.handle, call, slot.result))
-        except Exception as exc:
-            replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
-        if replaced is None:
-            return
-        if not isinstance(replaced, ToolResultMessage):
-            replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
-        # A replacement answers this call, whatever ids it was given.
-        slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
+        # A waterfall: each listener sees the result the one before left.
+        for listener in listeners(hooks.post_tool):
+            try:
+                replaced = await _callbacks.call(listener, PostTool(self._agent.handle, call, slot.result))
+            except Exception as exc:
+                replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
+            if replaced is None:
+                continue
+            if not isinstance(replaced, ToolResultMessage):
+                replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
+            # A replacement answers this call, whatever ids it was given.
+            slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
 
     async def settle(self) -> dict[str, tuple[ToolResultMessage, float]]:
         """After a cancel or a failure: wait for the cancelled workers to end,
