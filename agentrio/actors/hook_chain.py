@@ -21,15 +21,18 @@ from typing import Any
 
 from .. import _callbacks
 
+#: A ``Hooks`` field: one listener, a chain of them, or None.
+Hook = Callable[..., Any] | tuple[Callable[..., Any], ...] | None
 
-def listeners(hook: Callable[..., Any] | tuple[Callable[..., Any], ...] | None) -> tuple[Callable[..., Any], ...]:
+
+def listeners(hook: Hook) -> tuple[Callable[..., Any], ...]:
     """The listeners of a ``Hooks`` field, in order (none for None)."""
     if hook is None:
         return ()
     return hook if isinstance(hook, tuple) else (hook,)
 
 
-async def bail(hook: Callable[..., Any] | tuple[Callable[..., Any], ...] | None, *args: Any) -> Any:
+async def bail(hook: Hook, *args: Any) -> Any:
     """Serial with bail: the first answer that is not None, else None."""
     for listener in listeners(hook):
         answer = await _callbacks.call(listener, *args)
