@@ -261,8 +261,44 @@ class AgentFailed(_Event):
     error: str
     restarted: bool = False
     escalated: bool = False
+    #: The agent's name and parent (on the runtime's stream, ``rt.subscribe``).
+    name: str = ""
+    parent_id: str | None = None
 
     type: ClassVar[str] = "agent_failed"
+
+
+@attrs.frozen(kw_only=True)
+class AgentCreated(_Event):
+    """On the runtime's stream (``rt.subscribe``): an agent was published
+    (its setup done). There, ``seq`` counts the runtime's events."""
+
+    name: str
+    parent_id: str | None = None
+
+    type: ClassVar[str] = "agent_created"
+
+
+@attrs.frozen(kw_only=True)
+class AgentEnded(_Event):
+    """On the runtime's stream: an agent was disposed (or stopped for good)
+    and left the registry."""
+
+    name: str
+    parent_id: str | None = None
+
+    type: ClassVar[str] = "agent_ended"
+
+
+@attrs.frozen(kw_only=True)
+class AgentRestarted(_Event):
+    """On the runtime's stream: a failed agent was restored from its journal
+    and goes on (after the ``agent_failed`` that says why)."""
+
+    name: str
+    parent_id: str | None = None
+
+    type: ClassVar[str] = "agent_restarted"
 
 
 @attrs.frozen(kw_only=True)
@@ -333,6 +369,9 @@ Event = (
     | OutputUpdate
     | Lagged
     | AgentFailed
+    | AgentCreated
+    | AgentEnded
+    | AgentRestarted
     | ApprovalRequest
     | Inbox
     | ChildEvent

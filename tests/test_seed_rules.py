@@ -370,3 +370,68 @@ def test_a_hook_chain_is_checked_when_made():
     with pytest.raises(TypeError, match=r"Hooks.post_tool\[1\]: expected a function"):
         Hooks(post_tool=[lambda p: None, "oops"])
     assert Hooks(post_tool=[print]).post_tool == (print,)
+
+
+# -- the runtime announces its agents (dsh 7.1, 7.2) ---------------------------
+
+
+async def test_the_runtime_announces_agents_created_failed_restarted_and_ended():
+    """dsh 7.2 (publish announces the agent; teardown detaches it): hosts
+    learn of agents from ``rt.subscribe()`` and ``registry.listen`` instead
+    of polling the registry."""
+    from agentrio import Runtime
+
+    def broken(ctx):
+        raise RuntimeError("plugin bug")
+
+    heard = []
+    async with Runtime() as rt:
+        stop = rt.registry.listen(lambda event: heard.append(event.type))
+        async with rt.subscribe() as events:
+            parent = await rt.create(AgentSpec("parent", ScriptedModel([])))
+            spec = AgentSpec(
+                "child", ScriptedModel([]), hooks=Hooks(prepare_context=broken), restart="on_crash"
+            )
+            child = await rt.create(spec, parent=parent)
+            assert (await child.run("go")).stop_reason == "error"
+            await child.dispose()
+            stop()
+            await parent.dispose()
+            got = []
+            while len(got) < 6:
+                got.append(await events.__anext__())
+    assert [(e.type, e.name) for e in got] == [
+        ("agent_created", "parent"),
+        ("agent_created", "child"),
+        ("agent_failed", "child"),
+        ("agent_restarted", "child"),
+        ("agent_ended", "child"),
+        ("agent_ended", "parent"),
+    ]
+    created_child = got[1]
+    assert created_child.parent_id == parent.id and created_child.session_id == child.session_id
+    assert got[2].error.startswith("RuntimeError") and got[2].restarted
+    assert [e.seq for e in got] == sorted(e.seq for e in got)
+    assert heard == [e.type for e in got[:5]]  # stopped before the parent ended
+
+
+async def test_a_runtime_subscriber_that_lags_is_told_what_it_missed(monkeypatch):
+    """Bounded like an agent's subscription: past its capacity a reader
+    gets a ``lagged`` event counting the dropped events, then live ones."""
+    from agentrio import Runtime
+    from agentrio.supervisors import lifecycle
+
+    monkeypatch.setattr(lifecycle, "RUNTIME_SUBSCRIBER_CAPACITY", 2)
+    async with Runtime() as rt, rt.subscribe() as events:
+        for name in "abcd":
+            await rt.create(AgentSpec(name, ScriptedModel([])))
+        got = [await events.__anext__() for _ in range(3)]
+        await rt.create(AgentSpec("e", ScriptedModel([])))
+        got.append(await events.__anext__())
+    assert [(e.type, getattr(e, "name", None)) for e in got] == [
+        ("agent_created", "a"),
+        ("agent_created", "b"),
+        ("lagged", None),
+        ("agent_created", "e"),
+    ]
+    assert got[2].dropped == 2

@@ -11,7 +11,7 @@ import attrs
 import trio
 
 from .._ids import new_id
-from ..events import AgentFailed, ApprovalRequest, ChildEvent, Event, Inbox as InboxEvent, Status
+from ..events import AgentFailed, AgentRestarted, ApprovalRequest, ChildEvent, Event, Inbox as InboxEvent, Status
 from ..initiator import Initiator, clear_initiator, current_initiator
 from ..journal import Journal
 from ..journal.records import ActorFailed
@@ -865,9 +865,15 @@ class Agent:
             except Exception:
                 log.exception("agent %s: the failure could not be journaled", self.id)
         self._bus.emit(AgentFailed, error=error, restarted=restart, escalated=not restart)
+        self._announce(AgentFailed, error=error, restarted=restart, escalated=not restart)
         if restart:
             await self._restore()
+            self._announce(AgentRestarted)
         return restart
+
+    def _announce(self, event_type: type[Event], **fields: Any) -> None:
+        """Tell the runtime's stream (``Runtime.subscribe``)."""
+        self._runtime.registry.events.emit(event_type, self, **fields)
 
     async def _restore(self) -> None:
         """Rebuild the agent's state from its journal, with crash repair."""
@@ -887,6 +893,7 @@ class Agent:
             self._failed = f"{type(exc).__name__}: {exc}"
             log.error("agent %s failed for good", self.id, exc_info=exc)
             self._bus.emit(AgentFailed, error=self._failed, restarted=False, escalated=True)
+            self._announce(AgentFailed, error=self._failed, restarted=False, escalated=True)
         self._closing = True
 
     def _collect_teardown_error(self, exc_type, exc, tb) -> bool:
