@@ -11,6 +11,7 @@ import trio
 
 from agentrio import (
     AgentSpec,
+    AssistantMessage,
     Hooks,
     Limits,
     ProviderError,
@@ -435,3 +436,36 @@ async def test_a_runtime_subscriber_that_lags_is_told_what_it_missed(monkeypatch
         ("agent_created", "e"),
     ]
     assert got[2].dropped == 2
+
+
+# -- overflow reported as a stop reason is recovered (jai-mono) ----------------
+
+
+async def test_a_stream_that_stops_for_context_overflow_compacts_and_retries_once(rt):
+    """jai-mono (contextOverflow: leave the cut message's calls unrun and
+    compact before going on): a reply whose stop reason is
+    ``context_overflow`` is withdrawn, history compacted, the request sent
+    again once."""
+    overflow = AssistantMessage([Text("partial")], stop_reason="context_overflow")
+    model = ScriptedModel([say("a" * 400), say("b" * 400), overflow, say("summary"), say("recovered")])
+    agent = await rt.create(AgentSpec("a", model, limits=Limits(keep_recent_tokens=10)))
+    await agent.run("one")
+    await agent.run("two")
+    async with record(agent) as rec:
+        result = await agent.run("three")
+    assert result.stop_reason == "completed" and result.text == "recovered"
+    assert [e.reason for e in rec.of("compaction_start")] == ["overflow"]
+    assert [e.reason for e in rec.of("message_discard")] == ["context_overflow"]
+    assert "partial" not in [m.text for m in agent.messages]
+
+
+async def test_a_second_overflow_stop_ends_the_run(rt):
+    """Once only: an overflow again after compacting stops the run
+    ``context_overflow``."""
+    overflow = AssistantMessage([Text("")], stop_reason="context_overflow")
+    model = ScriptedModel([say("a" * 400), say("b" * 400), overflow, say("summary"), overflow])
+    agent = await rt.create(AgentSpec("a", model, limits=Limits(keep_recent_tokens=10)))
+    await agent.run("one")
+    await agent.run("two")
+    result = await agent.run("three")
+    assert result.stop_reason == "context_overflow" and len(model.requests) == 5

@@ -572,6 +572,15 @@ class Activity:
                         type=CONNECTION_ERROR, message="the stream ended without a stop reason"
                     )
                 chat.answered(live.assembler, error)
+            if error is None and live.assembler.done.stop_reason == "context_overflow" and not compacted:
+                # Overflow reported in-band (Anthropic's model_context_window_exceeded):
+                # compact and retry once, as for the overflow error; when nothing
+                # could be compacted the cut message stays, its calls unrun.
+                compacted = True
+                if (await self._compact("overflow")).compacted:
+                    self._withdraw(live, "context_overflow")
+                    request = await self._rebuild_request(repair)
+                    continue
             if error is not None and error.type == CONTEXT_OVERFLOW and not compacted:
                 # The recover path: compact, rebuild the request, retry once.
                 self._withdraw(live, "context_overflow")
