@@ -269,6 +269,18 @@ class AgentFailed(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class Notice(_Event):
+    """Something the host should know that is not an error. ``kind``
+    ``system_prompt_differs``: a restored session goes on with the system
+    prompt its journal holds, not the spec's, which differs."""
+
+    kind: str
+    text: str
+
+    type: ClassVar[str] = "notice"
+
+
+@attrs.frozen(kw_only=True)
 class AgentCreated(_Event):
     """On the runtime's stream (``rt.subscribe``): an agent was published
     (its setup done). There, ``seq`` counts the runtime's events."""
@@ -369,6 +381,7 @@ Event = (
     | OutputUpdate
     | Lagged
     | AgentFailed
+    | Notice
     | AgentCreated
     | AgentEnded
     | AgentRestarted

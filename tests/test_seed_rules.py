@@ -469,3 +469,50 @@ async def test_a_second_overflow_stop_ends_the_run(rt):
     await agent.run("two")
     result = await agent.run("three")
     assert result.stop_reason == "context_overflow" and len(model.requests) == 5
+
+
+# -- the system prompt is journaled and restored (dsh 7.6) ---------------------
+
+
+async def test_the_system_prompt_is_journaled_once_and_a_restored_session_keeps_it(tmp_path):
+    """dsh 7.6 (each attempt renders the system prompt and commits
+    system/message): the prompt a session's requests are built on is
+    journaled once per change (by digest); a restored session goes on with
+    it, and says so when the spec's prompt differs."""
+    from agentrio import Runtime, SQLiteStore
+    from agentrio.journal.records import SystemPromptSet, prompt_digest
+
+    db = tmp_path / "s.db"
+    async with SQLiteStore(db) as store, Runtime(store) as rt:
+        agent = await rt.create(
+            AgentSpec("a", ScriptedModel([say("1"), say("2")]), system_prompt="be brief"), session_id="s1"
+        )
+        await agent.run("one")
+        await agent.run("two")
+        records = (await store.load_session("s1"))[1]
+        assert [r for r in records if isinstance(r, SystemPromptSet)] == [
+            SystemPromptSet("be brief", prompt_digest("be brief"))
+        ]
+        await agent.dispose()
+    model = ScriptedModel([say("3")])
+    async with SQLiteStore(db) as store, Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", model, system_prompt="be verbose"), session_id="s1")
+        async with record(agent) as rec:
+            await agent.run("three")
+    assert model.requests[0].system_prompt == "be brief"
+    (notice,) = rec.of("notice")
+    assert notice.kind == "system_prompt_differs" and prompt_digest("be brief") in notice.text
+
+
+async def test_a_restored_session_with_the_same_prompt_says_nothing(tmp_path):
+    from agentrio import Runtime, SQLiteStore
+
+    db = tmp_path / "s.db"
+    for reply in ("1", "2"):
+        async with SQLiteStore(db) as store, Runtime(store) as rt:
+            agent = await rt.create(
+                AgentSpec("a", ScriptedModel([say(reply)]), system_prompt="p"), session_id="s1"
+            )
+            async with record(agent) as rec:
+                await agent.run("go")
+    assert rec.of("notice") == []

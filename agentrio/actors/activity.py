@@ -31,6 +31,7 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    Notice,
     RequestRetry,
     State,
     StepEnd,
@@ -41,7 +42,16 @@ from ..events import (
     TurnStart,
 )
 from ..initiator import Initiator, with_initiator
-from ..journal.records import MessageAppended, RolledBack, StepEnded, StepStarted, TurnEnded, TurnStarted
+from ..journal.records import (
+    MessageAppended,
+    RolledBack,
+    StepEnded,
+    StepStarted,
+    SystemPromptSet,
+    TurnEnded,
+    TurnStarted,
+    prompt_digest,
+)
 from ..mailbox import QueuedInput
 from ..mailbox.inbox import as_queued
 from ..messages import (
@@ -276,6 +286,14 @@ class Activity:
 
     async def _execute(self) -> RunResult:
         self.emit(AgentStart, name=self.spec.name)
+        journaled = self._state.system_prompt
+        if journaled is not None and journaled != self.spec.system_prompt:
+            self.emit(
+                Notice,
+                kind="system_prompt_differs",
+                text=f"this session goes on with the system prompt its journal holds "
+                f"({self._state.system_prompt_digest}), not the spec's ({prompt_digest(self.spec.system_prompt)})",
+            )
         stop = "aborted"  # unless the run gets further than an outer cancel lets it
         timeout = self.spec.limits.timeout
         if timeout is not None:
@@ -471,6 +489,7 @@ class Activity:
             return "max_turns"
         if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
             return "compaction_failed"
+        await self._journal_prompt()
         request = await self._build_request()
         self.state("call_model")
         self.requests += 1
@@ -529,8 +548,21 @@ class Activity:
             message = await self._call_model(await self._build_request())
         return message
 
+    @property
+    def system_prompt(self) -> str:
+        """The session's system prompt: the journaled one (a restored
+        session's), else the spec's."""
+        journaled = self._state.system_prompt
+        return self.spec.system_prompt if journaled is None else journaled
+
+    async def _journal_prompt(self) -> None:
+        """Journal the system prompt before the first request built on it."""
+        if self._state.system_prompt is None:
+            prompt = self.spec.system_prompt
+            await self.journal.append(SystemPromptSet(prompt, prompt_digest(prompt)))
+
     async def _build_request(self) -> ModelRequest:
-        system_prompt = self.spec.system_prompt
+        system_prompt = self.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         output = self.spec.output_spec

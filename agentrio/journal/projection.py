@@ -23,6 +23,7 @@ from .records import (
     MessageAppended,
     Record,
     RolledBack,
+    SystemPromptSet,
     StepEnded,
     StepStarted,
     ToolCallFinished,
@@ -71,6 +72,9 @@ class SessionState:
     #: Ranges ``[start, end)`` of message records (from the ``replaced``-th
     #: on) that a rollback took back out of history, in order.
     rolled_back: list[tuple[int, int]] = attrs.field(factory=list)
+    #: The system prompt journaled last (None: none yet), and its digest.
+    system_prompt: str | None = None
+    system_prompt_digest: str | None = None
     #: Ids pending in either queue, derived from them (rebuilt when None, as
     #: after decoding a snapshot), so a splice checks uniqueness in O(items).
     _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
@@ -166,6 +170,8 @@ class SessionState:
                 self.usage = self.usage + usage
             case ActorFailed():
                 pass
+            case SystemPromptSet(prompt=prompt, digest=digest):
+                self.system_prompt, self.system_prompt_digest = prompt, digest
             case RolledBack(first=first):
                 head = self.summary is not None
                 if self.step_open or not head <= first <= len(self.messages):

@@ -7,6 +7,7 @@ usage) is a projection of the records.
 
 from __future__ import annotations
 
+import hashlib
 from typing import ClassVar
 
 import attrs
@@ -113,6 +114,23 @@ class RolledBack:
     type: ClassVar[str] = "rolled_back"
 
 
+@attrs.frozen
+class SystemPromptSet:
+    """The system prompt the session's requests are built on from here on
+    (before any ``prepare_context`` hook), written once per change; a
+    restored session goes on with it. ``digest``: ``prompt_digest(prompt)``."""
+
+    prompt: str
+    digest: str
+
+    type: ClassVar[str] = "system_prompt_set"
+
+
+def prompt_digest(prompt: str) -> str:
+    """A short hash naming a system prompt."""
+    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 Record = (
     InboxSpliced
     | TurnStarted
@@ -125,6 +143,7 @@ Record = (
     | StepEnded
     | TurnEnded
     | RolledBack
+    | SystemPromptSet
 )
 
 register_tagged_union(Record, "type")
