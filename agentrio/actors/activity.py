@@ -45,6 +45,7 @@ from ..initiator import Initiator, with_initiator
 from ..journal.records import (
     MessageAppended,
     RolledBack,
+    StateEntered,
     StepEnded,
     StepStarted,
     SystemPromptSet,
@@ -226,7 +227,10 @@ class Activity:
 
     # -- plumbing -------------------------------------------------------------
 
-    def state(self, name: str) -> None:
+    async def state(self, name: str) -> None:
+        """Enter state ``name`` of the step machine: journaled (a compact
+        record, made durable with the step), then announced."""
+        await self.journal.append(StateEntered(name))
         self.emit(State, name=name)
 
     def add_usage(self, usage: Usage) -> None:
@@ -358,11 +362,13 @@ class Activity:
             len(self.new_messages), self.requests, self.tool_calls, len(self.claimed), history=len(self._state.messages)
         )
         turn = self._state.turn + 1
-        await self.journal.append(TurnStarted(turn))
-        self.emit(TurnStart, turn=turn)
-        stop = await self._steps()
-        self.state("done")
-        await self._end_turn(stop)
+        with tracing.turn_span(turn, self.ports.session_id) as span:
+            await self.journal.append(TurnStarted(turn))
+            self.emit(TurnStart, turn=turn)
+            stop = await self._steps()
+            await self.state("done")
+            await self._end_turn(stop)
+            span.ended(stop)
         return stop
 
     async def _end_turn(self, stop: str) -> None:
@@ -473,16 +479,17 @@ class Activity:
 
     async def _step(self, admitted: list[UserMessage]) -> str | None:
         step = self._state.step + 1
-        await self.journal.append(StepStarted(step))
-        self.emit(StepStart, step=step)
-        for message in admitted:
-            await self.commit(message)
-        outcome = await self._step_body()
-        await self._end_step()
+        with tracing.step_span(step, self.ports.session_id):
+            await self.journal.append(StepStarted(step))
+            self.emit(StepStart, step=step)
+            for message in admitted:
+                await self.commit(message)
+            outcome = await self._step_body()
+            await self._end_step()
         return outcome
 
     async def _step_body(self) -> str | None:
-        self.state("build_context")
+        await self.state("build_context")
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests - self._mark.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
@@ -491,7 +498,7 @@ class Activity:
             return "compaction_failed"
         await self._journal_prompt()
         request = await self._build_request()
-        self.state("call_model")
+        await self.state("call_model")
         self.requests += 1
         message = await self._continue_cut_reply(await self._call_model(request))
         self._more_tools = bool(message.tool_calls) and not message.truncated
@@ -745,7 +752,7 @@ class Activity:
                 await self.commit_tool_result(call, result, duration)
             await self._end_step()
         if state.turn_open:
-            self.state("done")
+            await self.state("done")
             await self._end_turn(stop)
 
 

@@ -91,7 +91,7 @@ class BatchPorts:
     does through its activity."""
 
     agent: ActivityPorts
-    state: Callable[[str], None]
+    state: Callable[[str], Awaitable[None]]
     tool_started: Callable[[ToolCall, str | None], None]
     commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
     add_usage: Callable[[Usage], None]
@@ -213,13 +213,13 @@ class ToolBatch:
         """Run the batch; returns the turn's outcome: None when the model is
         owed another request, else a stop reason."""
         state = self._ports.state
-        state("validate_tools")
+        await state("validate_tools")
         for slot in self.slots:
             self._validate(slot)
         # Checks and dispatch interleave (see ``_execute``); the machine
         # still names both states.
-        state("check_permission")
-        state("execute_tools")
+        await state("check_permission")
+        await state("execute_tools")
         try:
             await self._execute()
         finally:
@@ -228,9 +228,9 @@ class ToolBatch:
             for slot in self.slots:
                 if slot.scope is not None and slot.result is None:
                     slot.scope.cancel()
-        state("append_results")
+        await state("append_results")
         if any(slot.result.is_error for slot in self.slots):
-            state("recover")
+            await state("recover")
         if self.stop:
             return self.stop
         return "completed" if any(slot.concludes_turn for slot in self.slots) else None

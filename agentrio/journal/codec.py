@@ -39,6 +39,7 @@ from .records import (
     MessageAppended,
     Record,
     StepEnded,
+    StateEntered,
     StepStarted,
     ToolCallStarted,
     TurnEnded,
@@ -101,7 +102,7 @@ def _flat_mirror(cls: type) -> tuple[type[Mirror], Callable[[Any], Any], bool]:
 #: mirrors write them as the converter does, in a third of the time.
 _FLAT = {
     cls: _flat_mirror(cls)
-    for cls in (TurnStarted, StepStarted, ToolCallStarted, StepEnded, TurnEnded, ActorFailed)
+    for cls in (TurnStarted, StepStarted, ToolCallStarted, StepEnded, TurnEnded, ActorFailed, StateEntered)
 }
 
 

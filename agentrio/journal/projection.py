@@ -23,6 +23,7 @@ from .records import (
     MessageAppended,
     Record,
     RolledBack,
+    StateEntered,
     SystemPromptSet,
     StepEnded,
     StepStarted,
@@ -72,6 +73,8 @@ class SessionState:
     #: Ranges ``[start, end)`` of message records (from the ``replaced``-th
     #: on) that a rollback took back out of history, in order.
     rolled_back: list[tuple[int, int]] = attrs.field(factory=list)
+    #: The state the step state machine entered last (None: never ran).
+    machine_state: str | None = None
     #: The system prompt journaled last (None: none yet), and its digest.
     system_prompt: str | None = None
     system_prompt_digest: str | None = None
@@ -142,6 +145,8 @@ class SessionState:
                 (self.step_messages if self.step_open else self.messages).append(message)
             case ToolCallStarted(tool_call_id=call_id):
                 self.started_calls.add(call_id)
+            case StateEntered(name=name):
+                self.machine_state = name
             case StepStarted(step=step):
                 self.step, self.step_open = step, True
             case StepEnded():

@@ -115,6 +115,17 @@ class RolledBack:
 
 
 @attrs.frozen
+class StateEntered:
+    """The step state machine entered state ``name`` (``build_context``,
+    ``call_model``, ..., ``done``): its transitions are durable, so a
+    restored session knows where its last step was."""
+
+    name: str
+
+    type: ClassVar[str] = "state"
+
+
+@attrs.frozen
 class SystemPromptSet:
     """The system prompt the session's requests are built on from here on
     (before any ``prepare_context`` hook), written once per change; a
@@ -144,6 +155,7 @@ Record = (
     | TurnEnded
     | RolledBack
     | SystemPromptSet
+    | StateEntered
 )
 
 register_tagged_union(Record, "type")
