@@ -516,3 +516,85 @@ async def test_a_restored_session_with_the_same_prompt_says_nothing(tmp_path):
             async with record(agent) as rec:
                 await agent.run("go")
     assert rec.of("notice") == []
+
+
+# -- state transitions are durable (QueryEngine: EngineState) ------------------
+
+
+async def test_every_state_transition_is_journaled_in_order(rt):
+    """QueryEngine, EngineState ("用户中断可能留下半状态" — without a state
+    machine an interrupt leaves half a state): each transition is a record,
+    in the order of the ``state`` events, and the projection knows the last."""
+    from agentrio.journal.records import StateEntered
+
+    model = ScriptedModel([calls(("echo", {"text": "a"})), say("done")])
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    async with record(agent) as rec:
+        await agent.run("go")
+    records = (await rt.store.load_session(agent.session_id))[1]
+    journaled = [r.name for r in records if isinstance(r, StateEntered)]
+    assert journaled == rec.states() and journaled[-1] == "done" and len(journaled) == 9
+    assert (await rt.store.load_state(agent.session_id)).state.machine_state == "done"
+
+
+# -- smaller rules --------------------------------------------------------------
+
+
+async def test_driving_the_agent_from_setup_is_refused_instead_of_hanging_create(rt):
+    """dsh 7.1 (setup "only composes, never drives": receiving the agent does
+    not mean it may be prompted early): ``create`` fails at once with an
+    error that says so, and nothing is left registered."""
+
+    async def setup(agent, scope):
+        await agent.steer("too early")
+
+    with (
+        trio.fail_after(5),
+        pytest.raises(RuntimeError, match="setup may compose the agent .* but not drive it"),
+    ):
+        await rt.create(AgentSpec("a", ScriptedModel([])), setup=setup)
+    assert len(rt.registry) == 0
+
+
+async def test_a_hook_cancel_carries_its_reason(rt):
+    """dsh 7.8 (causes are user/parent/hook(reason)/disposed; turn/end
+    copies them): the reason reaches the result, the turn_end and the
+    journal."""
+    from agentrio.journal.records import TurnEnded
+
+    async def stop_it(step):
+        await step.agent.cancel("hook", reason="budget guard: too many steps")
+
+    agent = await rt.create(AgentSpec("a", ScriptedModel([say("x")]), hooks=Hooks(pre_step=stop_it)))
+    async with record(agent) as rec:
+        result = await agent.run("go")
+    assert result.stop_reason == "aborted" and result.cancel_cause == "hook: budget guard: too many steps"
+    assert rec.of("turn_end")[0].cancel_cause == result.cancel_cause
+    ended = [r for r in (await rt.store.load_session(agent.session_id))[1] if isinstance(r, TurnEnded)]
+    assert ended[-1].cancel_cause == result.cancel_cause
+
+
+async def test_withdrawing_input_a_turn_claimed_returns_false(rt):
+    """dsh 7.4 (claimed input can no longer be withdrawn through
+    inbox.remove): True while it waits, False once a turn took it."""
+    agent = await rt.create(AgentSpec("a", ScriptedModel([say("1")])))
+    queued = await agent.inject("context")
+    assert await agent.withdraw(queued.id) is True
+    queued = await agent.followup("go")
+    await agent.wait_idle()
+    assert await agent.withdraw(queued.id) is False
+
+
+async def test_an_idle_wake_whose_input_was_withdrawn_opens_no_turn(rt):
+    """dsh 7.4 (a wake during maintenance is latched): when the input that
+    woke the agent is withdrawn before the latch is served, no turn opens."""
+    release = trio.Event()
+    agent = await rt.create(AgentSpec("a", ScriptedModel([])))
+    async with record(agent) as rec, trio.open_nursery() as nursery:
+        nursery.start_soon(agent.run_maintenance, release.wait)
+        await trio.sleep(0.01)
+        queued = await agent.steer("never mind")
+        assert await agent.withdraw(queued.id) is True
+        release.set()
+        await agent.wait_idle()
+    assert rec.of("turn_start") == [] and rec.of("agent_start") == [] and agent.messages == ()

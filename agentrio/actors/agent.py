@@ -296,6 +296,7 @@ class Agent:
 
     async def _call(self, message: Any) -> Any:
         self._check_open()
+        self._check_not_in_setup()
         try:
             return await self._mailbox.call(message)
         except (MailboxClosed, ActorStopped):
@@ -366,17 +367,20 @@ class Agent:
             raise ValueError(f"decision must be one of {APPROVAL_DECISIONS}, got {decision!r}")
         await self._call(_Answer(request_id, decision, reason))
 
-    async def cancel(self, cause: CancelCause = "user", keep_inbox: bool = False) -> None:
+    async def cancel(self, cause: CancelCause = "user", keep_inbox: bool = False, *, reason: str | None = None) -> None:
         """Abort the running activity (if any) and cancel this agent's
         children (cause ``parent``). Unless ``keep_inbox``, pending input is
         discarded too. Returns once the abort has begun; ``wait_idle`` waits
-        for it to settle."""
+        for it to settle. A ``reason`` (for the ``hook`` cause, say: which
+        hook and why) goes with the cause: the run's ``cancel_cause`` is then
+        ``"hook: <reason>"``."""
         if cause not in CANCEL_CAUSES:
             raise ValueError(f"cause must be one of {CANCEL_CAUSES}, got {cause!r}")
         if self._stopped.is_set():
             return
+        self._check_not_in_setup()
         try:
-            await self._mailbox.call(_Cancel(cause, keep_inbox))
+            await self._mailbox.call(_Cancel(f"{cause}: {reason}" if reason else cause, keep_inbox))
         except (MailboxClosed, ActorStopped):
             pass  # nothing left to cancel
         for child in self.children():
@@ -958,6 +962,16 @@ class Agent:
     def _check_open(self) -> None:
         if self._closing or self._disposing:
             raise AgentDisposed(f"agent {self.id} is disposed")
+
+    def _check_not_in_setup(self) -> None:
+        """Setup composes the agent but never drives it (dsh 7.1): from its
+        task, a call that needs the actor (which serves only after setup)
+        would wait for good."""
+        if self._starting is not None and trio.lowlevel.current_task() in self._owned:
+            raise RuntimeError(
+                f"agent {self.id}: setup may compose the agent (tools, scope, listeners) but not drive "
+                "it; send input, cancel or maintain it once create() has returned"
+            )
 
 
 async def dispose_in_order(agents: Iterable[Agent]) -> list[Exception]:
