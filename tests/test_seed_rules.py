@@ -598,3 +598,30 @@ async def test_an_idle_wake_whose_input_was_withdrawn_opens_no_turn(rt):
         release.set()
         await agent.wait_idle()
     assert rec.of("turn_start") == [] and rec.of("agent_start") == [] and agent.messages == ()
+
+
+async def test_a_second_failure_while_closing_a_failed_run_keeps_the_first_error():
+    """dsh 7.10 (a repair that fails itself keeps the original failure, and
+    step/end is still attempted): ``RunResult.error`` names the run's own
+    failure first, the closing one as context."""
+    from agentrio import MemoryStore, Runtime, StoreError
+
+    class FailingStore(MemoryStore):
+        failing = False
+
+        async def sync(self, session_id):
+            if self.failing:
+                raise StoreError("the lease on this session was lost")
+            await super().sync(session_id)
+
+    store = FailingStore()
+
+    def broken(ctx):
+        store.failing = True
+        raise RuntimeError("plugin bug")
+
+    async with Runtime(store) as rt:
+        agent = await rt.create(AgentSpec("a", ScriptedModel([]), hooks=Hooks(prepare_context=broken)))
+        result = await agent.run("go")
+    assert result.stop_reason == "error"
+    assert result.error.startswith("RuntimeError: plugin bug (then, while closing the run: StoreError")

@@ -324,7 +324,12 @@ class Activity:
                 # The journal refused to close the run (its store failed, or
                 # the session's lease was lost): the run still ends, as an error.
                 log.exception("agent %s: could not settle the run", self.ports.agent_id)
-                stop, self.error = "error", _describe_error(exc)
+                closing = _describe_error(exc)
+                # A run that had failed keeps its own error first (dsh 7.10:
+                # the repair's failure keeps the original one).
+                first = self.error if stop in ERROR_STOPS else None
+                stop = "error"
+                self.error = f"{first} (then, while closing the run: {closing})" if first else closing
             error = self.error if stop in ERROR_STOPS else None
             cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
