@@ -281,6 +281,27 @@ class Notice(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class GoalStart(_Event):
+    """``Agent.set_goal``: turns start by themselves until the goal ends."""
+
+    text: str
+    max_turns: int | None = None
+
+    type: ClassVar[str] = "goal_start"
+
+
+@attrs.frozen(kw_only=True)
+class GoalEnd(_Event):
+    """The goal ended: ``met`` (the model said so), ``max_turns``, or the
+    stop reason of a turn that did not complete; after ``turns`` turns."""
+
+    reason: str
+    turns: int
+
+    type: ClassVar[str] = "goal_end"
+
+
+@attrs.frozen(kw_only=True)
 class AgentCreated(_Event):
     """On the runtime's stream (``rt.subscribe``): an agent was published
     (its setup done). There, ``seq`` counts the runtime's events."""
@@ -382,6 +403,8 @@ Event = (
     | Lagged
     | AgentFailed
     | Notice
+    | GoalStart
+    | GoalEnd
     | AgentCreated
     | AgentEnded
     | AgentRestarted

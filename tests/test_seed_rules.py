@@ -625,3 +625,48 @@ async def test_a_second_failure_while_closing_a_failed_run_keeps_the_first_error
         result = await agent.run("go")
     assert result.stop_reason == "error"
     assert result.error.startswith("RuntimeError: plugin bug (then, while closing the run: StoreError")
+
+
+# -- goals start turns by themselves (dsh 7.11: goals + goal-round-driver) -----
+
+
+async def test_a_goal_keeps_starting_turns_until_the_model_says_it_is_met(rt):
+    """dsh 7.11 ("一段长期目标自动续轮": goals drive further turns without
+    changing the loop): turns start by themselves until a reply ends with
+    the marker; visible in events and the journal."""
+    from agentrio.actors.goals import GOAL_MET
+    from agentrio.journal.records import GoalEnded, GoalSet
+
+    model = ScriptedModel([say("step one done"), say("step two done"), say(f"all done\n{GOAL_MET}")])
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        await agent.set_goal("make the tests pass")
+        await agent.wait_idle()
+    assert len(model.requests) == 3
+    assert [e.type for e in rec.events if e.type.startswith("goal_")] == ["goal_start", "goal_end"]
+    assert rec.of("goal_end")[0].reason == "met" and rec.of("goal_end")[0].turns == 3
+    assert len(rec.of("turn_start")) == 3
+    assert "make the tests pass" in model.requests[2].messages[-1].text
+    records = (await rt.store.load_session(agent.session_id))[1]
+    assert [type(r) for r in records if isinstance(r, GoalSet | GoalEnded)] == [GoalSet, GoalEnded]
+    assert (await rt.store.load_state(agent.session_id)).state.goal is None
+
+
+async def test_a_goal_stops_at_its_turn_budget_or_at_a_turn_that_fails(rt):
+    """dsh 7.11: the budget ends a goal the model never declares met; a
+    turn that does not complete ends it with that turn's stop reason."""
+    model = ScriptedModel([say("trying"), say("still trying"), say("never asked")])
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        await agent.set_goal("an endless task", max_turns=2)
+        await agent.wait_idle()
+    assert len(model.requests) == 2
+    assert [(e.reason, e.turns) for e in rec.of("goal_end")] == [("max_turns", 2)]
+
+    failing = await rt.create(
+        AgentSpec("b", ScriptedModel([ProviderError(401, "authentication_error", "bad key")]))
+    )
+    async with record(failing) as rec:
+        await failing.set_goal("anything")
+        await failing.wait_idle()
+    assert [(e.reason, e.turns) for e in rec.of("goal_end")] == [("model_error", 1)]

@@ -73,6 +73,7 @@ from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
 from .compaction import CompactionOutcome, Compactor
+from . import goals
 from .hook_chain import bail, listeners
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
@@ -391,6 +392,8 @@ class Activity:
             rolled_back=rolled_back,
         )
         self._more_tools = False
+        if self._state.goal is not None:
+            await goals.after_turn(self.ports, stop)
         self._answer_turn(stop, cause, rolled_back > 0)
 
     async def _roll_back(self, turn: int, stop: str) -> int:

@@ -35,6 +35,7 @@ from ..tools.permissions import summarize_call
 from .activity import Activity
 from .bus import EventBus, Subscription
 from .compaction import CompactionOutcome, compact_now
+from .goals import set_goal
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
@@ -99,6 +100,12 @@ class _Answer:
 @attrs.frozen
 class _Maintain:
     fn: Callable[[], Awaitable[Any]]
+
+
+@attrs.frozen
+class _SetGoal:
+    text: str
+    max_turns: int | None
 
 
 @attrs.frozen
@@ -436,6 +443,18 @@ class Agent:
         async with self._bus.subscribe() as events, self._prompt(prompt) as waiter:
             yield RunStream(events, waiter)
 
+    async def set_goal(self, text: str, *, max_turns: int | None = None) -> None:
+        """Pursue ``text``: turns start by themselves, one after another,
+        until the model ends a reply with ``goals.GOAL_MET``, ``max_turns``
+        turns have run, or a turn does not complete (``goal_start`` and
+        ``goal_end`` events; ``goal_set``/``goal_ended`` records). Returns once
+        the goal is journaled and its first turn queued."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("set_goal needs the goal as non-empty text")
+        if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns <= 0):
+            raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
+        await self._call(_SetGoal(text, max_turns))
+
     async def resume(self) -> None:
         """Start the pending input of a restored session (a restored agent
         waits for this, or for new input, before it runs)."""
@@ -615,6 +634,10 @@ class Agent:
             case _Resume():
                 if self.inbox:
                     self._wake()
+            case _SetGoal(text=text, max_turns=max_turns):
+                await set_goal(self._ports(), text, max_turns)
+                await self._journal.sync()
+                self._wake()
             case _Close():
                 self._closing = True
                 # A closing agent starts no activity, so a latched wake-up

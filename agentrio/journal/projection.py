@@ -23,6 +23,8 @@ from .records import (
     MessageAppended,
     Record,
     RolledBack,
+    GoalEnded,
+    GoalSet,
     StateEntered,
     SystemPromptSet,
     StepEnded,
@@ -73,6 +75,11 @@ class SessionState:
     #: Ranges ``[start, end)`` of message records (from the ``replaced``-th
     #: on) that a rollback took back out of history, in order.
     rolled_back: list[tuple[int, int]] = attrs.field(factory=list)
+    #: The goal being pursued (None: none), its turn budget and the turns
+    #: it has taken so far.
+    goal: str | None = None
+    goal_max_turns: int | None = None
+    goal_turns: int = 0
     #: The state the step state machine entered last (None: never ran).
     machine_state: str | None = None
     #: The system prompt journaled last (None: none yet), and its digest.
@@ -145,6 +152,10 @@ class SessionState:
                 (self.step_messages if self.step_open else self.messages).append(message)
             case ToolCallStarted(tool_call_id=call_id):
                 self.started_calls.add(call_id)
+            case GoalSet(text=text, max_turns=max_turns):
+                self.goal, self.goal_max_turns, self.goal_turns = text, max_turns, 0
+            case GoalEnded():
+                self.goal = None
             case StateEntered(name=name):
                 self.machine_state = name
             case StepStarted(step=step):
@@ -161,6 +172,8 @@ class SessionState:
                 self.turn, self.turn_open = turn, True
             case TurnEnded():
                 self.turn_open = False
+                if self.goal is not None:
+                    self.goal_turns += 1
             case ToolCallFinished(result=result):
                 self.finished_results[result.tool_call_id] = result
             case Compacted(summary=summary, first_kept=first_kept, usage=usage):

@@ -126,6 +126,28 @@ class StateEntered:
 
 
 @attrs.frozen
+class GoalSet:
+    """A goal the agent keeps starting turns for (``Agent.set_goal``), at
+    most ``max_turns`` of them (None: until it is met)."""
+
+    text: str
+    max_turns: int | None = None
+
+    type: ClassVar[str] = "goal_set"
+
+
+@attrs.frozen
+class GoalEnded:
+    """The goal ended: ``met``, ``max_turns``, or the stop reason of the
+    turn that did not complete; ``turns`` it took."""
+
+    reason: str
+    turns: int
+
+    type: ClassVar[str] = "goal_ended"
+
+
+@attrs.frozen
 class SystemPromptSet:
     """The system prompt the session's requests are built on from here on
     (before any ``prepare_context`` hook), written once per change; a
@@ -156,6 +178,8 @@ Record = (
     | RolledBack
     | SystemPromptSet
     | StateEntered
+    | GoalSet
+    | GoalEnded
 )
 
 register_tagged_union(Record, "type")
