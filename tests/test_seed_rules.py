@@ -670,3 +670,30 @@ async def test_a_goal_stops_at_its_turn_budget_or_at_a_turn_that_fails(rt):
         await failing.set_goal("anything")
         await failing.wait_idle()
     assert [(e.reason, e.turns) for e in rec.of("goal_end")] == [("model_error", 1)]
+
+
+async def test_queued_input_is_replaced_in_place_by_id(rt):
+    """dsh 7.4 (replace/remove go by the pending message's identity): the
+    replacement keeps the id, its place and the ``run()`` waiting for it;
+    claimed input cannot be replaced."""
+    release = trio.Event()
+
+    async def slow(request):
+        await release.wait()
+        return say("first")
+
+    model = ScriptedModel([slow, lambda request: say(f"answered {request.messages[-1].text}")])
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec, trio.open_nursery() as nursery:
+        start_run(nursery, agent, "one")
+        await _wait_for(rec, lambda r: r.of("turn_start"))
+        second = start_run(nursery, agent, "two")
+        await _wait_for(
+            rec, lambda r: any(q.message.text == "two" for e in r.of("inbox") for q in e.inserted)
+        )
+        (queued,) = [q for e in rec.of("inbox") for q in e.inserted if q.message.text == "two"]
+        assert await agent.replace(queued.id, "two, reworded") is True
+        release.set()
+    assert second[0].text == "answered two, reworded"
+    assert [m.text for m in agent.messages] == ["one", "first", "two, reworded", "answered two, reworded"]
+    assert await agent.replace(queued.id, "too late") is False

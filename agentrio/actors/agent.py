@@ -85,6 +85,12 @@ class _Withdraw:
 
 
 @attrs.frozen
+class _Replace:
+    input_id: str
+    message: Any
+
+
+@attrs.frozen
 class _Cancel:
     cause: str
     keep_inbox: bool
@@ -368,6 +374,11 @@ class Agent:
         turn can take it any more, because one already did."""
         return await self._call(_Withdraw(input_id))
 
+    async def replace(self, input_id: str, message: Input) -> bool:
+        """Replace a pending input (by its ``QueuedInput.id``) in place, keeping
+        its id and its waiting ``run()``; False when a turn already took it."""
+        return await self._call(_Replace(input_id, message))
+
     async def answer(self, request_id: str, decision: str, reason: str | None = None) -> None:
         """Answer an ``approval_request``: ``approve``, ``deny`` or ``deny_and_stop``."""
         if decision not in APPROVAL_DECISIONS:
@@ -627,6 +638,10 @@ class Agent:
             case _Withdraw(input_id=input_id):
                 self._waiters.pop(input_id, None)
                 return await self.inbox.remove(input_id)
+            case _Replace(input_id=input_id, message=replacement):
+                replaced = await self.inbox.replace(input_id, replacement)
+                await self._journal.sync()  # durable when it returns
+                return replaced
             case _Cancel(cause=cause, keep_inbox=keep_inbox):
                 await self._cancel(cause, keep_inbox)
             case _Answer():
