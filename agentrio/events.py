@@ -109,6 +109,9 @@ class MessageStart(_Event):
     #: The message itself when it is known at once (user input, tool results);
     #: None while an assistant message streams.
     message: Message | None = None
+    #: For a streaming assistant message: the model request attempt it
+    #: comes from (process-local; a retry or a repair is a new attempt).
+    attempt: str | None = None
 
     type: ClassVar[str] = "message_start"
 
@@ -116,6 +119,8 @@ class MessageStart(_Event):
 @attrs.frozen(kw_only=True)
 class MessageUpdate(_Event):
     delta: StreamEvent
+    #: The attempt of the streaming message (see ``MessageStart.attempt``).
+    attempt: str | None = None
 
     type: ClassVar[str] = "message_update"
 
@@ -147,6 +152,8 @@ class MessageDiscard(_Event):
     withdrawn: it will be retried and never enters history."""
 
     reason: str
+    #: The attempt withdrawn (see ``MessageStart.attempt``).
+    attempt: str | None = None
 
     type: ClassVar[str] = "message_discard"
 

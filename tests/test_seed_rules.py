@@ -697,3 +697,35 @@ async def test_queued_input_is_replaced_in_place_by_id(rt):
     assert second[0].text == "answered two, reworded"
     assert [m.text for m in agent.messages] == ["one", "first", "two, reworded", "answered two, reworded"]
     assert await agent.replace(queued.id, "too late") is False
+
+
+async def test_live_events_carry_the_attempt_they_come_from(rt, autojump_clock):
+    """dsh 7.6 (live frames carry a process-local attemptId): the deltas of a
+    withdrawn attempt and of its retry name different attempts, and the
+    discard names the one withdrawn."""
+    from agentrio.models.events import StreamStart, TextDelta, TextStart
+
+    class DropsOnce:
+        def __init__(self):
+            self.calls = 0
+
+        async def stream(self, request):
+            self.calls += 1
+            yield StreamStart()
+            yield TextStart(0)
+            yield TextDelta(0, "partial")
+            if self.calls == 1:
+                raise ProviderError(type="connection_error", message="dropped")
+            async for event in ScriptedModel([say(" done")]).stream(request):
+                if not isinstance(event, StreamStart):
+                    yield event
+
+    model = DropsOnce()
+    model.retry_policy = type("P", (), {"delay": lambda self, e, a: 0.1 if a == 1 else None})()
+    agent = await rt.create(AgentSpec("a", model))
+    async with record(agent) as rec:
+        await agent.run("go")
+    starts = [e.attempt for e in rec.of("message_start") if e.role == "assistant"]
+    assert len(starts) == 2 and starts[0] != starts[1] and None not in starts
+    assert [e.attempt for e in rec.of("message_discard")] == [starts[0]]
+    assert {e.attempt for e in rec.of("message_update")} == set(starts)

@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from .. import _callbacks, tracing
+from .._ids import new_id
 from .._errors import sole_error
 from ..events import (
     AgentEnd,
@@ -151,6 +152,8 @@ class LiveMessage:
     """The assistant message streaming right now."""
 
     assembler: MessageAssembler = attrs.field(factory=MessageAssembler)
+    #: The model request attempt it comes from (process-local, dsh 7.6).
+    attempt: str = attrs.field(factory=lambda: new_id("attempt"))
     #: Whether ``message_start`` was emitted for it.
     announced: bool = False
     #: With typed output: what the answer says so far, and the reader of it.
@@ -694,9 +697,9 @@ class Activity:
         live.assembler.feed(event)
         if isinstance(event, StreamStart):
             live.announced = True
-            self.emit(MessageStart, role="assistant")
+            self.emit(MessageStart, role="assistant", attempt=live.attempt)
         else:
-            self.emit(MessageUpdate, delta=event)
+            self.emit(MessageUpdate, delta=event, attempt=live.attempt)
             if isinstance(event, TextDelta) and self.spec.output_spec is not None:
                 self._follow_output(live, event.text)
 
@@ -711,7 +714,7 @@ class Activity:
 
     def _withdraw(self, live: LiveMessage, reason: str) -> None:
         if live.announced:
-            self.emit(MessageDiscard, reason=reason)
+            self.emit(MessageDiscard, reason=reason, attempt=live.attempt)
             tracing.event("agentrio.discard", reason=reason)
         self._live = None
 
