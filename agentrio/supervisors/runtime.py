@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 
 import trio
@@ -14,6 +14,7 @@ from .._ids import new_id
 from ..actors.agent import Agent, AgentDisposed, Setup, dispose_in_order
 from ..actors.scope import AgentScope
 from ..actors.spec import AgentSpec, RunResult
+from ..events import AgentCreated, AgentEnded
 from ..journal import (
     Journal,
     LoadedSession,
@@ -28,6 +29,7 @@ from ..journal import (
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
 from ..models.prices import BUILTIN_PRICES, Price, Prices
+from .lifecycle import RuntimeSubscription
 from .registry import AgentRegistry
 from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
 
@@ -87,6 +89,7 @@ class Runtime:
                     errors += await dispose_in_order(reversed(self.registry.agents))
         finally:
             self._watching.cancel()
+            self.registry.events.close()
             self._nursery = None
             try:
                 suppress = await self._stack.__aexit__(exc_type, exc, tb)
@@ -130,6 +133,17 @@ class Runtime:
                         await agent.resume()
                     except AgentDisposed:
                         pass
+
+    @asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[RuntimeSubscription]:
+        """``async with rt.subscribe() as events: async for event in events``:
+        the runtime's lifecycle events from now on (``agent_created`` once an
+        agent is published, ``agent_ended`` once it left the registry,
+        ``agent_failed``, ``agent_restarted``), each with ``agent_id``,
+        ``name``, ``parent_id`` and ``session_id``. Bounded: see
+        ``RuntimeSubscription``. Iteration ends when the Runtime closes."""
+        async with self.registry.events.subscribe() as events:
+            yield events
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -298,6 +312,7 @@ class Runtime:
         except BaseException:
             self.registry.remove(agent)
             raise
+        self.registry.events.emit(AgentCreated, agent)
         return agent
 
     async def dispose(self, agent: Agent) -> None:
@@ -310,7 +325,9 @@ class Runtime:
         cancelled)."""
         with trio.CancelScope(shield=True):
             for agent in agents:
-                self.registry.remove(agent)
+                if self.registry.get(agent.id) is agent:
+                    self.registry.remove(agent)
+                    self.registry.events.emit(AgentEnded, agent)
                 await self.store.release_session(agent.session_id)
 
 
