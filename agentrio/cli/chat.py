@@ -4,8 +4,13 @@ Type a line and press Enter. While the agent works, a line you send steers
 it (it joins the current turn before the next model request); a line that
 starts with ``>>`` is queued as a follow-up (a turn of its own, after this
 one). The queue shows under the transcript. Esc or Ctrl-C cancels the turn;
-pressed twice in a row, it leaves. Tool calls that need approval are asked
-inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is
+pressed twice in a row, it leaves. The line is edited as in a shell: ←/→,
+Home/End, Ctrl-A/E/W/U/K/Y, ↑/↓ and Ctrl-R for what was sent before (in
+this chat or an earlier one); Alt-Enter or a trailing backslash starts a
+new line, and a paste is one message however many lines it has. Tool calls
+that need approval are answered with one key: y(es), n(o), a(lways: the
+tool, or for bash the command's first word or two, as shown), s(top the
+run), d(etails: the whole diff or script). Every chat is
 a stored session; ``--session ID`` resumes one (exit status 7 if another
 process has it open).
 """
@@ -25,18 +30,28 @@ from ..events import Event
 from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
 from .errors import CommandError
+from .line_editor import History, LineEditor
 from .live_view import LiveView, approval_question, safe
 from .options import Settings, add_agent_options, help_text
+from .paths import history_file
 from .render import one_line
-from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
+from .session import (
+    APPROVAL_KEYS,
+    DETAILS,
+    TerminalPolicy,
+    answer_approval,
+    approval_choices,
+    build_spec,
+    open_agent,
+    open_runtime,
+)
 from .session_tree import session_tree
 from .terminal import (
-    BACKSPACE,
     CTRL_C,
     CTRL_D,
-    ENTER,
     ESC,
-    UNKNOWN,
+    Paste,
+    bracketed_paste,
     cbreak,
     keys,
     open_terminal,
@@ -44,10 +59,11 @@ from .terminal import (
 )
 from .transcript import timestamp
 
-HELP = """\
-Enter sends a line; while the agent works it steers the current turn.
+HELP = r"""Enter sends a line; while the agent works it steers the current turn.
 >> text   queues a follow-up turn
 Esc, Ctrl-C   cancel the turn; twice in a row: quit
+Alt-Enter, or \ at the end   a new line; a paste stays one message
+Up/Down, Ctrl-R   earlier lines; Ctrl-A/E/W/U/K edit as in a shell
 /help                this help
 /sessions            the stored sessions
 /resume ID           continue a stored session
@@ -124,7 +140,7 @@ class Chat:
         self.console = console
         self.view = LiveView(console, full=full, footer=self._footer)
         self.agent: Agent
-        self.line = ""
+        self.editor = LineEditor(History(history_file()))
         self.queue: dict[str, _Queued] = {}
         self.approvals: list[Event] = []
         #: Esc / Ctrl-C presses in a row.
@@ -143,15 +159,12 @@ class Chat:
             lines.append(Text(f"  ↳ queued {kind}: {safe(one_line(queued.text, 80))}", style="magenta"))
         if self.approvals:
             lines.extend(approval_question(self.approvals[0]))
-            lines.append(Text(f"  {APPROVAL_CHOICES}", style="yellow"))
+            lines.append(Text(f"  {approval_choices(self.approvals[0])}", style="yellow"))
         elif self.interrupts:
             lines.append(Text("  press Esc or Ctrl-C again to quit", style="dim"))
         elif self.running:
             lines.append(Text("  Enter steers · >> queues a follow-up · Esc cancels", style="dim"))
-        prompt = Text("› ", style="bold cyan")
-        prompt.append(self.line)
-        prompt.append("▏", style="dim")
-        lines.append(prompt)
+        lines.extend(self.editor.render())
         return lines
 
     def say(self, text: str, style: str = "dim") -> None:
@@ -161,7 +174,7 @@ class Chat:
 
     async def serve(self, agent: Agent) -> None:
         async with open_terminal() as terminal:
-            with cbreak(terminal.fileno()), self.view.live():
+            with cbreak(terminal.fileno()), bracketed_paste(self.console.file), self.view.live():
                 # Once keys are read one by one: nothing typed from here on is echoed twice.
                 self.say(
                     f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help"
@@ -187,7 +200,10 @@ class Chat:
         await self._nursery.start(self._follow, agent, self._follower)
 
     async def _follow(
-        self, agent: Agent, scope: trio.CancelScope, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        agent: Agent,
+        scope: trio.CancelScope,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         with scope:
             async with agent.subscribe() as events:
@@ -222,23 +238,21 @@ class Chat:
             self.view.refresh()
         self._quit.set()
 
-    async def _key(self, key: str) -> None:
-        if key in (ESC, CTRL_C):
+    async def _key(self, key: str | Paste) -> None:
+        if key == CTRL_C or (key == ESC and not self.editor.searching):
             await self._interrupt()
             return
         self.interrupts = 0
-        if self.approvals and not self.line and key.lower() in ("y", "n", "a", "s"):
+        answering = self.approvals and not self.editor.text and isinstance(key, str)
+        if answering and key.lower() in APPROVAL_KEYS:
             await self._answer(key.lower())
-        elif key == ENTER or key == "\n":
-            line, self.line = self.line, ""
+        elif answering and key.lower() == DETAILS:
+            for line in approval_question(self.approvals[0], full=True):
+                self.view.print(line)
+        elif key == CTRL_D and not self.editor.text:
+            self._quit.set()
+        elif (line := self.editor.handle(key)) is not None:
             await self._submit(line.strip())
-        elif key in BACKSPACE:
-            self.line = self.line[:-1]
-        elif key == CTRL_D:
-            if not self.line:
-                self._quit.set()
-        elif key != UNKNOWN and key.isprintable():
-            self.line += key
 
     async def _interrupt(self) -> None:
         self.interrupts += 1
@@ -248,7 +262,7 @@ class Chat:
             await self.agent.cancel()
             self.say("cancelling the turn…", "yellow")
         else:
-            self.line = ""
+            self.editor = LineEditor(History(history_file()))
 
     async def _answer(self, choice: str) -> None:
         event = self.approvals.pop(0)

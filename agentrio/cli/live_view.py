@@ -77,18 +77,49 @@ EXIT_CODES: dict[int, tuple[str, ...]] = {
 SUMMARY_LINES = 20
 
 
-def approval_question(event: Event) -> list[Text]:
+def approval_question(event: Event, *, full: bool = False) -> list[Text]:
     """What a person is asked about a tool call: the tool, what it would do
-    (the first lines of its summary), and why the policy asks."""
+    (its summary: a diff coloured, its changed lines kept first when it is
+    cut to ``SUMMARY_LINES`` unless ``full``), and why the policy asks."""
     first, *rest = event.summary.splitlines() or [""]
     question = Text(f"? allow {safe(event.tool_name)}: ", style="yellow bold")
     question.append(safe(first))
     if event.reason:
         question.append(f"  ({safe(event.reason)})", style="dim")
-    lines = [question] + [Text("  " + safe(line), style="dim") for line in rest[:SUMMARY_LINES]]
-    if len(rest) > SUMMARY_LINES:
-        lines.append(Text(f"  … {len(rest) - SUMMARY_LINES} more lines", style="dim"))
+    shown = rest if full else _changed_first(rest, SUMMARY_LINES)
+    diff = _is_diff(rest)
+    lines = [question] + [
+        Text("  " + safe(line), style=_diff_style(line) if diff else "dim") for line in shown
+    ]
+    if len(rest) > len(shown):
+        lines.append(Text(f"  … {len(rest) - len(shown)} more lines (d shows them all)", style="dim"))
     return lines
+
+
+def _is_diff(lines: Sequence[str]) -> bool:
+    return any(line.startswith("@@") for line in lines)
+
+
+def _changed_first(lines: list[str], limit: int) -> list[str]:
+    """At most ``limit`` of a summary's lines, in order; for a diff, the
+    unchanged context lines are the ones left out."""
+    if len(lines) <= limit or not _is_diff(lines):
+        return lines[:limit]
+    context = [i for i, line in enumerate(lines) if line.startswith(" ")]
+    dropped = set(context[: len(lines) - limit]) if len(lines) - len(context) <= limit else set(context)
+    return [line for i, line in enumerate(lines) if i not in dropped][:limit]
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "cyan"
+    return "dim"
 
 
 class LiveView:

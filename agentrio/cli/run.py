@@ -36,8 +36,17 @@ from .errors import CommandError
 from .live_view import LiveView, approval_question, exit_status
 from .options import Settings, add_agent_options, help_text
 from .output_schema import add_output_schema_option, read_output_schema
-from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
-from .terminal import open_terminal, read_line, stdin_is_terminal
+from .session import (
+    APPROVAL_KEYS,
+    DETAILS,
+    TerminalPolicy,
+    answer_approval,
+    approval_choices,
+    build_spec,
+    open_agent,
+    open_runtime,
+)
+from .terminal import CTRL_C, cbreak, keys, open_terminal, stdin_is_terminal
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -179,16 +188,22 @@ class TranscriptOutput:
 
 
 async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
-    """Ask on the terminal about a tool call: yes, no, always for this tool, or stop the run."""
+    """Ask on the terminal about a tool call, answered by one key (``APPROVAL_KEYS``;
+    ``d`` shows the whole summary). Ctrl-C there is Ctrl-C: it cancels the run."""
     if not console.is_terminal:
         console = Console(stderr=True, highlight=False)  # the transcript goes to a file or a pipe
     for line in approval_question(event):
         console.print(line)
+    console.print(Text(f"  {approval_choices(event)}", style="yellow"))
     async with open_terminal() as terminal:
-        while True:
-            console.print(Text(f"  {APPROVAL_CHOICES}: ", style="yellow"), end="")
-            answer = await read_line(terminal)
-            choice = (answer or "n").strip().lower()[:1]
-            if choice in "ynas" and choice:
-                break
-    await answer_approval(agent, event, policy, choice)
+        with cbreak(terminal.fileno()):
+            async for key in keys(terminal):
+                if key == CTRL_C:
+                    signal.raise_signal(signal.SIGINT)  # the run's own Ctrl-C handling takes it from here
+                elif key == DETAILS:
+                    for line in approval_question(event, full=True):
+                        console.print(line)
+                elif isinstance(key, str) and key.lower() in APPROVAL_KEYS:
+                    said = await answer_approval(agent, event, policy, key.lower())
+                    console.print(Text(f"  {event.tool_name}: {said}", style="dim"))
+                    return

@@ -4,6 +4,8 @@ session, and the permission policy a person answers."""
 from __future__ import annotations
 
 import logging
+import re
+import shlex
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
@@ -32,18 +34,72 @@ SYSTEM_PROMPT = (
 )
 
 
+#: Shell syntax that runs more than one command or redirects: such a command
+#: is never allowed by an "always" given for a prefix.
+_COMPOUND = re.compile(r"[;&|<>`\n]|\$\(")
+#: Commands whose second word is a subcommand (``git status``, ``npm test``).
+_WITH_SUBCOMMANDS = frozenset(
+    ("git", "gh", "npm", "npx", "pnpm", "yarn", "cargo", "go", "pip", "pip3", "uv", "poetry", "docker")
+    + ("kubectl", "helm", "make", "just", "dotnet", "mvn", "gradle", "bundle", "rake", "terraform")
+    + ("systemctl", "brew", "apt", "apt-get")
+)
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9_:-]*")
+
+
+def command_prefix(command: str) -> str:
+    """What "always" allows of a shell command: its first word, and its
+    subcommand for a tool that has them (``git status``, ``ls``, ``touch``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if len(words) > 1 and words[0] in _WITH_SUBCOMMANDS and _SUBCOMMAND.fullmatch(words[1]):
+        return " ".join(words[:2])
+    return " ".join(words[:1])
+
+
+@attrs.frozen
+class AlwaysRule:
+    """A person's "always": every call of ``tool``, or, for a shell tool,
+    the simple commands that start with ``prefix``."""
+
+    tool: str
+    prefix: str | None = None
+
+    @classmethod
+    def for_call(cls, call: ToolCall) -> AlwaysRule:
+        command = call.arguments.get("command")
+        if call.name == "bash" and isinstance(command, str) and command_prefix(command):
+            return cls(call.name, command_prefix(command))
+        return cls(call.name)
+
+    def allows(self, call: ToolCall) -> bool:
+        if call.name != self.tool:
+            return False
+        if self.prefix is None:
+            return True
+        command = call.arguments.get("command")
+        if not isinstance(command, str) or _COMPOUND.search(command):
+            return False
+        words = command.split()
+        return words[: len(self.prefix.split())] == self.prefix.split()
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.prefix} …" if self.prefix else f"{self.tool}, every call"
+
+
 @attrs.define
 class TerminalPolicy:
-    """The settings' policy, except that tools a person allowed "always" run
-    without asking, and that with nobody to ask (``interactive=False``) an
-    ask is a refusal that says why."""
+    """The settings' policy, except that calls a person allowed "always"
+    (``AlwaysRule``) run without asking, and that with nobody to ask
+    (``interactive=False``) an ask is a refusal that says why."""
 
     base: Policy
     interactive: bool
-    always: set[str] = attrs.field(factory=set)
+    always: list[AlwaysRule] = attrs.field(factory=list)
 
     async def __call__(self, call: ToolCall, tool: Tool) -> Decision:
-        if tool.name in self.always:
+        if any(rule.allows(call) for rule in self.always):
             return Decision("allow")
         decision = await decide(self.base, call, tool)
         if decision == "ask" and not self.interactive:
@@ -73,18 +129,26 @@ def build_spec(
     return spec, policy
 
 
-APPROVAL_CHOICES = "[y]es / [n]o / [a]lways for this tool / [s]top"
+#: The keys that answer an approval, one press each; ``DETAILS`` shows the whole summary first.
+APPROVAL_KEYS = ("y", "n", "a", "s")
+DETAILS = "d"
+
+
+def approval_choices(event: Event) -> str:
+    """The answers to ``event``, each on its key."""
+    return f"y yes · n no · a always: {AlwaysRule.for_call(event.call)} · s stop the run · d details"
 
 
 async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, choice: str) -> str:
-    """Answer ``event`` with a person's ``choice`` (``y``, ``n``, ``a`` or
-    ``s``); what was decided, for the transcript. An approval settled
-    meanwhile (the run was cancelled) is left alone."""
+    """Answer ``event`` with a person's ``choice`` (one of ``APPROVAL_KEYS``);
+    what was decided, for the transcript. An approval settled meanwhile (the
+    run was cancelled) is left alone."""
+    rule = AlwaysRule.for_call(event.call)
     if choice == "a":
-        policy.always.add(event.tool_name)
+        policy.always.append(rule)
     decision, reason, said = {
         "y": ("approve", None, "allowed"),
-        "a": ("approve", None, f"allowed, and {event.tool_name} from now on"),
+        "a": ("approve", None, f"allowed, and from now on: {rule}"),
         "n": ("deny", "the person at the terminal said no", "refused"),
         "s": ("deny_and_stop", "the person at the terminal stopped the run", "refused; the run stops"),
     }[choice]
