@@ -12,10 +12,11 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import NoReturn
 
 from .._errors import sole_error
 from . import acp, chat, demo, run, serve, sessions
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .options import add_global_options
 
 COMMANDS = (run, chat, sessions, acp, serve, demo)
@@ -28,9 +29,16 @@ def version() -> str:
         return "unknown"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is one line (the usage is for ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentrio", description="LLM agents as supervised trio actors.")
-    parser.add_argument("--version", action="version", version=f"agentrio {version()}")
+    parser = Parser(prog="agentrio", description="LLM agents as supervised trio actors.")
+    parser.add_argument("-V", "--version", action="version", version=f"agentrio {version()}")
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:

@@ -32,7 +32,7 @@ from ..supervisors import Runtime
 from .errors import CommandError
 from .line_editor import History, LineEditor
 from .live_view import LiveView, approval_question, safe
-from .options import Settings, add_agent_options, help_text
+from .options import Settings, add_agent_options, checked_url, help_text
 from .paths import history_file
 from .render import one_line
 from .session import (
@@ -69,7 +69,7 @@ Up/Down, Ctrl-R   earlier lines; Ctrl-A/E/W/U/K edit as in a shell
 /resume ID           continue a stored session
 /fork N              a new session from the first N messages of this one
 /usage               tokens used by this session
-/model [PROVIDER:MODEL]  show or change the model
+/model [PROVIDER:MODEL [URL]]  show or change the model (and its base URL)
 /clear               start a new session
 /quit                leave (Ctrl-D on an empty line too)"""
 
@@ -359,7 +359,14 @@ class Chat:
         if not argument:
             self.say(f"model: {self._model_name()}")
             return
-        settings = attrs.evolve(self.settings, model_name=argument)
+        name, _, url = argument.partition(" ")
+        if url.strip():
+            base_url = checked_url(url.strip())
+        elif name.partition(":")[0] == (self.settings.model_name or "").partition(":")[0]:
+            base_url = self.settings.base_url
+        else:
+            base_url = None  # another provider: the endpoint given for the last one is not its
+        settings = attrs.evolve(self.settings, model_name=name, base_url=base_url)
         self.spec = attrs.evolve(self.spec, model=settings.model())
         self.settings = settings
         session_id = self.agent.session_id

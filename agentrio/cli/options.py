@@ -22,13 +22,14 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
 from ..models import from_string
 from ..models.model_string import PROVIDERS
 from ..tools.permissions import PRESETS, Policy
-from .errors import CommandError
+from .errors import USAGE, CommandError
 
 CONFIG_FILE = "agentrio.toml"
 DEFAULT_DB = "agentrio.db"
@@ -53,6 +54,28 @@ CONFIG_KEYS = tuple(CONFIG_TYPES)
 def help_text(doc: str) -> str:
     """A module's docstring as ``--help`` shows it: without reST's double backquotes."""
     return doc.replace("``", "")
+
+
+def port_number(text: str) -> int:
+    """A TCP port for argparse: 0 (any free port) to 65535, never wrapped."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port: give 0 to 65535 (0 picks a free one)")
+    return number
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1, for argparse."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
+    return number
 
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +135,11 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         help="coding: read, write, edit, ls, grep, glob, bash in --cwd (default); none: no tools",
     )
     parser.add_argument(
-        "--max-turns", type=int, metavar="N", default=argparse.SUPPRESS, help="at most N model requests a run"
+        "--max-turns",
+        type=positive_int,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help="at most N model requests a run",
     )
 
 
@@ -159,6 +186,19 @@ def db_path(args: argparse.Namespace, environ: Any = os.environ) -> str:
     return str(_sources(args, environ)("db", DEFAULT_DB))
 
 
+def checked_url(url: str | None) -> str | None:
+    """``url`` when it can be an endpoint (http or https, with a host); a usage error otherwise."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CommandError(
+            f"base URL {url!r} is not an http:// or https:// address (e.g. http://localhost:8000/v1)",
+            status=USAGE,
+        )
+    return url
+
+
 @attrs.frozen
 class Settings:
     """What an agent command runs with, resolved from every source."""
@@ -187,10 +227,10 @@ class Settings:
             raise CommandError(f"--cwd {cwd}: not a directory")
         max_turns = value("max_turns")
         if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-            raise CommandError(f"max_turns must be a positive whole number, got {max_turns!r}")
+            raise CommandError(f"max_turns must be a positive whole number, got {max_turns!r}", status=USAGE)
         return cls(
             model_name=value("model"),
-            base_url=value("base_url"),
+            base_url=checked_url(value("base_url")),
             cwd=cwd,
             permission=permission,
             session=value("session"),

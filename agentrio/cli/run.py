@@ -32,7 +32,7 @@ from ..actors import Agent, RunResult
 from ..events import Event
 from ..messages import converter
 from ..models import OutputSpec
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .live_view import LiveView, approval_question, exit_status
 from .options import Settings, add_agent_options, help_text
 from .output_schema import add_output_schema_option, read_output_schema
@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     output = read_output_schema(args.output_schema, model) if args.output_schema else None
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
-        raise CommandError("the prompt is empty")
+        raise CommandError("the prompt is empty", status=USAGE)
     # With the prompt on stdin there is nobody left there to ask.
     interactive = args.prompt != "-" and stdin_is_terminal()
     spec, policy = build_spec(settings, interactive=interactive, model=model, output=output)

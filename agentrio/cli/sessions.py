@@ -1,4 +1,8 @@
-"""agentrio sessions: list, show, export, fork and delete the sessions of a store."""
+"""agentrio sessions: list, show, export, fork and delete the sessions of a store.
+
+Exit codes: 0 done; 1 the store or the session is not there, or the store
+cannot be read; 2 a usage error (a fork --as an id already taken, say).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,19 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..journal import ForkRefused, SessionInfo, SessionNotFound, SQLiteStore, StoreError, StoreNotFound
+from ..journal import (
+    ForkRefused,
+    SessionExists,
+    SessionInfo,
+    SessionNotFound,
+    SQLiteStore,
+    StoreError,
+    StoreNotFound,
+)
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from ..messages import converter
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
 from .transcript import timestamp, transcript
@@ -62,7 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cut.add_argument("--at-turn", type=int, metavar="T", help="keep the history as it was when turn T ended")
     fork.add_argument("--as", dest="fork_id", metavar="NEW_ID", help="the new session's id")
     fork.add_argument(
-        "--repair", action="store_true", help="close a turn still open as crash repair would, instead of refusing"
+        "--repair",
+        action="store_true",
+        help="close a turn still open as crash repair would, instead of refusing",
     )
     fork.set_defaults(handler=_handler(fork_from))
 
@@ -99,6 +113,8 @@ def _handler(
             trio.run(open_and_run, args)
         except StoreNotFound:
             raise CommandError(f"no store at {args.db} (give --db, or set ${DB_VARIABLE})") from None
+        except SessionExists as exc:
+            raise CommandError(f"{exc}: give --as an id not taken", status=USAGE) from None
         except SessionNotFound:
             raise CommandError(f"no session {args.session_id!r} in {args.db}") from None
         except (StoreError, ForkRefused) as exc:
@@ -176,7 +192,12 @@ async def export_session(store: SQLiteStore, args: argparse.Namespace) -> None:
 
 async def fork_from(store: SQLiteStore, args: argparse.Namespace) -> None:
     fork = await fork_session(
-        store, args.session_id, at_message=args.at, at_turn=args.at_turn, fork_id=args.fork_id, repair=args.repair
+        store,
+        args.session_id,
+        at_message=args.at,
+        at_turn=args.at_turn,
+        fork_id=args.fork_id,
+        repair=args.repair,
     )
     print(fork.info.session_id)
     print(
