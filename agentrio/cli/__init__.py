@@ -15,11 +15,11 @@ from importlib import metadata
 from typing import NoReturn
 
 from .._errors import sole_error
-from . import acp, chat, demo, run, serve, sessions
+from . import acp, chat, config, demo, run, serve, sessions
 from .errors import USAGE, CommandError
 from .options import add_global_options
 
-COMMANDS = (run, chat, sessions, acp, serve, demo)
+COMMANDS = (run, chat, sessions, config, acp, serve, demo)
 
 
 def version() -> str:

@@ -7,9 +7,9 @@ sessions list`` and ``agentrio sessions list --db x.db`` mean the same.
 Command parsers leave an option they were not given unset (``SUPPRESS``), so
 a value given before the command is not hidden by a default after it.
 
-``Settings.load(args)`` resolves each value, first found wins: the command
-line, the environment (``AGENTRIO_MODEL``, ``AGENTRIO_DB``), an
-``agentrio.toml`` in the working directory, the default.
+``Settings.load(args)`` takes each value from the layers of ``config``:
+the command line, the environment, the project's ``agentrio.toml``, the
+user's ``config.toml``, the default.
 ``settings.model()`` builds the adapter, refusing a missing API key before
 any request is sent.
 """
@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import tomllib
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,26 +28,11 @@ import attrs
 from ..models import from_string
 from ..models.model_string import PROVIDERS
 from ..tools.permissions import PRESETS, Policy
+from .config import PROJECT_FILE, Config, user_file
 from .errors import USAGE, CommandError
 
-CONFIG_FILE = "agentrio.toml"
-DEFAULT_DB = "agentrio.db"
 PERMISSIONS = tuple(PRESETS)
 TOOLS = ("coding", "none")
-#: option -> environment variable
-ENVIRONMENT = {"model": "AGENTRIO_MODEL", "db": "AGENTRIO_DB"}
-#: What agentrio.toml may set, and the type of each.
-CONFIG_TYPES: dict[str, type] = {
-    "model": str,
-    "base_url": str,
-    "cwd": str,
-    "permission": str,
-    "tools": str,
-    "db": str,
-    "max_turns": int,
-    "system_prompt": str,
-}
-CONFIG_KEYS = tuple(CONFIG_TYPES)
 
 
 def help_text(doc: str) -> str:
@@ -81,7 +65,9 @@ def positive_int(text: str) -> int:
 def add_global_options(parser: argparse.ArgumentParser) -> None:
     """``--db`` and ``--model`` before the command."""
     parser.add_argument(
-        "--db", metavar="FILE", help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})"
+        "--db",
+        metavar="FILE",
+        help="the session store (default: $AGENTRIO_DB, else the config files, else sessions.db in the user data dir)",
     )
     parser.add_argument(
         "--model", metavar="MODEL", help="provider:model, e.g. openai:gpt-4.1 (default: $AGENTRIO_MODEL)"
@@ -93,7 +79,7 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
         "--db",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})",
+        help="the session store (default: $AGENTRIO_DB, else the config files, else sessions.db in the user data dir)",
     )
 
 
@@ -104,7 +90,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         "--model",
         metavar="MODEL",
         default=argparse.SUPPRESS,
-        help=f"the model: {providers} (default: $AGENTRIO_MODEL, else agentrio.toml)",
+        help=f"the model: {providers} (default: $AGENTRIO_MODEL, else the config files)",
     )
     parser.add_argument(
         "--base-url",
@@ -143,47 +129,9 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read_config(directory: Path) -> dict[str, Any]:
-    path = directory / CONFIG_FILE
-    try:
-        with path.open("rb") as file:
-            return tomllib.load(file)
-    except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CommandError(f"{path}: {exc}") from None
-
-
-def _sources(args: argparse.Namespace, environ: Any) -> Callable[..., Any]:
-    """``value(name, default)``: from the command line, else the environment,
-    else the config file, else ``default``."""
-    config = _read_config(Path.cwd())
-    unknown = set(config) - set(CONFIG_KEYS)
-    if unknown:
-        raise CommandError(
-            f"{CONFIG_FILE}: unknown setting {min(unknown)!r}; known: {', '.join(CONFIG_KEYS)}"
-        )
-    for key, setting in config.items():
-        expected = CONFIG_TYPES[key]
-        if not isinstance(setting, expected) or isinstance(setting, bool):
-            kind = "a string" if expected is str else "a whole number"
-            raise CommandError(f"{CONFIG_FILE}: {key} must be {kind}, got {setting!r}")
-
-    def value(name: str, default: Any = None) -> Any:
-        given = getattr(args, name, None)
-        if given is not None:
-            return given
-        variable = ENVIRONMENT.get(name)
-        if variable and environ.get(variable):
-            return environ[variable]
-        return config.get(name, default)
-
-    return value
-
-
-def db_path(args: argparse.Namespace, environ: Any = os.environ) -> str:
-    """The store's file: ``--db``, else ``$AGENTRIO_DB``, else agentrio.toml, else agentrio.db."""
-    return str(_sources(args, environ)("db", DEFAULT_DB))
+def db_path(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> str:
+    """The store's file, from every layer (``config.Config``)."""
+    return str(Config.load(args, environ)["db"])
 
 
 def checked_url(url: str | None) -> str | None:
@@ -214,37 +162,40 @@ class Settings:
     system_prompt: str | None = None
 
     @classmethod
-    def load(cls, args: argparse.Namespace, environ: Any = os.environ) -> Settings:
-        value = _sources(args, environ)
-        permission = value("permission", "ask")
+    def load(cls, args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
+        config = Config.load(args, environ)
+        permission = config["permission"]
         if permission not in PERMISSIONS:
-            raise CommandError(f"permission must be one of {', '.join(PERMISSIONS)}, got {permission!r}")
-        tools = value("tools", "coding")
+            raise CommandError(
+                f"permission must be one of {', '.join(PERMISSIONS)}, got {permission!r}", status=USAGE
+            )
+        tools = config["tools"]
         if tools not in TOOLS:
-            raise CommandError(f"tools must be one of {', '.join(TOOLS)}, got {tools!r}")
-        cwd = Path(value("cwd", ".")).expanduser().resolve()
+            raise CommandError(f"tools must be one of {', '.join(TOOLS)}, got {tools!r}", status=USAGE)
+        cwd = Path(config["cwd"]).expanduser().resolve()
         if not cwd.is_dir():
-            raise CommandError(f"--cwd {cwd}: not a directory")
-        max_turns = value("max_turns")
-        if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
+            raise CommandError(f"cwd {cwd}: not a directory", status=USAGE)
+        max_turns = config["max_turns"]
+        if max_turns is not None and max_turns < 1:
             raise CommandError(f"max_turns must be a positive whole number, got {max_turns!r}", status=USAGE)
         return cls(
-            model_name=value("model"),
-            base_url=checked_url(value("base_url")),
+            model_name=config["model"],
+            base_url=checked_url(config["base_url"]),
             cwd=cwd,
             permission=permission,
-            session=value("session"),
-            db=value("db", DEFAULT_DB),
+            session=getattr(args, "session", None),
+            db=config["db"],
             tools=tools,
             max_turns=max_turns,
-            system_prompt=value("system_prompt"),
+            system_prompt=config["system_prompt"],
         )
 
     def model(self) -> Any:
         """The model adapter; a missing model or API key is a ``CommandError``."""
         if not self.model_name:
             raise CommandError(
-                f'no model: give --model provider:model, set $AGENTRIO_MODEL, or put model = "…" in {CONFIG_FILE}'
+                "no model: give --model provider:model, set $AGENTRIO_MODEL, "
+                f'or put model = "…" in {PROJECT_FILE} or {user_file()}'
             )
         options: dict[str, Any] = {}
         if self.base_url:

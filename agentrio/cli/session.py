@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import attrs
 
@@ -163,6 +164,10 @@ async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, ch
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """A Runtime on the settings' store; store errors are told plainly.
     Spans are exported while it runs when an OTLP endpoint is set."""
+    try:
+        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot make the store's folder: {exc}") from None
     try:
         with logging_to(log_path(settings.db)):
             async with exporting_from_env(), SQLiteStore(settings.db) as store, Runtime(store) as rt:
