@@ -221,7 +221,7 @@ async def test_the_terminal_section_runs_as_written(nursery, tmp_path):
         await term.expect(r"■ completed")
         await term.expect_text("/help for help")  # agentrio chat
         term.type_line("/quit")
-        await term.expect_text("agentrio chat · session fix-calc")  # agentrio chat --session fix-calc
+        await term.expect_text("agentrio chat · session fix-calc")  # agentrio chat --resume fix-calc
         await term.expect_text("› Why does test_calc.py fail? Fix it.")
         term.type_line("And now?")
         await term.expect_text("Fixed: add returns a + b now.")

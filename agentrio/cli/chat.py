@@ -10,9 +10,10 @@ this chat or an earlier one); Alt-Enter or a trailing backslash starts a
 new line, and a paste is one message however many lines it has. Tool calls
 that need approval are answered with one key: y(es), n(o), a(lways: the
 tool, or for bash the command's first word or two, as shown), s(top the
-run), d(etails: the whole diff or script). Every chat is
-a stored session; ``--session ID`` resumes one (exit status 7 if another
-process has it open).
+run), d(etails: the whole diff or script). Every chat is a stored
+session: ``--resume ID`` continues one (exit status 2 when the store has no
+such session, 7 when another process has it open); ``--session ID``
+continues it or starts a new session under that id.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .session import (
     open_runtime,
 )
 from .session_tree import session_tree
+from .sessions import titles
 from .terminal import (
     CTRL_C,
     CTRL_D,
@@ -99,13 +101,13 @@ def _chat(args: argparse.Namespace) -> int:
 async def _main(settings: Settings, spec: AgentSpec, policy: TerminalPolicy, full: bool) -> None:
     console = Console(highlight=False, soft_wrap=True)
     async with open_runtime(settings) as rt:
-        agent = await open_agent(rt, spec, settings.session)
+        agent = await open_agent(rt, spec, settings)
         chat = Chat(rt, settings, spec, policy, console, full=full)
         await chat.serve(agent)
         console.print(
             Text(
                 f"session {chat.agent.session_id} is stored; continue it with "
-                f"agentrio chat --session {chat.agent.session_id}",
+                f"agentrio chat --resume {chat.agent.session_id}",
                 style="dim",
             )
         )
@@ -314,13 +316,16 @@ class Chat:
         )
 
     async def _sessions(self, argument: str) -> None:
-        for node in session_tree(await self.rt.store.list_summaries()):
+        nodes = session_tree(await self.rt.store.list_summaries())
+        named = await titles(self.rt.store, nodes)
+        for node in nodes:
             info, summary = node.summary.info, node.summary
             mark = "*" if info.session_id == self.agent.session_id else " "
             relation = f"  {node.relation}" if node.relation != "-" else ""
+            title = f"  “{named[info.session_id]}”" if named[info.session_id] else ""
             self.say(
                 f"{mark} {node.prefix}{info.session_id}  {info.agent_name or '-'}  {summary.messages} messages  "
-                f"{timestamp(summary.updated_at)}{relation}"
+                f"{timestamp(summary.updated_at)}{relation}{title}"
             )
 
     async def _resume(self, argument: str) -> None:

@@ -1,7 +1,7 @@
 """The options every agent command shares, and where their values come from.
 
 ``add_agent_options(parser)`` gives a command ``--model --base-url --cwd
---permission --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
+--permission --resume --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
 alone. ``--db`` and ``--model`` are global too: ``agentrio --db x.db
 sessions list`` and ``agentrio sessions list --db x.db`` mean the same.
 Command parsers leave an option they were not given unset (``SUPPRESS``), so
@@ -110,8 +110,18 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="ask before side effects (default), allow everything, or refuse side effects",
     )
-    parser.add_argument(
-        "--session", metavar="ID", default=argparse.SUPPRESS, help="continue the stored session ID"
+    stored = parser.add_mutually_exclusive_group()
+    stored.add_argument(
+        "--resume",
+        metavar="ID",
+        default=argparse.SUPPRESS,
+        help="continue the stored session ID (which must exist)",
+    )
+    stored.add_argument(
+        "--session",
+        metavar="ID",
+        default=argparse.SUPPRESS,
+        help="continue session ID, or start it under that id when it is new (said on stderr)",
     )
     add_db_option(parser)
     parser.add_argument(
@@ -157,6 +167,8 @@ class Settings:
     permission: str
     session: str | None
     db: str
+    #: The session must be in the store already (``--resume``).
+    resume: bool = False
     tools: str = "coding"
     max_turns: int | None = None
     system_prompt: str | None = None
@@ -183,7 +195,8 @@ class Settings:
             base_url=checked_url(config["base_url"]),
             cwd=cwd,
             permission=permission,
-            session=getattr(args, "session", None),
+            session=getattr(args, "resume", None) or getattr(args, "session", None),
+            resume=getattr(args, "resume", None) is not None,
             db=config["db"],
             tools=tools,
             max_turns=max_turns,

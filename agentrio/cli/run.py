@@ -8,11 +8,12 @@ with --json the events stay as they are and one last line follows them,
 {"type": "output", "output": ...}.
 
 Exit codes: 0 the run completed; 1 it ended with an error (or could not
-start: a missing API key, an unreadable store); 2 a usage error; 3 it hit a
+start: a missing API key, an unreadable store); 2 a usage error (an
+empty prompt, --resume of a session not in the store); 3 it hit a
 limit (max turns, tool calls, time, tokens); 4 a person stopped it at an
 approval; 5 its answer never fit --output-schema (why is on stderr); 6 the
 --output-schema FILE cannot be used (missing, not JSON, not a valid JSON
-Schema, or refused by the provider); 7 the --session is open in another
+Schema, or refused by the provider); 7 the session is open in another
 process (an agentrio run, chat or serve that has not ended); 130 it was
 cancelled (Ctrl-C).
 """
@@ -87,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: str, args) -> str:
     async with open_runtime(settings) as rt:
-        agent = await open_agent(rt, spec, settings.session)
+        agent = await open_agent(rt, spec, settings)
         if args.json:
             output: JsonOutput | TranscriptOutput = JsonOutput()
         else:
@@ -101,7 +102,7 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
                 nursery.cancel_scope.cancel()
         if not args.json:
             print(
-                f"session {agent.session_id} (continue it with --session {agent.session_id})", file=sys.stderr
+                f"session {agent.session_id} (continue it with --resume {agent.session_id})", file=sys.stderr
             )
         if spec.output_spec is not None:
             _print_output(spec.output_spec, result, args)

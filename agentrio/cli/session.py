@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..tools import Tool
 from ..tools.builtin import coding_tools
 from ..tools.permissions import Decision, Policy, decide
 from ..tracing.otlp import exporting_from_env
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .options import Settings, permission_policy
 
 #: The exit status of a command whose session is open for writing elsewhere
@@ -199,12 +200,27 @@ def logging_to(path: str) -> Iterator[None]:
         handler.close()
 
 
-async def open_agent(rt: Runtime, spec: AgentSpec, session_id: str | None) -> Agent:
-    """The agent of ``session_id``: restored when the store holds it, else
-    new. A session open in another process is a one-line error (exit status
-    ``SESSION_HELD_STATUS``)."""
+async def open_agent(rt: Runtime, spec: AgentSpec, settings: Settings) -> Agent:
+    """The agent of the settings' session: restored when the store holds it,
+    else new, and then said on stderr ("new session ID"), so that a
+    mistyped id is seen; with ``resume`` a session not in the store is a
+    usage error. A session open in another process is a one-line error
+    (exit status ``SESSION_HELD_STATUS``)."""
+    session_id = settings.session
     try:
-        return await rt.create(spec, session_id=session_id)
+        stored = session_id is not None and any(
+            info.session_id == session_id for info in await rt.store.list_sessions()
+        )
+        if settings.resume and not stored:
+            raise CommandError(
+                f"no session {session_id!r} in {settings.db} (agentrio sessions list shows them; "
+                "--session ID starts a new one)",
+                status=USAGE,
+            )
+        agent = await rt.create(spec, session_id=session_id)
+        if not stored:
+            print(f"new session {agent.session_id}", file=sys.stderr, flush=True)
+        return agent
     except SessionHeld as exc:
         raise CommandError(str(exc), status=SESSION_HELD_STATUS) from None
     except StoreError as exc:

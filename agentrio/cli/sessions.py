@@ -28,7 +28,7 @@ from ..messages import converter
 from .errors import USAGE, CommandError
 from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
-from .transcript import timestamp, transcript
+from .transcript import timestamp, title, transcript
 
 DB_VARIABLE = "AGENTRIO_DB"
 
@@ -46,8 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser(
         "list",
         parents=[store],
-        help="one line a session, as a tree",
-        description="One line a session: the sessions of child agents under the agent that spawned them, "
+        help="one line a session, as a tree, with its title",
+        description="One line a session, titled by the first line of its first prompt: the sessions of child agents under the agent that spawned them, "
         "forks under the session they were cut from. A session whose parent was deleted is at the top, "
         "its PARENT marked [deleted].",
     )
@@ -124,16 +124,29 @@ def _handler(
     return handler
 
 
+async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:
+    """Each session's title (``transcript.title``), read from its journal."""
+    found = {}
+    for node in nodes:
+        session_id = node.summary.info.session_id
+        try:
+            found[session_id] = title((await store.load_session(session_id))[1])
+        except SessionNotFound:  # deleted meanwhile
+            found[session_id] = ""
+    return found
+
+
 async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
     nodes = session_tree(await store.list_summaries())
     if not nodes:
         print(f"no sessions in {args.db}", file=sys.stderr)
         return
+    named = await titles(store, nodes)
     if args.json:
         for node in nodes:
-            print(json.dumps(_as_json(node), ensure_ascii=False))
+            print(json.dumps(_as_json(node, named), ensure_ascii=False))
         return
-    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT")]
+    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT", "TITLE")]
     for node in nodes:
         info = node.summary.info
         rows.append(
@@ -146,6 +159,7 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
                 str(len(node.children)),
                 str(len(node.forks)),
                 node.relation,
+                named[info.session_id] or "-",
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -153,9 +167,10 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
-def _as_json(node: Node) -> dict[str, object]:
+def _as_json(node: Node, named: dict[str, str]) -> dict[str, object]:
     return {
         **converter.unstructure(node.summary.info, SessionInfo),
+        "title": named[node.summary.info.session_id],
         "messages": node.summary.messages,
         "updated_at": node.summary.updated_at,
         "children": list(node.children),

@@ -73,7 +73,7 @@ async def test_esc_cancels_the_turn_and_keeps_the_history_and_twice_quits(cli):
     term.send(ESC)
     await term.expect_text("press Esc or Ctrl-C again to quit")
     term.send(ESC)
-    await term.expect_text("continue it with agentrio chat --session esc")
+    await term.expect_text("continue it with agentrio chat --resume esc")
     assert await term.wait() == 0
 
 
@@ -150,7 +150,7 @@ async def test_fork_clear_and_model_switch_the_session_the_chat_talks_to(cli):
     await term.expect_text("unknown command /nope; /help lists them")
     term.interrupt()
     term.interrupt()
-    await term.expect(r"continue it with agentrio chat --session \S+")
+    await term.expect(r"continue it with agentrio chat --resume \S+")
     assert await term.wait() == 0
 
     def history(n: int) -> list[str]:
@@ -218,11 +218,11 @@ async def test_session_resumes_a_stored_chat_with_a_recap_and_help_lists_the_com
     term.type_line("The door code is 4711.")
     await term.expect_text("Noted: the door code is 4711.")
     term.type_line("/quit")
-    await term.expect_text("continue it with agentrio chat --session door")
+    await term.expect_text("continue it with agentrio chat --resume door")
     assert await term.wait() == 0
 
     cli.server.add(AssistantMessage([Text("It is 4711.")]))
-    term = cli.spawn("chat", "--session", "door")
+    term = cli.spawn("chat", "--resume", "door")
     await term.expect_text("agentrio chat · session door")
     await term.expect_text("› The door code is 4711.")
     await term.expect_text("Noted: the door code is 4711.")
@@ -274,7 +274,7 @@ async def test_resume_of_a_session_open_elsewhere_says_so_and_the_chat_goes_on(c
         term.type_line("Are you there?")
         await term.expect_text("Still here.")
         term.type_line("/quit")
-        await term.expect_text("continue it with agentrio chat --session mine")
+        await term.expect_text("continue it with agentrio chat --resume mine")
         assert await term.wait() == 0
 
 
