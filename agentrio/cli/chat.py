@@ -32,7 +32,7 @@ from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
 from .errors import CommandError
 from .line_editor import History, LineEditor
-from .live_view import LiveView, approval_question, safe
+from .live_view import LiveView, approval_question, safe, terminal_console
 from .options import Settings, add_agent_options, checked_url, help_text
 from .paths import history_file
 from .render import one_line
@@ -99,7 +99,7 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 async def _main(settings: Settings, spec: AgentSpec, policy: TerminalPolicy, full: bool) -> None:
-    console = Console(highlight=False, soft_wrap=True)
+    console = terminal_console()
     async with open_runtime(settings) as rt:
         agent = await open_agent(rt, spec, settings)
         chat = Chat(rt, settings, spec, policy, console, full=full)

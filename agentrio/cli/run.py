@@ -34,7 +34,7 @@ from ..events import Event
 from ..messages import converter
 from ..models import OutputSpec
 from .errors import USAGE, CommandError
-from .live_view import LiveView, approval_question, exit_status
+from .live_view import LiveView, approval_question, exit_status, terminal_console
 from .options import Settings, add_agent_options, help_text
 from .output_schema import add_output_schema_option, read_output_schema
 from .session import (
@@ -93,7 +93,7 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
             output: JsonOutput | TranscriptOutput = JsonOutput()
         else:
             # With typed output, stdout is for the output alone.
-            console = Console(highlight=False, soft_wrap=True, stderr=spec.output_spec is not None)
+            console = terminal_console(stderr=spec.output_spec is not None)
             output = TranscriptOutput(console, full=args.full)
         with trio.open_signal_receiver(signal.SIGINT) as interrupts:
             async with trio.open_nursery() as nursery:
