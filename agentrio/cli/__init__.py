@@ -3,11 +3,14 @@
 Each module in ``COMMANDS`` has ``register(subparsers)``, which adds its
 subcommand and sets ``handler`` (``args -> exit status``) on its parser.
 Agent commands take their shared options from ``options.add_agent_options``.
+The modules are imported when the parser is built, not with this package:
+``agentrio --version`` (``-V``) answers before any of them is loaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -15,11 +18,11 @@ from importlib import metadata
 from typing import NoReturn
 
 from .._errors import sole_error
-from . import acp, chat, config, demo, run, serve, sessions
 from .errors import USAGE, CommandError
-from .options import add_global_options
 
-COMMANDS = (run, chat, sessions, config, acp, serve, demo)
+#: The command modules, in the order --help lists them.
+COMMANDS = ("run", "chat", "sessions", "config", "acp", "serve", "demo")
+VERSION_FLAGS = ("-V", "--version")
 
 
 def version() -> str:
@@ -37,17 +40,23 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .options import add_global_options
+
     parser = Parser(prog="agentrio", description="LLM agents as supervised trio actors.")
-    parser.add_argument("-V", "--version", action="version", version=f"agentrio {version()}")
+    parser.add_argument(*VERSION_FLAGS, action="version", version=f"agentrio {version()}")
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.register(subparsers)
+        importlib.import_module(f".{command}", __name__).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:1] and given[0] in VERSION_FLAGS:
+        print(f"agentrio {version()}")
+        return 0
+    args = build_parser().parse_args(given)
     try:
         return args.handler(args)
     except BaseException as raised:

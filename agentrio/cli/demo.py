@@ -23,6 +23,7 @@ from ..messages import AssistantMessage, Text, ToolCall, Usage
 from ..models import ModelRequest, ScriptedModel
 from ..supervisors import Runtime
 from ..tools.builtin import coding_tools
+from .options import help_text
 from .render import EventPrinter
 
 #: Seconds a scripted reply "thinks" before it streams, so the timing of a
@@ -161,5 +162,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("demo", help="play an offline agent session and print its events")
+    parser = subparsers.add_parser(
+        "demo",
+        help="play an offline agent session and print its events",
+        description=help_text(__doc__) + "\nIt needs no API key and changes nothing outside its workspace.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.set_defaults(handler=_run)

@@ -89,3 +89,27 @@ async def test_switching_provider_with_model_drops_the_base_url_unless_one_is_gi
     await term.expect_text("base URL 'notaurl' is not an http:// or https:// address")
     term.type_line("/quit")
     assert await term.wait() == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("run", "Exit codes: 0 the run completed"),
+        ("chat", "The line is edited as in a shell"),
+        ("sessions", "Exit codes: 0 done"),
+        ("config", "Where a command's settings come from, in layers"),
+        ("acp", "speaks the Agent Client Protocol over its stdin"),
+        ("serve", "It prints the console's address"),
+        ("demo", "A scripted model plays a small coding task"),
+    ],
+)
+async def test_every_command_has_help_text(cli, command, says):
+    term = cli.spawn(command, "--help", model=False)
+    assert await term.wait() == 0
+    assert says in " ".join(term.text.split())
+
+
+async def test_dash_v_is_the_version(cli):
+    term = cli.spawn("-V", model=False)
+    assert await term.wait() == 0
+    assert term.text.startswith("agentrio ")
