@@ -269,6 +269,9 @@ class Chat:
     async def _answer(self, choice: str) -> None:
         event = self.approvals.pop(0)
         said = await answer_approval(self.agent, event, self.policy, choice)
+        # The question leaves the live region: what was asked stays in the transcript with its answer.
+        for line in approval_question(event):
+            self.view.print(line)
         self.say(f"{event.tool_name}: {said}")
 
     async def _submit(self, line: str) -> None:

@@ -33,8 +33,10 @@ from ..messages import AssistantMessage, Message, Usage, UserMessage
 from ..models import TextDelta, ThinkingDelta, ToolCallDelta
 from .render import describe_call, one_line
 
-#: Lines of a tool result shown unless the whole output is asked for.
+#: Lines of a tool result shown unless the whole output is asked for;
+#: changed lines of a diff a tool answered with.
 RESULT_LINES = 3
+DIFF_RESULT_LINES = 12
 #: Messages of a restored history shown when a chat opens it.
 RECAP = 6
 #: Seconds between redraws of the live region.
@@ -387,7 +389,7 @@ class LiveView:
             self.print(Text(f"ⓘ {safe(message.text.strip('[]'))}", style="italic yellow"))
         elif isinstance(message, UserMessage):
             line = Text("› ", style="cyan")
-            line.append(safe(echo(message.text)))
+            line.append(safe(echo(message.text).replace("\n", "\n  ")))
             self.print(line)
         elif isinstance(message, AssistantMessage):
             self._thinking = False
@@ -408,9 +410,21 @@ class LiveView:
         line.append(f"  {event.duration:.1f}s", style="dim")
         self.print(line)
         lines = event.result.text.splitlines()
-        shown = lines if self.full else lines[:RESULT_LINES]
+        diff = _is_diff(lines)
+        if self.full:
+            shown = lines
+        elif diff:
+            # An edit's result: what it says, then its changed lines rather than the diff's headers.
+            changed = [
+                line
+                for line in lines[1:]
+                if line.startswith(("+", "-", "@@")) and line[:3] not in ("+++", "---")
+            ]
+            shown = [*lines[:1], *changed[:DIFF_RESULT_LINES]]
+        else:
+            shown = lines[:RESULT_LINES]
         for text in shown:
-            self.print(Text("  │ " + safe(text), style="dim"))
+            self.print(Text("  │ " + safe(text), style=_diff_style(text) if diff else "dim"))
         if len(lines) > len(shown):
             more = len(lines) - len(shown)
             self.print(Text(f"  │ … {more} more line{'s' * (more > 1)} (--full shows them)", style="dim"))

@@ -100,6 +100,10 @@ async def test_an_edit_preview_is_a_coloured_diff_with_its_changed_lines_first(c
     term.send("d")  # the whole diff, context and all
     await term.expect_text(" line 10")
     term.send("y")
+    # The result shows the changed lines too, not the diff's headers.
+    await term.expect_text("│ Edited long.txt (replaced once):")
+    await term.expect_text("│ -line 32")
+    await term.expect_text("│ +changed 32")
     await term.expect_text("Edited.")
     assert await term.wait() == 0
     assert (cli.workspace / "long.txt").read_text() == after
