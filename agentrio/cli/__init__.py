@@ -20,8 +20,16 @@ from typing import NoReturn
 from .._errors import sole_error
 from .errors import USAGE, CommandError
 
-#: The command modules, in the order --help lists them.
-COMMANDS = ("run", "chat", "sessions", "config", "acp", "serve", "demo")
+#: The command modules, in the order --help lists them, and what each does.
+COMMANDS = {
+    "run": "run an agent on a prompt and stream what it does",
+    "chat": "an interactive session with a coding agent",
+    "sessions": "list, show, export, fork and delete stored sessions",
+    "config": "the settings every command would use here, and where each comes from",
+    "acp": "serve the Agent Client Protocol on stdin/stdout (for editors such as Zed)",
+    "serve": "serve ACP over WebSocket, with a web console",
+    "demo": "play an offline agent session and print its events",
+}
 VERSION_FLAGS = ("-V", "--version")
 
 
@@ -39,15 +47,44 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands:
+    """What a command module's ``register`` adds its parser to: the
+    subparsers, each command listed with its line from ``COMMANDS``."""
+
+    def __init__(self, subparsers: argparse._SubParsersAction) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **options: object) -> argparse.ArgumentParser:
+        return self._subparsers.add_parser(name, help=COMMANDS[name], **options)
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (after the global options), if any."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--db", "--model"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the arguments, only the command
+    they name is built in full (the others are a line of --help), so that
+    a command loads only what it needs."""
     from .options import add_global_options
 
     parser = Parser(prog="agentrio", description="LLM agents as supervised trio actors.")
     parser.add_argument(*VERSION_FLAGS, action="version", version=f"agentrio {version()}")
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        importlib.import_module(f".{command}", __name__).register(subparsers)
+    chosen = chosen_command(argv) if argv is not None else None
+    for command, summary in COMMANDS.items():
+        if argv is None or command == chosen:
+            importlib.import_module(f".{command}", __name__).register(_Commands(subparsers))
+        else:
+            subparsers.add_parser(command, help=summary)
     return parser
 
 
@@ -56,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if given[:1] and given[0] in VERSION_FLAGS:
         print(f"agentrio {version()}")
         return 0
-    args = build_parser().parse_args(given)
+    args = build_parser(given).parse_args(given)
     try:
         return args.handler(args)
     except BaseException as raised:

@@ -80,7 +80,6 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteSto
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "acp",
-        help="serve the Agent Client Protocol on stdin/stdout (for editors such as Zed)",
         description=help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

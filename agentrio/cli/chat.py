@@ -79,7 +79,6 @@ Up/Down, Ctrl-R   earlier lines; Ctrl-A/E/W/U/K edit as in a shell
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "chat",
-        help="an interactive session with a coding agent",
         description=help_text(__doc__),
         epilog="slash commands:\n" + "\n".join(f"  {line}" for line in HELP.splitlines() if line[:1] == "/"),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import textwrap
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +29,6 @@ import attrs
 
 from .errors import USAGE, CommandError
 from .paths import config_dir, default_db
-from .render import one_line
 
 PROJECT_FILE = "agentrio.toml"
 USER_FILE = "config.toml"
@@ -131,7 +131,8 @@ class Config:
         """``key = value  (origin)``, one line a setting, for ``agentrio config``."""
         width = max(map(len, KEYS))
         shown = {
-            key: "-" if v.value is None else one_line(str(v.value), 60) for key, v in self.values.items()
+            key: "-" if v.value is None else textwrap.shorten(str(v.value), 60, placeholder="…")
+            for key, v in self.values.items()
         }
         return [f"{key:<{width}} = {shown[key]}  ({v.origin})" for key, v in self.values.items()]
 
@@ -139,7 +140,6 @@ class Config:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "config",
-        help="the settings every command would use here, and where each comes from",
         description=__doc__.replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -20,18 +20,17 @@ import argparse
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import attrs
 
-from ..models import from_string
-from ..models.model_string import PROVIDERS
-from ..tools.permissions import PRESETS, Policy
 from .config import PROJECT_FILE, Config, user_file
 from .errors import USAGE, CommandError
 
-PERMISSIONS = tuple(PRESETS)
+if TYPE_CHECKING:
+    from ..tools.permissions import Policy
+
 TOOLS = ("coding", "none")
 
 
@@ -85,6 +84,9 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """The options of a command that runs an agent."""
+    # Imported here, as in the functions below: a command without an agent does not load them.
+    from ..models.model_string import PROVIDERS
+
     providers = ", ".join(f"{name}:…" for name in PROVIDERS)
     parser.add_argument(
         "--model",
@@ -106,7 +108,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--permission",
-        choices=PERMISSIONS,
+        choices=permissions(),
         default=argparse.SUPPRESS,
         help="ask before side effects (default), allow everything, or refuse side effects",
     )
@@ -177,9 +179,9 @@ class Settings:
     def load(cls, args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
         config = Config.load(args, environ)
         permission = config["permission"]
-        if permission not in PERMISSIONS:
+        if permission not in permissions():
             raise CommandError(
-                f"permission must be one of {', '.join(PERMISSIONS)}, got {permission!r}", status=USAGE
+                f"permission must be one of {', '.join(permissions())}, got {permission!r}", status=USAGE
             )
         tools = config["tools"]
         if tools not in TOOLS:
@@ -205,6 +207,9 @@ class Settings:
 
     def model(self) -> Any:
         """The model adapter; a missing model or API key is a ``CommandError``."""
+        from ..models import from_string
+        from ..models.model_string import PROVIDERS
+
         if not self.model_name:
             raise CommandError(
                 "no model: give --model provider:model, set $AGENTRIO_MODEL, "
@@ -222,6 +227,15 @@ class Settings:
             raise CommandError(str(exc)) from None
 
 
+def permissions() -> tuple[str, ...]:
+    """The names ``--permission`` takes (``tools.permissions.PRESETS``)."""
+    from ..tools.permissions import PRESETS
+
+    return tuple(PRESETS)
+
+
 def permission_policy(permission: str) -> Policy:
     """The named preset (``tools.permissions.PRESETS``)."""
+    from ..tools.permissions import PRESETS
+
     return PRESETS[permission]

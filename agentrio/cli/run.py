@@ -53,7 +53,6 @@ from .terminal import CTRL_C, cbreak, keys, open_terminal, stdin_is_terminal
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run an agent on a prompt and stream what it does",
         description=help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

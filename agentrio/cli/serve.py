@@ -26,7 +26,6 @@ from .options import help_text, port_number
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve ACP over WebSocket, with a web console",
         description=help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

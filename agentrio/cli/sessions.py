@@ -34,9 +34,7 @@ DB_VARIABLE = "AGENTRIO_DB"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "sessions", help="list, show, export, fork and delete stored sessions", description=help_text(__doc__)
-    )
+    parser = subparsers.add_parser("sessions", description=help_text(__doc__))
     # --db may come before the command, before the action or after it.
     add_db_option(parser)
     store = argparse.ArgumentParser(add_help=False)

@@ -62,3 +62,18 @@ def test_every_public_name_is_there_on_first_use():
     namespace: dict = {}
     exec("from agentrio import *", namespace)  # noqa: S102 - what a user's star import gets
     assert set(agentrio.__all__) <= set(namespace)
+
+
+def test_a_command_loads_its_own_module_and_not_the_others():
+    argv = ["--db", "x.db", "sessions", "list"]
+    loaded = _loaded(f"from agentrio.cli import build_parser\nbuild_parser({argv!r}).parse_args({argv!r})")
+    assert "agentrio.cli.sessions" in loaded
+    for part in (
+        "agentrio.cli.run",
+        "agentrio.cli.chat",
+        "agentrio.models",
+        "agentrio.actors",
+        "agentrio.gateway",
+    ):
+        assert part not in loaded
+    assert not [m for m in loaded if m.startswith("rich")]
