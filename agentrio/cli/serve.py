@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import signal
 import socket
+import sys
 
 import trio
 
@@ -39,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    factory, store = factory_and_store(args)
+    factory, store, sandbox_line = factory_and_store(args)
     options = WebSocketOptions(token=args.token or new_token())
 
     async def main() -> None:
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             shown = f"[{host}]" if ":" in host else host
             print(f"agentrio console: http://{shown}:{port}/?token={options.token}", flush=True)
             print(f"ACP over WebSocket: ws://{shown}:{port}/acp (Authorization: Bearer <token>)", flush=True)
+            print(f"agentrio: {sandbox_line}", file=sys.stderr, flush=True)
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
                     break  # an orderly stop: sessions are disposed, the store closed
