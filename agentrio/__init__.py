@@ -21,7 +21,8 @@ from .actors import (
     Subscription,
     agent_tool,
 )
-from .journal import LeaseLost, MemoryStore, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
+from .initiator import Initiator, current_initiator, with_initiator, without_initiator
+from .journal import LeaseLost, MemoryStore, Outcome, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
 from .messages import (
     ABORTED_BEFORE_DISPATCH,
     TOOL_NOT_STARTED,
@@ -37,10 +38,9 @@ from .messages import (
     project_tool_protocol,
 )
 from .models import ProviderError, ScriptedModel
-from .initiator import Initiator, current_initiator, with_initiator, without_initiator
 from .supervisors import Runtime, run_sync
-from .tracing import instrument, uninstrument
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
+from .tracing import instrument, uninstrument
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
@@ -59,6 +59,7 @@ __all__ = [
     "Limits",
     "MemoryStore",
     "Message",
+    "Outcome",
     "PostTool",
     "PostgresStore",
     "PreStep",
