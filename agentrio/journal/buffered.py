@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 #: A failed store retries after this many seconds, then twice as long each
 #: time, up to ``RETRY_MAX`` between two tries: bounded, and never a busy loop.
 RETRY_FIRST = 0.1
-RETRY_MAX = 2.0
+RETRY_MAX = 1.0
 
 
 class Batch(Protocol):
