@@ -14,6 +14,7 @@ import trio
 
 from ..actors.agent import Agent
 from ..actors.spec import AgentSpec
+from ..journal import StoreError
 from ..journal.outcomes import RELEASED, Outcomes
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ STOP_GRACE = 5.0
 #: a lease that ran out but stays unclaimed (another claimer has it locked)
 #: never makes a busy loop.
 MIN_WAIT = 0.1
+
+#: Seconds between two claims that the store refused.
+RETRY_PAUSE = 1.0
 
 #: How many sessions of unknown specs are remembered as reported.
 REPORTED_MAX = 10_000
@@ -104,10 +108,18 @@ class Fleet:
     async def _claim_forever(self, nursery: trio.Nursery) -> None:
         names = list(self.specs)
         while True:
-            posted = await self.store.input_posted()  # before the claim: no wake-up falls between
             freed = self._freed = trio.Event()
             free = self.max_sessions - len(self.running)
-            claimed = await self.store.claim_runnable(names, min(free, self.batch))
+            try:
+                posted = await self.store.input_posted()  # before the claim: no wake-up falls between
+                claimed = await self.store.claim_runnable(names, min(free, self.batch))
+            except StoreError as exc:
+                # The store retries by itself; claims wait for it, then once
+                # more after a pause (the listener may have to reconnect).
+                log.warning("no sessions claimed until the store recovers: %s", exc)
+                await self.store.until_usable()
+                await trio.sleep(RETRY_PAUSE)
+                continue
             self._report(claimed.unknown)
             for session_id, name, token, _ in claimed.sessions:
                 await nursery.start(self._run, session_id, name, token)

@@ -16,6 +16,8 @@ from agentrio import AgentSpec, AssistantMessage, ScriptedModel, Text, ToolCall,
 #: Seconds each model request takes, and each tool call.
 DELAY = float(os.environ.get("FLEET_DELAY", "0.3"))
 TOOL_DELAY = float(os.environ.get("FLEET_TOOL_DELAY", DELAY))
+#: Whether a prompt is answered through a tool call (else at once).
+TOOL = os.environ.get("FLEET_TOOL", "1") == "1"
 
 
 def _log(line: str) -> None:
@@ -34,9 +36,10 @@ async def reply(request) -> AssistantMessage:
     session = request.messages[0].text.split()[0]
     prompt = next(m for m in reversed(request.messages) if isinstance(m, UserMessage)).text
     _log(f"S {os.getpid()} {session} {time.time():.6f}")
-    await trio.sleep(DELAY)
+    if DELAY:
+        await trio.sleep(DELAY)
     _log(f"E {os.getpid()} {session} {time.time():.6f}")
-    if isinstance(request.messages[-1], UserMessage):
+    if TOOL and isinstance(request.messages[-1], UserMessage):
         return AssistantMessage([ToolCall(f"call_{secrets.token_hex(6)}", "work", {"what": prompt})])
     return AssistantMessage([Text(f"answer to {prompt}")])
 

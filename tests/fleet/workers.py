@@ -21,7 +21,8 @@ async def start_worker(
     log: Path | None = None,
     delay: float = 0.3,
     tool_delay: float | None = None,
-    lease: float = 2.0,
+    tool: bool = True,
+    lease: float | None = 2.0,
     **options: object,
 ) -> trio.Process:
     """``agentrio worker --db dsn --spec SPEC``; ``options`` become flags
@@ -31,6 +32,9 @@ async def start_worker(
         env["FLEET_LOG"] = str(log)
     if tool_delay is not None:
         env["FLEET_TOOL_DELAY"] = str(tool_delay)
+    env["FLEET_TOOL"] = "1" if tool else "0"
+    if lease is not None:
+        options["lease"] = lease
     flags = [str(part) for name, value in options.items() for part in (f"--{name.replace('_', '-')}", value)]
     with open(stderr, "ab") as err:
         return await trio.lowlevel.open_process(
@@ -43,8 +47,6 @@ async def start_worker(
                 dsn,
                 "--spec",
                 SPEC,
-                "--lease",
-                str(lease),
                 *flags,
             ],
             cwd=ROOT,
