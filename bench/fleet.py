@@ -16,15 +16,17 @@ timed.
   the lease ran out (repair, the cut turn continued). With the default lease
   (15 s) and a 2 s one; median of ``--rounds`` kills.
 * "throughput": 120 prompts on 120 sessions, each answered through a tool
-  call (model 0.2 s, tool 0.1 s: a workload that waits, not one that
-  computes), ``--max-sessions 10`` per worker, by 1, 2 and 3 workers:
+  call (two model requests of 1 s and a tool call of 0.5 s: a workload that
+  waits, not one that computes), ``--max-sessions 10`` per worker (so one
+  worker runs at most 4 prompts a second), by 1, 2 and 3 workers:
   prompts answered per second from the first submission to the last
-  outcome; median of ``--rounds`` runs.
+  outcome, and the workers' CPU time a prompt; median of ``--rounds`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import sys
@@ -142,16 +144,23 @@ async def recovery(cluster: Cluster, folder: Path, rounds: int, lease: float | N
         cluster.drop_database(dsn)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a live process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def throughput(cluster: Cluster, folder: Path, rounds: int) -> None:
     prompts = 120
     for count in (1, 2, 3):
-        rates = []
+        rates, cpu = [], []
         for _ in range(rounds):
             dsn = cluster.new_database()
             try:
-                options = {"delay": 0.2, "tool_delay": 0.1, "lease": None, "max_sessions": 10, "idle_release": 0.1}
+                options = {"delay": 1.0, "tool_delay": 0.5, "lease": None, "max_sessions": 10, "idle_release": 0.1}
                 async with Workers(dsn, folder, **options) as workers:
-                    await workers.start(count)
+                    started = await workers.start(count)
+                    before = sum(cpu_seconds(p.pid) for p in started)
                     async with PostgresStore(dsn) as client:
                         began = time.perf_counter()
                         inputs = [
@@ -164,11 +173,13 @@ async def throughput(cluster: Cluster, folder: Path, rounds: int) -> None:
                                     lambda s, i: client.outcome(s, i, timeout=120), session, input_id
                                 )
                         rates.append(prompts / (time.perf_counter() - began))
+                    cpu.append((sum(cpu_seconds(p.pid) for p in started) - before) / prompts)
             finally:
                 cluster.drop_database(dsn)
         print(
             f"throughput, {count} worker{'s' if count > 1 else ''}: median {statistics.median(rates):.1f} "
-            f"prompts/s (min {min(rates):.1f}, max {max(rates):.1f}; {rounds} runs of {prompts} prompts)"
+            f"prompts/s (min {min(rates):.1f}, max {max(rates):.1f}; {rounds} runs of {prompts} prompts; "
+            f"workers' CPU {statistics.median(cpu) * 1000:.0f} ms a prompt)"
         )
 
 

@@ -40,3 +40,9 @@ async def test_an_outcome_never_reached_times_out(tmp_path):
         input_id = await store.submit("s1", "hello", spec="helper")
         with pytest.raises(TimeoutError):
             await store.outcome("s1", input_id, timeout=0.3)
+
+
+async def test_serve_needs_a_store_that_runtimes_share(tmp_path):
+    async with Runtime(SQLiteStore(tmp_path / "sessions.db")) as rt:
+        with pytest.raises(TypeError, match="needs a store that runtimes share"):
+            await rt.serve({"helper": AgentSpec("helper", ScriptedModel([]))})
