@@ -157,7 +157,13 @@ async def throughput(cluster: Cluster, folder: Path, rounds: int) -> None:
         for _ in range(rounds):
             dsn = cluster.new_database()
             try:
-                options = {"delay": 1.0, "tool_delay": 0.5, "lease": None, "max_sessions": 10, "idle_release": 0.1}
+                options = {
+                    "delay": 1.0,
+                    "tool_delay": 0.5,
+                    "lease": None,
+                    "max_sessions": 10,
+                    "idle_release": 0.1,
+                }
                 async with Workers(dsn, folder, **options) as workers:
                     started = await workers.start(count)
                     before = sum(cpu_seconds(p.pid) for p in started)

@@ -31,20 +31,54 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run sessions from a PostgreSQL store, as one worker of a fleet",
         description=help_text(__doc__),
     )
-    parser.add_argument("--db", metavar="DSN", default=argparse.SUPPRESS,
-                        help="the PostgreSQL store (a libpq connection string or URI; default: $AGENTRIO_DB)")
-    parser.add_argument("--spec", metavar="MODULE:ATTR", action="append", required=True,
-                        help="an AgentSpec, a list of them, or a mapping name -> AgentSpec (repeatable)")
-    parser.add_argument("--max-sessions", type=int, default=100, metavar="N",
-                        help="the most sessions run at once (default: 100)")
-    parser.add_argument("--idle-release", type=float, default=30.0, metavar="S",
-                        help="give a session up after S idle seconds (default: 30)")
-    parser.add_argument("--grace", type=float, default=5.0, metavar="S",
-                        help="on SIGINT/SIGTERM, let running turns end within S seconds (default: 5)")
-    parser.add_argument("--lease", type=float, default=None, metavar="S",
-                        help="how long a lease lasts unless renewed (default: the store's, 15 s)")
-    parser.add_argument("--log-level", default="WARNING", type=str.upper,
-                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="logging on stderr (default: WARNING)")
+    parser.add_argument(
+        "--db",
+        metavar="DSN",
+        default=argparse.SUPPRESS,
+        help="the PostgreSQL store (a libpq connection string or URI; default: $AGENTRIO_DB)",
+    )
+    parser.add_argument(
+        "--spec",
+        metavar="MODULE:ATTR",
+        action="append",
+        required=True,
+        help="an AgentSpec, a list of them, or a mapping name -> AgentSpec (repeatable)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the most sessions run at once (default: 100)",
+    )
+    parser.add_argument(
+        "--idle-release",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="give a session up after S idle seconds (default: 30)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="on SIGINT/SIGTERM, let running turns end within S seconds (default: 5)",
+    )
+    parser.add_argument(
+        "--lease",
+        type=float,
+        default=None,
+        metavar="S",
+        help="how long a lease lasts unless renewed (default: the store's, 15 s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="logging on stderr (default: WARNING)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -77,7 +111,9 @@ def _dsn(args: argparse.Namespace) -> str:
     if not dsn:
         raise CommandError("agentrio worker needs --db DSN (a PostgreSQL connection string) or $AGENTRIO_DB")
     if not (dsn.startswith(("postgresql://", "postgres://")) or "=" in dsn):
-        raise CommandError(f"agentrio worker needs a PostgreSQL store: --db {dsn!r} is not a connection string")
+        raise CommandError(
+            f"agentrio worker needs a PostgreSQL store: --db {dsn!r} is not a connection string"
+        )
     return dsn
 
 
@@ -101,11 +137,16 @@ def run(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with Runtime(store) as rt, trio.open_nursery() as serving:
                 serve = functools.partial(
-                    rt.serve, specs, max_sessions=args.max_sessions, idle_release=args.idle_release,
+                    rt.serve,
+                    specs,
+                    max_sessions=args.max_sessions,
+                    idle_release=args.idle_release,
                     grace=args.grace,
                 )
                 await serving.start(serve)
-                print(f"agentrio worker {store.holder}: serving {', '.join(specs)}", file=sys.stderr, flush=True)
+                print(
+                    f"agentrio worker {store.holder}: serving {', '.join(specs)}", file=sys.stderr, flush=True
+                )
                 async for _ in signals:
                     break
                 # Graceful stop: serve gives its sessions up (within its
