@@ -40,6 +40,7 @@ from .messages import (
 from .models import ProviderError, ScriptedModel
 from .supervisors import Runtime, run_sync
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
+from .tools.sandbox import Sandbox, SandboxUnavailable
 from .tracing import instrument, uninstrument
 
 __all__ = [
@@ -73,6 +74,8 @@ __all__ = [
     "RunStream",
     "Runtime",
     "SQLiteStore",
+    "Sandbox",
+    "SandboxUnavailable",
     "ScriptedModel",
     "SessionHeld",
     "Store",

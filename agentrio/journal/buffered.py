@@ -148,7 +148,8 @@ class BufferedStore(Generic[D, B]):
         try:
             return await self._thread.call(fn, db, *args)
         except StoreUnavailable as exc:
-            self._fail(exc)
+            if self._nursery is not None:  # (closing, nothing more is written anyway)
+                self._fail(exc)
             raise
 
     @property
@@ -325,6 +326,8 @@ class BufferedStore(Generic[D, B]):
             while True:
                 await trio.sleep(self._backoff)
                 self._backoff = min(self._backoff * 2, RETRY_MAX)
+                while self._writing:  # a batch still on its way is retried first, if it fails
+                    await self._next_commit()
                 try:
                     await self._thread.call(self._reconnect, self._db)
                     if self._retry is None and self._batch:  # a commit in the trio thread failed

@@ -16,10 +16,11 @@ from agentrio import AgentSpec, Runtime, ScriptedModel, StoreError, tool
 from ..helpers import calls, say
 from .faults import FailingCommits
 
-#: Over the 3 s after a failure: the most CPU (seconds, every thread of the
-#: process) and log bytes allowed. A loop retrying runs used ~3 s and MBs.
+#: Over the 3 s from a failure: the most CPU (seconds, every thread of the
+#: process) and log bytes allowed (the failure is logged once, with its
+#: traceback). A loop retrying runs used ~2 s and MBs.
 QUIET_CPU = 0.3
-QUIET_LOG = 2_000
+QUIET_LOG = 5_000
 
 
 class _Bytes(logging.Handler):
@@ -73,6 +74,7 @@ async def test_a_failed_store_stops_the_run_once_keeps_the_input_and_resumes_aft
         # Follow-ups queued (and durable) before the failure.
         followups = [await agent.followup(text) for text in ("f1", "f2")]
         fault.on()
+        cpu, logged = time.process_time(), log_bytes.bytes
         with pytest.raises(StoreError):
             await agent.steer("a line the store cannot take")
         failed_at = trio.current_time()
@@ -83,9 +85,8 @@ async def test_a_failed_store_stops_the_run_once_keeps_the_input_and_resumes_aft
         assert result.stop_reason == "error"
         assert repr(rt.store) in result.error, result.error
 
-        # Over the next 3 s: nothing is retried in a loop.
-        cpu, logged = time.process_time(), log_bytes.bytes
-        await trio.sleep(3.0)
+        # Over the 3 s from the failure: nothing is retried in a loop.
+        await trio.sleep_until(failed_at + 3.0)
         cpu, logged = time.process_time() - cpu, log_bytes.bytes - logged
         print(f"{new_store.kind}: in the 3 s after the failure: {cpu:.3f} s CPU, {logged} log bytes")
         assert cpu < QUIET_CPU and logged < QUIET_LOG

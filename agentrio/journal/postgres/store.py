@@ -31,6 +31,7 @@ from ..store import (
     SessionSummary,
     StoreCorrupt,
     StoreError,
+    StoreUnavailable,
     check_id,
     check_info,
 )
@@ -76,6 +77,16 @@ class PostgresStore(BufferedStore[Database, Batch]):
     appended later), and from then on ``sync`` of that session raises
     ``LeaseLost``; ``lease(session_id).lost`` is set as soon as the store
     learns of it. The other sessions of the store go on.
+
+    **Faults.** Every wait on the database is bounded by about a lease
+    (``connection``). A lost connection is opened again (at its next use,
+    or by the failed store's retries, see ``BufferedStore``), and the leases
+    held through an outage are renewed or found lost. The store keeps its
+    own view of each lease's end (``Lease.confirmed_until``) and gives up a
+    lease whose renewal is not confirmed ``FENCE_MARGIN`` of a lease before
+    it would run out (self-fencing: ``lost`` is set, and the ``Runtime``
+    stops the session's work), so that no tool of a cut-off holder runs
+    once another store may take its session over.
 
     **Input from anywhere.** ``post_input`` makes input for a session
     durable in the database wherever the session is held, and wakes its
@@ -395,8 +406,8 @@ class PostgresStore(BufferedStore[Database, Batch]):
                 changed = listener.changed(channel, session_id)
                 found = await read()
             except StoreError:
-                if self._failure is None:
-                    raise
+                if self._failure is None or self._nursery is None:
+                    raise  # not an outage, or the store is closing
                 continue  # an outage: read again once it is over
             if found:
                 return found
@@ -410,7 +421,11 @@ class PostgresStore(BufferedStore[Database, Batch]):
             if self._listener is None:
                 db = self._db
                 listener = Listener(self._dsn, self.lease_seconds, attrs.astuple(db.channels), db.where)
-                await self._nursery.start(listener.serve)
+                try:
+                    await self._nursery.start(listener.serve)
+                except StoreUnavailable as exc:
+                    self._fail(exc)  # the server is down: the store retries
+                    raise
                 self._listener = listener
         return self._listener
 
