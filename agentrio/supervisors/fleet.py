@@ -99,8 +99,8 @@ class Fleet:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
-            # The first claim is made before start returns: a caller that
-            # submits after it knows the worker listens.
+            # Listening before start returns: input submitted after that
+            # wakes the worker.
             await self.store.input_posted()
             task_status.started()
             await self._claim_forever(nursery)
