@@ -71,3 +71,25 @@ async def test_a_partitioned_owner_stops_its_tool_before_another_store_takes_the
             with trio.fail_after(10):
                 await owner.until_usable()
         nursery.cancel_scope.cancel()
+
+
+def test_every_connection_bounds_its_waits_by_the_lease(postgres):
+    from agentrio.journal.postgres.database import Database
+
+    db = Database(postgres.new_database(), schema="agentrio", holder="t", lease_seconds=6.0, create=True)
+    try:
+        conn = db._conn
+        settings = {
+            name: conn.execute(f"SHOW {name}").fetchone()[0]
+            for name in ("statement_timeout", "idle_in_transaction_session_timeout")
+        }
+        assert settings == {"statement_timeout": "6s", "idle_in_transaction_session_timeout": "6s"}
+        options = {o.keyword.decode(): o.val for o in conn.pgconn.info if o.val is not None}
+        assert (options["keepalives"], options["keepalives_idle"], options["connect_timeout"]) == (
+            b"1",
+            b"2",
+            b"2",
+        )
+        assert options["tcp_user_timeout"] == b"6000"
+    finally:
+        db.close()
