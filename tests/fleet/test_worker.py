@@ -130,3 +130,27 @@ def test_worker_mistakes_are_one_line_and_exit_1(tmp_path):
         done = worker(*args)
         assert done.returncode == 1, done.stderr
         assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+
+
+async def test_a_worker_paused_past_its_lease_writes_nothing_after_another_continued_its_turn(dsn, tmp_path):
+    log, stderr = tmp_path / "model.log", tmp_path / "worker.stderr"
+    worker = await start_worker(dsn, stderr, log=log, delay=0.01, tool_delay=600, lease=LEASE)
+    try:
+        await ready(worker, stderr)
+        async with PostgresStore(dsn, lease=LEASE) as client:
+            input_id = await client.submit("s1", "s1 go", spec="chaos")
+        await tool_started(log, worker)
+        worker.send_signal(signal.SIGSTOP)
+        outcome, _ = await continue_elsewhere(dsn, input_id, LEASE)
+        assert outcome == Outcome("completed", "done after all")
+        worker.send_signal(signal.SIGCONT)
+        await trio.sleep(LEASE)  # it learns that its lease is gone, and stops its turn
+        assert turn_ends(dsn, "s1") == [("aborted", "crash"), ("completed", None)]
+        worker.send_signal(signal.SIGTERM)
+        with trio.fail_after(10):
+            assert await worker.wait() == 0, stderr.read_text()
+    finally:
+        worker.send_signal(signal.SIGCONT)
+        worker.kill()
+        await worker.wait()
+    assert turn_ends(dsn, "s1") == [("aborted", "crash"), ("completed", None)]
