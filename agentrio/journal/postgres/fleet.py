@@ -75,7 +75,7 @@ class Claimed:
 def submit(db: Database, info: SessionInfo, data: str, posted_at: float) -> int:
     """Create the session unless it exists (unheld: a released lease row),
     then post the input; one transaction, so durable and notified at once."""
-    conn = db._conn
+    conn = db.connection
     with db.translated(), conn.transaction():
         conn.execute(
             f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) "
@@ -101,7 +101,7 @@ def claim(db: Database, specs: Sequence[str], limit: int, report: int) -> Claime
     """Claim at most ``limit`` runnable sessions of ``specs`` (see the
     module); look up when the next lease runs out, and up to ``report``
     sessions with work whose spec is not among ``specs``."""
-    conn = db._conn
+    conn = db.connection
     params = {"specs": list(specs), "limit": limit, "holder": db.holder, "lease": db.lease_seconds}
     with db.translated():
         with conn.transaction():
@@ -123,7 +123,7 @@ def leave(db: Database, session_id: str, token: int) -> None:
     is made runnable: held again in this store's name with a lease that has
     run out, as if its holder had died, unless another store took it
     meanwhile; the runtimes serving it are woken."""
-    conn = db._conn
+    conn = db.connection
     with db.translated(), conn.transaction():
         conn.execute(
             "UPDATE leases SET holder = %s, expires_at = clock_timestamp() "
