@@ -1,11 +1,5 @@
 from __future__ import annotations
 
-import pytest
+from ..journal.conftest import dsn
 
-
-@pytest.fixture
-def dsn(postgres) -> str:
-    """A new, empty database, dropped after the test."""
-    dsn = postgres.new_database()
-    yield dsn
-    postgres.drop_database(dsn)
+__all__ = ["dsn"]
