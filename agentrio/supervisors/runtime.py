@@ -62,7 +62,7 @@ class Runtime:
             await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
-            if isinstance(getattr(self.store, "recovered", None), trio.Event):
+            if isinstance(getattr(self.store, "failed", None), trio.Event):
                 self._nursery.start_soon(self._stop_on_store_failure)
             self._stack = stack.pop_all()
         return self
@@ -103,13 +103,13 @@ class Runtime:
         store, and it emits ``store_failed``. Its queued input stays queued,
         and it starts nothing until the store has recovered (the store
         retries with backoff); then it emits ``store_recovered`` and takes
-        its queued input. (A store with ``failed`` and ``recovered``
-        events: ``SQLiteStore``, ``PostgresStore``.)"""
+        its queued input. (A store with a ``failed`` event, recovering
+        with ``until_usable``: ``SQLiteStore``, ``PostgresStore``.)"""
         store = self.store
         with self._watching:
             while True:
                 await store.failed.wait()
-                error = f"{store!r} failed: {store.failure}"
+                error = f"{store!r} failed: {getattr(store, 'failure', None) or 'a write was refused'}"
                 for agent in reversed(self.registry.agents):  # children first
                     agent._tell_store(error)
                     try:
@@ -118,7 +118,10 @@ class Runtime:
                         log.exception(
                             "agent %s: its work could not be stopped after the store failed", agent.id
                         )
-                await store.until_usable()
+                until_usable = getattr(store, "until_usable", None)
+                if until_usable is None:
+                    return  # a store that does not recover
+                await until_usable()
                 for agent in self.registry.agents:
                     agent._tell_store(None)
                     try:

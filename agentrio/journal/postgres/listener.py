@@ -14,7 +14,7 @@ from psycopg import sql
 
 from ..buffered import RETRY_FIRST, RETRY_MAX
 from ..store import StoreError
-from .connection import connect
+from .connection import connect, redacted
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,9 @@ class Listener:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         except psycopg.Error as exc:
             conn.close()
-            raise StoreError(f"{self._where}: cannot listen for notifications: {exc}") from exc
+            raise StoreError(
+                f"{self._where}: cannot listen for notifications: {redacted(str(exc), self._dsn)}"
+            ) from exc
         return conn
 
     def _loop(self, conn: psycopg.Connection | None, token: trio.lowlevel.TrioToken) -> None:
@@ -88,7 +90,9 @@ class Listener:
                 except (psycopg.Error, StoreError) as exc:
                     if conn is not None:
                         log.warning(
-                            "%s: lost the connection listening for notifications: %s", self._where, exc
+                            "%s: lost the connection listening for notifications: %s",
+                            self._where,
+                            redacted(str(exc), self._dsn),
                         )
                         conn.close()
                         conn = None

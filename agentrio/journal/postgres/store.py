@@ -154,7 +154,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
     def _new_batch(self) -> Batch:
         return Batch()
 
-    def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], set[str]]]:
+    def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], float, set[str]]]:
         # The tokens as they are when the batch is handed over; records
         # appended to a session while it was being released are refused.
         tokens = {
