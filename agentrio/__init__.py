@@ -28,6 +28,7 @@ _WHERE = {
     "LeaseLost": ".journal",
     "Limits": ".actors",
     "MemoryStore": ".journal",
+    "Outcome": ".journal",
     "Message": ".messages",
     "PostTool": ".actors",
     "PostgresStore": ".journal.postgres",
@@ -95,6 +96,7 @@ __all__ = [
     "Limits",
     "MemoryStore",
     "Message",
+    "Outcome",
     "PostTool",
     "PostgresStore",
     "PreStep",
@@ -182,7 +184,7 @@ if TYPE_CHECKING:
         agent_tool,
     )
     from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-    from .journal import LeaseLost, MemoryStore, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
+    from .journal import LeaseLost, MemoryStore, Outcome, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
     from .journal.postgres import PostgresStore
     from .messages import (
         ABORTED_BEFORE_DISPATCH,

@@ -178,8 +178,12 @@ class Activity:
     answered, the open step and turn are closed.
     """
 
-    def __init__(self, ports: ActivityPorts) -> None:
+    def __init__(self, ports: ActivityPorts, *, continuing: bool = False) -> None:
         self.ports = ports
+        #: Whether the run first continues a turn that crash repair closed:
+        #: one turn that asks the model without claiming input (the repaired
+        #: history ends with the interrupted step's answered calls).
+        self._continuing = continuing
         #: ``emit(EventType, **fields)``: the agent's, called directly.
         self.emit = ports.emit
         self.spec = ports.spec
@@ -365,7 +369,7 @@ class Activity:
 
     async def _turns(self) -> str:
         inbox = self.ports.inbox
-        while inbox:
+        while inbox or self._continuing:
             stop = await self._turn()
             if stop != "completed":
                 return stop
@@ -389,7 +393,8 @@ class Activity:
     async def _end_turn(self, stop: str) -> None:
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
-        await self.journal.append(TurnEnded(turn, stop, cause))
+        error = self.error if stop in ERROR_STOPS else None
+        await self.journal.append(TurnEnded(turn, stop, cause, error))
         rolled_back = await self._roll_back(turn, stop)
         await self.journal.sync()
         self.emit(
@@ -451,7 +456,9 @@ class Activity:
     async def _steps(self) -> str:
         """The steps of one turn; returns the turn's stop reason."""
         inbox = self.ports.inbox
-        target = "next_turn"
+        # A continued turn answers the input it had taken in: follow-ups wait
+        # for their own turns.
+        target = "next_step" if self._continuing else "next_turn"
         outcome: str | None = None  # None: the model is owed a request
         max_tokens_seen = False
         first = True
@@ -474,8 +481,13 @@ class Activity:
                     continue
                 return "max_tokens" if max_tokens_seen else outcome
             if not admitted and first:
-                return "completed"
-            first = False
+                if not self._continuing:
+                    return "completed"
+                if _answered(self._context.history):
+                    # The crash fell after the turn's last answer: it was over.
+                    self._continuing = False
+                    return "completed"
+            first = self._continuing = False
             outcome = await self._step(admitted)
             if outcome == "max_tokens":
                 max_tokens_seen = True
@@ -802,6 +814,11 @@ class Activity:
         if state.turn_open:
             await self.state("done")
             await self._end_turn(stop)
+
+
+def _answered(history: list[Message]) -> bool:
+    """Whether history ends with the model's final answer (no tool asked)."""
+    return bool(history) and isinstance(history[-1], AssistantMessage) and not history[-1].tool_calls
 
 
 def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:

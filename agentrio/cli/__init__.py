@@ -29,6 +29,7 @@ COMMANDS = {
     "acp": "serve the Agent Client Protocol on stdin/stdout (for editors such as Zed)",
     "serve": "serve ACP over WebSocket, with a web console",
     "demo": "play an offline agent session and print its events",
+    "worker": "run sessions from a PostgreSQL store, as one worker of a fleet",
 }
 VERSION_FLAGS = ("-V", "--version")
 

@@ -94,8 +94,11 @@ class StepEnded:
 class TurnEnded:
     turn: int
     stop_reason: str
-    #: Who cancelled the turn, when it was aborted.
+    #: Who cancelled the turn, when it was aborted (``"crash"``: crash
+    #: repair closed it, see ``repair.CRASH``).
     cancel_cause: str | None = None
+    #: What went wrong, when the stop reason is an error.
+    error: str | None = None
 
     type: ClassVar[str] = "turn_ended"
 

@@ -46,10 +46,14 @@ class Listener:
         self.stopping = False
         #: False once the thread has ended: nothing will be heard any more.
         self.alive = True
-        self._events: dict[tuple[str, str], trio.Event] = {}
+        self._events: dict[tuple[str, str | None], trio.Event] = {}
 
     def changed(self, channel: str, session_id: str) -> trio.Event:
         return self._events.setdefault((channel, session_id), trio.Event())
+
+    def changed_any(self, channel: str) -> trio.Event:
+        """Set by the next notification on ``channel``, for any session."""
+        return self._events.setdefault((channel, None), trio.Event())
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         token = trio.lowlevel.current_trio_token()
@@ -105,9 +109,10 @@ class Listener:
             time.sleep(min(left, POLL_SECONDS))
 
     def _deliver(self, channel: str, session_id: str) -> None:
-        event = self._events.pop((channel, session_id), None)
-        if event is not None:
-            event.set()
+        for key in ((channel, session_id), (channel, None)):
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
 
     def _wake_all(self) -> None:
         events, self._events = self._events, {}
