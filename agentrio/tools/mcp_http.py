@@ -1,0 +1,175 @@
+"""Remote MCP servers over HTTP: ``mcp_server(url=..., headers=...)``.
+
+The connection is the same supervised actor as a stdio server's (see
+``agentrio.tools.mcp``); only the way it reaches the server differs. It
+speaks streamable HTTP with the official SDK's client. The first time it
+connects it asks which transport the URL serves, as the MCP specification
+says a client should: a server that answers a POST with 404 or 405 is taken
+for one of the older SSE transport, and reached with the SDK's SSE client.
+
+A server that goes away (its process killed, the network cut) fails the
+calls in flight with an error result, since whether they took effect is
+unknown; the connection then waits for the server to accept connections
+again (backing off up to a second between tries, for at most
+``startup_timeout`` seconds) and starts a new MCP session, counted as a
+restart. A call sent on a session the server no longer knows (it restarted
+while we were idle) never reached it, and is sent again on the new session.
+
+``headers`` go with every request and nowhere else: they are kept out of
+names, errors, events and logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+import trio
+
+try:
+    from mcp.client.sse import sse_client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+except ModuleNotFoundError as missing:
+    raise ModuleNotFoundError(
+        "agentrio.tools.mcp_http needs the MCP SDK: pip install 'agentrio[mcp]'", name=missing.name
+    ) from missing
+
+from ..supervision import OnEvent
+from .mcp import ServerDidNotStart, ServerExited, ToolServer, Transport, hosted
+from .tool import ExecutionMode
+
+#: Longest wait between two tries to reach a server that went away.
+MAX_BACKOFF = 1.0
+#: Statuses that tell an endpoint of the older SSE transport (it takes no POST).
+SSE_STATUSES = (404, 405)
+
+
+class _HttpConnection:
+    """Opens the streams of one connection to ``url``; remembers which
+    transport the URL serves once it has asked."""
+
+    def __init__(self, name: str, url: str, headers: Mapping[str, str], startup_timeout: float) -> None:
+        self._name = name
+        self._url = url
+        self._headers = dict(headers)
+        self._startup_timeout = startup_timeout
+        self._sse: bool | None = None  # None: not asked yet
+        self._opened = False
+        #: The server answered 404 to a request on the current session: it
+        #: no longer knows the session, so it ran none of its requests.
+        self._forgotten = False
+
+    def __repr__(self) -> str:  # the headers may hold credentials
+        return f"<HTTP connection to MCP server {self._name!r}>"
+
+    def transport(self) -> Transport:
+        return Transport(
+            self.open,
+            lost=(
+                "lost its connection during the call, so whether the call took effect is unknown; "
+                "it is reconnected for later calls"
+            ),
+            undelivered=lambda error: self._forgotten,
+        )
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[tuple[Any, Any]]:
+        await self._reachable(wait=self._opened)
+        self._opened = True
+        self._forgotten = False
+        async with create_mcp_http_client(headers=self._headers) as client:
+            client.event_hooks["response"].append(self._on_response)
+            if self._sse is None:
+                self._sse = await self._serves_sse(client)
+            try:
+                if self._sse:
+                    async with sse_client(self._url, headers=self._headers) as streams:
+                        yield streams
+                else:
+                    async with streamable_http_client(self._url, http_client=client) as streams:
+                        yield streams
+            except* (httpx2.TransportError, httpx2.HTTPStatusError) as group:
+                raise ServerExited(
+                    f"MCP server {self._name!r} went away: {_describe(group.exceptions[0])}"
+                ) from None
+
+    async def _reachable(self, *, wait: bool) -> None:
+        """Return once the server accepts a connection. Tried once for the
+        first start (a wrong URL fails at once); after that, tried with
+        back-off for up to ``startup_timeout`` seconds."""
+        parts = urlsplit(self._url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        delay = 0.05
+        with trio.move_on_after(self._startup_timeout if wait else float("inf")):
+            while True:
+                try:
+                    stream = await trio.open_tcp_stream(parts.hostname or "localhost", port)
+                except OSError as exc:
+                    if not wait:
+                        raise ServerDidNotStart(
+                            f"MCP server {self._name!r} did not start: cannot connect: {exc.strerror or exc}"
+                        ) from None
+                    await trio.sleep(delay)
+                    delay = min(delay * 2, MAX_BACKOFF)
+                    continue
+                await stream.aclose()
+                return
+        raise ServerDidNotStart(
+            f"MCP server {self._name!r} did not start: not reachable within {self._startup_timeout:g} s"
+        )
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            self._forgotten = True
+
+    async def _serves_sse(self, client: httpx2.AsyncClient) -> bool:
+        """Whether the URL is an endpoint of the older SSE transport: a POST
+        that opens no session (a ping) is refused there with 404 or 405."""
+        ping = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
+        accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        try:
+            response = await client.post(self._url, json=ping, headers=accept)
+        except httpx2.TransportError as exc:
+            raise ServerDidNotStart(f"MCP server {self._name!r} did not start: {_describe(exc)}") from None
+        return response.status_code in SSE_STATUSES
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+@asynccontextmanager
+async def http_server(
+    url: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    name: str | None = None,
+    prefix: str = "",
+    execution_mode: ExecutionMode | None = None,
+    max_restarts: int = 3,
+    within: float = 60.0,
+    startup_timeout: float = 30.0,
+    call_timeout: float | None = None,
+    on_event: OnEvent | None = None,
+) -> AsyncIterator[ToolServer]:
+    """The MCP server at ``url`` for the block (``mcp_server(url=...)``
+    documents the options). ``name`` defaults to the URL's host."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"an MCP server's url must be http:// or https:// with a host, got {url!r}")
+    name = name or parts.hostname
+    connection = _HttpConnection(name, url, headers or {}, startup_timeout)
+    server = ToolServer(
+        name,
+        connection.transport(),
+        prefix=prefix,
+        execution_mode=execution_mode,
+        startup_timeout=startup_timeout,
+        call_timeout=call_timeout,
+    )
+    async with hosted(server, max_restarts, within, on_event):
+        yield server
