@@ -95,6 +95,7 @@ __all__ = [
     "instrument",
     "project_tool_protocol",
     "run_sync",
+    "serve_mcp",
     "tool",
     "uninstrument",
     "with_initiator",
@@ -108,4 +109,9 @@ def __getattr__(name: str) -> object:
         from .journal.postgres import PostgresStore
 
         return PostgresStore
+    # Imported on first use: it needs mcp, an optional dependency.
+    if name == "serve_mcp":
+        from .gateway.mcp_serve import serve_mcp
+
+        return serve_mcp
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from .._errors import sole_error
-from . import acp, chat, demo, run, serve, sessions
+from . import acp, chat, demo, mcp, run, serve, sessions
 from .errors import CommandError
 from .options import add_global_options
 
-COMMANDS = (run, chat, sessions, acp, serve, demo)
+COMMANDS = (run, chat, sessions, acp, serve, mcp, demo)
 
 
 def version() -> str:
