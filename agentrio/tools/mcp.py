@@ -110,6 +110,8 @@ class Transport:
     open: Callable[[], AbstractAsyncContextManager[tuple[Any, Any]]]
     #: What a call that was in flight when the connection ended is told.
     lost: str
+    #: How the connection's end is reported (``ServerExited``, restart events).
+    ended: str = "exited"
     #: Whether a call's error says the request never reached a server that
     #: runs (an HTTP session the server forgot when it restarted): the call
     #: is then sent again, once, on the next connection.
@@ -270,7 +272,7 @@ class ToolServer:
             raise ServerDidNotStart(
                 f"MCP server {self.name!r} did not start: {type(failure).__name__}: {failure}"
             ) from failure
-        raise ServerExited(f"MCP server {self.name!r} exited")
+        raise ServerExited(f"MCP server {self.name!r} {self._transport.ended}")
 
     async def _start(self, session: ClientSession) -> None:
         with trio.move_on_after(self._startup_timeout):

@@ -73,6 +73,7 @@ class _HttpConnection:
                 "lost its connection during the call, so whether the call took effect is unknown; "
                 "it is reconnected for later calls"
             ),
+            ended="went away",
             undelivered=lambda error: self._forgotten,
         )
 

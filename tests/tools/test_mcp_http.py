@@ -134,7 +134,7 @@ async def test_a_server_killed_mid_call_fails_that_call_and_the_next_call_goes_t
         third = await call(tools["echo"], text="again")
         assert (third.is_error, text(third)) == (False, "again")
     assert [(type(e), e.child_id) for e in events] == [(ChildRestart, "remote"), (ChildRestart, "remote")]
-    assert events[0].error == "ServerExited: MCP server 'remote' exited"
+    assert events[0].error == "ServerExited: MCP server 'remote' went away"
 
 
 async def test_a_cancelled_call_is_cancelled_on_the_server_and_its_result_says_so(remote, rt):
@@ -210,3 +210,20 @@ async def test_a_url_or_a_command_not_both():
     with pytest.raises(ValueError, match="http:// or https://"):
         async with mcp_server(url="ftp://example.com/mcp"):
             pass
+
+
+async def test_a_server_that_does_not_come_back_is_given_up_and_its_tools_answer_why(remote, call):
+    events = []
+    async with mcp_server(
+        url=remote.url, name="remote", max_restarts=1, startup_timeout=0.3, on_event=events.append
+    ) as server:
+        echo = server.tools_by_name()["echo"]
+        await remote.kill()
+        assert (await call(echo, text="lost")).is_error
+        with trio.fail_after(5):
+            given_up = await call(echo, text="anyone?")
+        assert text(given_up).startswith(
+            "MCP server 'remote' is unavailable: supervisor 'mcp:remote' gave up: child 'remote' failed "
+            "(ServerDidNotStart: MCP server 'remote' did not start: not reachable within 0.3 s) after 1 restarts"
+        )
+    assert [type(e).__name__ for e in events] == ["ChildRestart", "Escalation"]
