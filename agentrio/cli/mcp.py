@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from .._errors import sole_error
 from ..actors import AgentSpec
 from ..journal import SQLiteStore, StoreError
 from .errors import CommandError
@@ -68,10 +69,11 @@ def run(args: argparse.Namespace) -> int:
     serve = partial(serve_mcp, specs, store=store, http=args.http, host=args.host)
     try:
         trio.run(serve)
-    except StoreError as exc:
-        raise CommandError(str(exc)) from None
-    except OSError as exc:
-        raise CommandError(f"cannot serve on {args.host}:{args.http}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
+    except Exception as raised:  # a user's mistake is one line; anything else is raised again
+        exc = sole_error(raised)
+        if isinstance(exc, OSError) and args.http is not None:
+            raise CommandError(f"cannot serve on {args.host}:{args.http}: {exc.strerror or exc}") from None
+        if isinstance(exc, StoreError | ValueError | TypeError):
+            raise CommandError(str(exc)) from None
+        raise
     return 0
