@@ -151,3 +151,29 @@ async def test_over_http_a_client_cancel_cancels_the_run_and_frees_its_session(n
         assert await wait_for_line(nap_log) == ["nap cancelled"]
         after = await client.call_tool("parrot", {"prompt": "next", "session": session})
         assert texts(after)[0] == "next #3"
+
+
+async def test_over_http_a_session_runs_one_call_at_a_time():
+    started = trio.Event()
+
+    async def on_progress(value, total, message):
+        if message == "tool nap":
+            started.set()
+
+    async with over_http() as client:
+        session = (await client.call_tool("parrot", {"prompt": "hi"})).meta[SESSION_META]
+        async with trio.open_nursery() as nursery:
+
+            async def nap():
+                nap_call = {"prompt": 'tool nap {"seconds": 0.5}', "session": session}
+                napped = await client.call_tool("parrot", nap_call, progress_callback=on_progress)
+                assert texts(napped)[0] == "tool said: rested"
+
+            nursery.start_soon(nap)
+            await started.wait()
+            busy = await client.call_tool("parrot", {"prompt": "me too", "session": session})
+        assert busy.is_error
+        assert texts(busy) == [
+            f"session {session!r} cannot be opened now: session {session!r} is already open in this runtime"
+        ]
+        assert texts(await client.call_tool("parrot", {"prompt": "now", "session": session}))[0] == "now #3"
