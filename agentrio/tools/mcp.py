@@ -60,6 +60,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import logging
+import os
 import re
 import shutil
 import sys
@@ -84,6 +85,7 @@ from .. import tracing
 from ..supervision import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
 from .mcp_results import tool_result
 from .process import supervised
+from .sandbox import TEMP_VARIABLES, Sandbox
 from .tool import TOOL_NAME, ExecutionMode, Tool, ToolContext, ToolResult
 
 T = TypeVar("T")
@@ -363,6 +365,7 @@ async def mcp_server(
     call_timeout: float | None = None,
     on_event: OnEvent | None = None,
     errlog: TextIO | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AsyncIterator[ToolServer]:
     """Run the MCP server ``command args`` over stdio for the block.
 
@@ -377,6 +380,11 @@ async def mcp_server(
     ``OSError`` of a command that cannot run) if the first start fails. A
     call not answered within ``call_timeout`` seconds (default: no limit) is
     cancelled on the server and answered with an error.
+
+    With ``sandbox`` the server and all it starts run confined, with ``cwd``
+    (default: the current directory) as the workspace and a private
+    temporary directory that lasts as long as the block; entering raises
+    ``SandboxUnavailable`` when this machine cannot enforce it.
 
     With ``url`` instead of ``command``, the server is reached over
     streamable HTTP (or the older SSE transport), sending ``headers``
@@ -406,10 +414,18 @@ async def mcp_server(
     executable = shutil.which(command)
     if executable is None:
         raise FileNotFoundError(errno.ENOENT, "no such command, or not executable", command)
+    workspace = os.path.realpath(cwd or os.getcwd())
+    confinement = None if sandbox is None else sandbox.confine(workspace)
+    argv, policy, environment = [executable, *args], None, dict(env or {})
+    temp = None
+    if confinement is not None:
+        temp = confinement.temporary()
+        argv, policy = confinement.command(argv, workspace, temp)
+        environment.update(dict.fromkeys(TEMP_VARIABLES, temp))
     params = StdioServerParameters(
         command=sys.executable,
-        args=supervised([executable, *args], STOP_GRACE)[1:],
-        env=dict(env) if env else None,
+        args=supervised(argv, STOP_GRACE, policy=policy)[1:],
+        env=environment or None,
         cwd=cwd,
     )
     server = ToolServer(
@@ -424,8 +440,13 @@ async def mcp_server(
         startup_timeout=startup_timeout,
         call_timeout=call_timeout,
     )
-    async with hosted(server, max_restarts, within, on_event):
-        yield server
+    try:
+        async with hosted(server, max_restarts, within, on_event):
+            yield server
+    finally:
+        if temp is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(partial(shutil.rmtree, temp, ignore_errors=True))
 
 
 @asynccontextmanager
