@@ -32,7 +32,6 @@ import trio
 try:
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 except ModuleNotFoundError as missing:
     raise ModuleNotFoundError(
         "agentrio.tools.mcp_http needs the MCP SDK: pip install 'agentrio[mcp]'", name=missing.name
@@ -42,6 +41,9 @@ from ..supervision import OnEvent
 from .mcp import ServerDidNotStart, ServerExited, ToolServer, Transport, hosted
 from .tool import ExecutionMode
 
+#: The SDK's own defaults: 30 s to connect or write, and 5 min of silence
+#: on a response stream (a call's progress and answer come on it).
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 #: Longest wait between two tries to reach a server that went away.
 MAX_BACKOFF = 1.0
 #: Statuses that tell an endpoint of the older SSE transport (it takes no POST).
@@ -82,8 +84,8 @@ class _HttpConnection:
         await self._reachable(wait=self._opened)
         self._opened = True
         self._forgotten = False
-        async with create_mcp_http_client(headers=self._headers) as client:
-            client.event_hooks["response"].append(self._on_response)
+        hooks = {"response": [self._on_response]}
+        async with httpx2.AsyncClient(headers=self._headers, timeout=TIMEOUT, event_hooks=hooks) as client:
             if self._sse is None:
                 self._sse = await self._serves_sse(client)
             try:
