@@ -10,7 +10,7 @@ from pathlib import Path
 import mcp.types as mcp_types
 import pytest
 import trio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from agentrio import serve_mcp
@@ -177,3 +177,24 @@ async def test_over_http_a_session_runs_one_call_at_a_time():
             f"session {session!r} cannot be opened now: session {session!r} is already open in this runtime"
         ]
         assert texts(await client.call_tool("parrot", {"prompt": "now", "session": session}))[0] == "now #3"
+
+
+async def test_over_http_a_declined_approval_refuses_the_call_and_the_model_is_told():
+    async def decline(context, params):
+        return mcp_types.ElicitResult(action="decline")
+
+    async with over_http(elicitation_callback=decline) as client:
+        refused = await client.call_tool("parrot", {"prompt": 'tool note {"text": "milk"}'})
+        assert (
+            texts(refused)[0].startswith("tool said: ")
+            and "refused by the person (decline)" in texts(refused)[0]
+        )
+
+
+async def test_over_http_bad_arguments_and_unknown_agents_are_errors_not_runs():
+    async with over_http() as client:
+        bad = await client.call_tool("parrot", {"prompt": 42})
+        assert bad.is_error
+        assert texts(bad) == ["`prompt` must be a string, and `session`, when given, a string"]
+        with pytest.raises(MCPError, match="no agent is called 'nobody'"):
+            await client.call_tool("nobody", {"prompt": "hi"})
