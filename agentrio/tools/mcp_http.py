@@ -12,8 +12,10 @@ calls in flight with an error result, since whether they took effect is
 unknown; the connection then waits for the server to accept connections
 again (backing off up to a second between tries, for at most
 ``startup_timeout`` seconds) and starts a new MCP session, counted as a
-restart. A call sent on a session the server no longer knows (it restarted
-while we were idle) never reached it, and is sent again on the new session.
+restart. A request that finds the server refusing connections was not
+delivered: it is sent again, with the same back-off and for as long. A call
+sent on a session the server no longer knows (it restarted while we were
+idle) never reached it either, and is sent again on a new session.
 
 ``headers`` go with every request and nowhere else: they are kept out of
 names, errors, events and logs.
@@ -21,9 +23,10 @@ names, errors, events and logs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
@@ -48,6 +51,8 @@ TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 MAX_BACKOFF = 1.0
 #: Statuses that tell an endpoint of the older SSE transport (it takes no POST).
 SSE_STATUSES = (404, 405)
+
+T = TypeVar("T")
 
 
 class _HttpConnection:
@@ -85,7 +90,10 @@ class _HttpConnection:
         self._opened = True
         self._forgotten = False
         hooks = {"response": [self._on_response]}
-        async with httpx2.AsyncClient(headers=self._headers, timeout=TIMEOUT, event_hooks=hooks) as client:
+        patient = _Patient(self._startup_timeout)
+        async with httpx2.AsyncClient(
+            headers=self._headers, timeout=TIMEOUT, event_hooks=hooks, transport=patient
+        ) as client:
             if self._sse is None:
                 self._sse = await self._serves_sse(client)
             try:
@@ -106,24 +114,17 @@ class _HttpConnection:
         back-off for up to ``startup_timeout`` seconds."""
         parts = urlsplit(self._url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        delay = 0.05
-        with trio.move_on_after(self._startup_timeout if wait else float("inf")):
-            while True:
-                try:
-                    stream = await trio.open_tcp_stream(parts.hostname or "localhost", port)
-                except OSError as exc:
-                    if not wait:
-                        raise ServerDidNotStart(
-                            f"MCP server {self._name!r} did not start: cannot connect: {exc.strerror or exc}"
-                        ) from None
-                    await trio.sleep(delay)
-                    delay = min(delay * 2, MAX_BACKOFF)
-                    continue
-                await stream.aclose()
-                return
-        raise ServerDidNotStart(
-            f"MCP server {self._name!r} did not start: not reachable within {self._startup_timeout:g} s"
-        )
+
+        async def connect() -> None:
+            await (await trio.open_tcp_stream(parts.hostname or "localhost", port)).aclose()
+
+        try:
+            await _with_backoff(connect, OSError, self._startup_timeout if wait else 0)
+        except OSError as exc:
+            within = f" within {self._startup_timeout:g} s" if wait else ""
+            raise ServerDidNotStart(
+                f"MCP server {self._name!r} did not start: cannot connect{within}: {exc.strerror or exc}"
+            ) from None
 
     async def _on_response(self, response: httpx2.Response) -> None:
         if response.status_code == 404 and "mcp-session-id" in response.request.headers:
@@ -139,6 +140,38 @@ class _HttpConnection:
         except httpx2.TransportError as exc:
             raise ServerDidNotStart(f"MCP server {self._name!r} did not start: {_describe(exc)}") from None
         return response.status_code in SSE_STATUSES
+
+
+class _Patient(httpx2.AsyncBaseTransport):
+    """HTTP that sends a request again while the server refuses connections
+    (it is restarting), with back-off, for up to ``patience`` seconds: a
+    request that could not connect was not delivered."""
+
+    def __init__(self, patience: float) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._patience = patience
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        send = partial(self._inner.handle_async_request, request)
+        return await _with_backoff(send, httpx2.ConnectError, self._patience)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def _with_backoff(attempt: Callable[[], Awaitable[T]], errors: type[Exception], patience: float) -> T:
+    """``attempt()``, tried again after each of ``errors`` (waiting 50 ms,
+    then twice as long each time, up to ``MAX_BACKOFF``) for ``patience``
+    seconds; then once more, whose error is raised."""
+    delay = 0.05
+    with trio.move_on_after(patience):
+        while True:
+            try:
+                return await attempt()
+            except errors:
+                await trio.sleep(delay)
+                delay = min(delay * 2, MAX_BACKOFF)
+    return await attempt()
 
 
 def _describe(error: BaseException) -> str:

@@ -133,7 +133,15 @@ async def test_a_server_killed_mid_call_fails_that_call_and_the_next_call_goes_t
         await remote.start()
         third = await call(tools["echo"], text="again")
         assert (third.is_error, text(third)) == (False, "again")
-    assert [(type(e), e.child_id) for e in events] == [(ChildRestart, "remote"), (ChildRestart, "remote")]
+
+        # Killed, and called while it is down: the call could not connect,
+        # so it waits for the server to be back, and is sent then.
+        await remote.kill()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(remote.start)
+            fourth = await call(tools["echo"], text="waited")
+        assert (fourth.is_error, text(fourth)) == (False, "waited")
+    assert [(type(e), e.child_id) for e in events] == [(ChildRestart, "remote")] * 3
     assert events[0].error == "ServerExited: MCP server 'remote' went away"
 
 
@@ -224,6 +232,7 @@ async def test_a_server_that_does_not_come_back_is_given_up_and_its_tools_answer
             given_up = await call(echo, text="anyone?")
         assert text(given_up).startswith(
             "MCP server 'remote' is unavailable: supervisor 'mcp:remote' gave up: child 'remote' failed "
-            "(ServerDidNotStart: MCP server 'remote' did not start: not reachable within 0.3 s) after 1 restarts"
+            "(ServerDidNotStart: MCP server 'remote' did not start: cannot connect within 0.3 s: "
+            f"all attempts to connect to 127.0.0.1:{remote.port} failed) after 1 restarts"
         )
     assert [type(e).__name__ for e in events] == ["ChildRestart", "Escalation"]
