@@ -143,9 +143,12 @@ class _HttpConnection:
 
 
 class _Patient(httpx2.AsyncBaseTransport):
-    """HTTP that sends a request again while the server refuses connections
-    (it is restarting), with back-off, for up to ``patience`` seconds: a
-    request that could not connect was not delivered."""
+    """HTTP that sends a message (a POST) again while the server refuses
+    connections (it is restarting), with back-off, for up to ``patience``
+    seconds: a message that could not connect was not delivered. A stream
+    (a GET) is not waited for: the SDK tries to resume a broken one twice,
+    and a call whose answer it cannot resume should fail now, not once the
+    server is back."""
 
     def __init__(self, patience: float) -> None:
         self._inner = httpx2.AsyncHTTPTransport()
@@ -153,6 +156,8 @@ class _Patient(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         send = partial(self._inner.handle_async_request, request)
+        if request.method != "POST":
+            return await send()
         return await _with_backoff(send, httpx2.ConnectError, self._patience)
 
     async def aclose(self) -> None:

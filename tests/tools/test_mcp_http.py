@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,11 +43,15 @@ class Remote:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/{'sse' if self.sse else 'mcp'}"
 
+    def command(self) -> list[str]:
+        return [sys.executable, SERVER, str(self.port), *(["--sse"] if self.sse else [])]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "CANCEL_LOG": str(self.cancel_log)}
+
     async def start(self) -> None:
-        args = [sys.executable, SERVER, str(self.port), *(["--sse"] if self.sse else [])]
-        env = {**os.environ, "CANCEL_LOG": str(self.cancel_log)}
         self.process = await trio.lowlevel.open_process(
-            args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            self.command(), env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         with trio.fail_after(20):
             while True:
@@ -68,6 +73,33 @@ class Remote:
         return self.cancel_log.read_text().splitlines()
 
 
+@pytest.fixture(scope="module")
+def shared_remote(tmp_path_factory):
+    """One server for the tests that neither kill it nor change its tools."""
+    server = Remote(tmp_path_factory.mktemp("remote"))
+    process = subprocess.Popen(
+        server.command(), env=server.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+            break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+    yield server
+    process.kill()
+    process.wait()
+
+
+async def wait_cancelled(remote: Remote, count: int) -> None:
+    """Until the server has logged ``count`` cancelled calls."""
+    with trio.fail_after(5):
+        while len(remote.cancelled()) < count:
+            await trio.sleep(0.02)
+
+
 @pytest.fixture
 async def remote(tmp_path):
     server = Remote(tmp_path)
@@ -82,8 +114,9 @@ def text(result) -> str:
 
 
 async def test_a_remote_server_offers_its_tools_and_gets_the_callers_headers_which_are_never_logged(
-    remote, call, reports, caplog
+    shared_remote, call, reports, caplog
 ):
+    remote = shared_remote
     caplog.set_level(logging.DEBUG)
     events = []
     async with mcp_server(
@@ -127,25 +160,20 @@ async def test_a_server_killed_mid_call_fails_that_call_and_the_next_call_goes_t
         second = text(await call(tools["pid"]))
         assert second != first and int(second) == remote.process.pid
 
-        # Killed and started again while idle: the next call finds its
-        # session unknown there, reconnects and is sent again.
-        await remote.kill()
-        await remote.start()
-        third = await call(tools["echo"], text="again")
-        assert (third.is_error, text(third)) == (False, "again")
-
         # Killed, and called while it is down: the call could not connect,
-        # so it waits for the server to be back, and is sent then.
+        # so it waits for the server to be back; there it finds its session
+        # unknown (404), so it is sent again on a new one.
         await remote.kill()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(remote.start)
-            fourth = await call(tools["echo"], text="waited")
-        assert (fourth.is_error, text(fourth)) == (False, "waited")
-    assert [(type(e), e.child_id) for e in events] == [(ChildRestart, "remote")] * 3
+            third = await call(tools["echo"], text="waited")
+        assert (third.is_error, text(third)) == (False, "waited")
+    assert [(type(e), e.child_id) for e in events] == [(ChildRestart, "remote")] * 2
     assert events[0].error == "ServerExited: MCP server 'remote' went away"
 
 
-async def test_a_cancelled_call_is_cancelled_on_the_server_and_its_result_says_so(remote, rt):
+async def test_a_cancelled_call_is_cancelled_on_the_server_and_its_result_says_so(shared_remote, rt):
+    remote, before = shared_remote, len(shared_remote.cancelled())
     async with mcp_server(url=remote.url, name="remote") as server:
         model = ScriptedModel([calls(("slow", {"seconds": 30})), say("never")])
         agent = await rt.create(AgentSpec("a", model, tools=server.tools))
@@ -157,22 +185,20 @@ async def test_a_cancelled_call_is_cancelled_on_the_server_and_its_result_says_s
             await agent.cancel()
         (result,) = [e.result for e in recorder.of("tool_execution_end")]
         assert result.is_error and result.text.startswith("TOOL_ABORTED: the run was cancelled")
-        with trio.fail_after(5):
-            while not remote.cancelled():
-                await trio.sleep(0.02)
-        assert len(remote.cancelled()) == 1
+        await wait_cancelled(remote, before + 1)
+        await trio.sleep(0.1)
+        assert len(remote.cancelled()) == before + 1
 
 
-async def test_a_call_past_its_timeout_is_cancelled_on_the_server(remote, call):
+async def test_a_call_past_its_timeout_is_cancelled_on_the_server(shared_remote, call):
+    remote, before = shared_remote, len(shared_remote.cancelled())
     async with mcp_server(url=remote.url, name="remote", call_timeout=0.5) as server:
         result = await call(server.tools_by_name()["slow"], seconds=30)
         assert result.is_error
         assert (
             text(result) == "MCP server 'remote' did not answer 'slow' within 0.5 s; the call was cancelled"
         )
-        with trio.fail_after(5):
-            while not remote.cancelled():
-                await trio.sleep(0.02)
+        await wait_cancelled(remote, before + 1)
         assert text(await call(server.tools_by_name()["echo"], text="still here")) == "still here"
 
 
