@@ -1,4 +1,4 @@
-"""Agents for the MCP server's tests (``--spec tests.mcp.agents:AGENTS``),
+"""Agents for the MCP server's tests (``--spec tests.mcp_serve.agents:AGENTS``),
 on a scripted model that answers from the conversation:
 
 - ``"tool NAME JSON"`` calls the tool ``NAME`` with those arguments;

@@ -12,12 +12,12 @@ from agentrio.cli import main
     [
         ("nope", "agentrio: error: --spec takes MODULE:ATTR, got 'nope'"),
         (
-            "tests.mcp.agents:reply",
-            "agentrio: error: --spec tests.mcp.agents:reply is neither an AgentSpec nor a list of them",
+            "tests.mcp_serve.agents:reply",
+            "agentrio: error: --spec tests.mcp_serve.agents:reply is neither an AgentSpec nor a list of them",
         ),
         (
-            "tests.mcp.absent:X",
-            "agentrio: error: --spec tests.mcp.absent:X: No module named 'tests.mcp.absent'",
+            "tests.mcp_serve.absent:X",
+            "agentrio: error: --spec tests.mcp_serve.absent:X: No module named 'tests.mcp_serve.absent'",
         ),
     ],
 )
@@ -31,7 +31,7 @@ def test_a_port_in_use_is_one_line_and_status_1(capsys):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["mcp", "--spec", "tests.mcp.agents:AGENTS", "--http", str(port)]) == 1
+        assert main(["mcp", "--spec", "tests.mcp_serve.agents:AGENTS", "--http", str(port)]) == 1
     assert (
         capsys.readouterr().err
         == f"agentrio: error: cannot serve on 127.0.0.1:{port}: Address already in use\n"

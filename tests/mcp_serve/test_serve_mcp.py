@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agentrio import serve_mcp
 from agentrio.gateway.mcp_serve import NO_ELICITATION, SESSION_META
-from tests.mcp.agents import AGENTS
+from tests.mcp_serve.agents import AGENTS
 
 ROOT = Path(__file__).parents[2]
 
@@ -28,7 +28,7 @@ def texts(result: mcp_types.CallToolResult) -> list[str]:
 async def over_stdio(nap_log: Path, **callbacks):
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agentrio", "mcp", "--spec", "tests.mcp.agents:AGENTS"],
+        args=["-m", "agentrio", "mcp", "--spec", "tests.mcp_serve.agents:AGENTS"],
         env={"PYTHONPATH": str(ROOT), "NAP_LOG": str(nap_log), "PATH": os.environ["PATH"]},
         cwd=str(ROOT),
     )
