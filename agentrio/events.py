@@ -274,6 +274,24 @@ class AgentFailed(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class StoreFailed(_Event):
+    """The agent's store failed (``error`` says how): its work was stopped,
+    its queued input stays queued, and it runs again once the store has
+    recovered (``store_recovered``)."""
+
+    error: str
+
+    type: ClassVar[str] = "store_failed"
+
+
+@attrs.frozen(kw_only=True)
+class StoreRecovered(_Event):
+    """The agent's store is usable again: the agent takes its queued input."""
+
+    type: ClassVar[str] = "store_recovered"
+
+
+@attrs.frozen(kw_only=True)
 class ApprovalRequest(_Event):
     request_id: str
     call: ToolCall
@@ -342,6 +360,8 @@ Event = (
     | OutputUpdate
     | Lagged
     | AgentFailed
+    | StoreFailed
+    | StoreRecovered
     | ApprovalRequest
     | Inbox
     | ChildEvent

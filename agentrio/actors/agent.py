@@ -12,6 +12,7 @@ import trio
 
 from .._ids import new_id
 from ..events import AgentFailed, ApprovalRequest, ChildEvent, Event, Inbox as InboxEvent, Status
+from ..events import StoreFailed, StoreRecovered
 from ..initiator import Initiator, clear_initiator, current_initiator
 from ..journal import Journal
 from ..journal.records import ActorFailed
@@ -707,6 +708,11 @@ class Agent:
         if not self._wake_pending or self._closing:
             return
         self._wake_pending = False
+        if _store_down(self._journal.store):
+            # Nothing could be journaled: the input stays queued until the
+            # Runtime resumes the agent once the store has recovered.
+            self._update_settled()
+            return
         if not self.inbox:
             self._update_settled()
             return
@@ -865,6 +871,13 @@ class Agent:
         if self._state.next_turn or self._state.next_step:
             self._wake()
 
+    def _tell_store(self, error: str | None) -> None:
+        """Tell subscribers that the store failed (``error``), or recovered."""
+        if error is None:
+            self._bus.emit(StoreRecovered)
+        else:
+            self._bus.emit(StoreFailed, error=error)
+
     def _fail_for_good(self, exc: Exception) -> None:
         if isinstance(exc, AgentStoppedForGood):
             self._failed = str(exc)  # already journaled and reported
@@ -936,6 +949,13 @@ class Agent:
     def _check_open(self) -> None:
         if self._closing or self._disposing:
             raise AgentDisposed(f"agent {self.id} is disposed")
+
+
+def _store_down(store: object) -> bool:
+    """Whether the store has failed and not recovered yet (a store that
+    cannot fail has no ``failed`` event)."""
+    failed = getattr(store, "failed", None)
+    return isinstance(failed, trio.Event) and failed.is_set()
 
 
 async def dispose_in_order(agents: Iterable[Agent]) -> list[Exception]:
