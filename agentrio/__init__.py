@@ -72,6 +72,7 @@ _WHERE = {
     "instrument": ".tracing",
     "project_tool_protocol": ".messages",
     "run_sync": ".supervisors",
+    "serve_mcp": ".gateway.mcp_serve",
     "tool": ".tools",
     "uninstrument": ".tracing",
     "with_initiator": ".initiator",
@@ -139,6 +140,7 @@ __all__ = [
     "instrument",
     "project_tool_protocol",
     "run_sync",
+    "serve_mcp",
     "tool",
     "uninstrument",
     "with_initiator",
@@ -203,6 +205,7 @@ if TYPE_CHECKING:
         project_tool_protocol,
     )
     from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
+    from .gateway.mcp_serve import serve_mcp
     from .supervisors import Runtime, run_sync
     from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
     from .tools.sandbox import Sandbox, SandboxUnavailable
