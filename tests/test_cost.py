@@ -128,3 +128,9 @@ async def test_a_budget_with_no_known_price_stops_before_the_first_request(nurse
         result = await agent.run("hello")
     assert result.stop_reason == "budget" and "no price is known for openai:my-local-model" in result.error
     assert server.requests == []
+
+
+def test_a_run_stopped_by_its_budget_exits_as_a_limit_does():
+    from agentrio.cli.live_view import exit_status
+
+    assert exit_status("budget") == exit_status("max_turns") == 3
