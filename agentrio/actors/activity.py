@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from .. import _callbacks, tracing
+from .._ids import new_id
 from .._errors import sole_error
 from ..events import (
     AgentEnd,
@@ -32,6 +33,7 @@ from ..events import (
     MessageStart,
     MessageUpdate,
     ModelFallback,
+    Notice,
     RequestRetry,
     State,
     StepEnd,
@@ -42,7 +44,17 @@ from ..events import (
     TurnStart,
 )
 from ..initiator import Initiator, with_initiator
-from ..journal.records import MessageAppended, StepEnded, StepStarted, TurnEnded, TurnStarted
+from ..journal.records import (
+    MessageAppended,
+    RolledBack,
+    StateEntered,
+    StepEnded,
+    StepStarted,
+    SystemPromptSet,
+    TurnEnded,
+    TurnStarted,
+    prompt_digest,
+)
 from ..mailbox import QueuedInput
 from ..mailbox.inbox import as_queued
 from ..messages import (
@@ -64,6 +76,8 @@ from ..models.fallback import model_name
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
 from .compaction import CompactionOutcome, Compactor
+from . import goals
+from .hook_chain import bail, listeners
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
 from .routing import choose_model, fallback_index, member
@@ -87,6 +101,10 @@ TRUNCATION_STOPS = {
 ERROR_STOPS = frozenset(
     {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid", "budget"}
 )
+
+#: Stop reasons of a failed turn: ``on_failure="rollback"`` takes its
+#: messages back out of history.
+FAILURE_STOPS = ERROR_STOPS | {"aborted", "timeout"}
 
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
@@ -125,6 +143,10 @@ class TurnMark:
     #: back so far.
     output: Any = None
     output_retries: int = 0
+    #: Committed history's length when the turn started, and whether a
+    #: compaction has replaced it since (a rollback then keeps the turn).
+    history: int = 0
+    compacted: bool = False
 
 
 @attrs.define(eq=False)
@@ -132,6 +154,8 @@ class LiveMessage:
     """The assistant message streaming right now."""
 
     assembler: MessageAssembler = attrs.field(factory=MessageAssembler)
+    #: The model request attempt it comes from (process-local, dsh 7.6).
+    attempt: str = attrs.field(factory=lambda: new_id("attempt"))
     #: Whether ``message_start`` was emitted for it.
     announced: bool = False
     #: With typed output: what the answer says so far, and the reader of it.
@@ -184,6 +208,9 @@ class Activity:
         self._mark: TurnMark | None = None
         self._live: LiveMessage | None = None
         self._batch: ToolBatch | None = None
+        #: The last model message asked for tools, and no model answer to
+        #: their results has come yet.
+        self._more_tools = False
 
     def _batch_ports(self) -> BatchPorts:
         # Made per batch and dropped with it: held by the activity, its bound
@@ -206,7 +233,10 @@ class Activity:
 
     # -- plumbing -------------------------------------------------------------
 
-    def state(self, name: str) -> None:
+    async def state(self, name: str) -> None:
+        """Enter state ``name`` of the step machine: journaled (a compact
+        record, made durable with the step), then announced."""
+        await self.journal.append(StateEntered(name))
         self.emit(State, name=name)
 
     def add_usage(self, usage: Usage) -> None:
@@ -270,6 +300,14 @@ class Activity:
 
     async def _execute(self) -> RunResult:
         self.emit(AgentStart, name=self.spec.name)
+        journaled = self._state.system_prompt
+        if journaled is not None and journaled != self.spec.system_prompt:
+            self.emit(
+                Notice,
+                kind="system_prompt_differs",
+                text=f"this session goes on with the system prompt its journal holds "
+                f"({self._state.system_prompt_digest}), not the spec's ({prompt_digest(self.spec.system_prompt)})",
+            )
         stop = "aborted"  # unless the run gets further than an outer cancel lets it
         timeout = self.spec.limits.timeout
         if timeout is not None:
@@ -296,7 +334,12 @@ class Activity:
                 # The journal refused to close the run (its store failed, or
                 # the session's lease was lost): the run still ends, as an error.
                 log.exception("agent %s: could not settle the run", self.ports.agent_id)
-                stop, self.error = "error", _describe_error(exc)
+                closing = _describe_error(exc)
+                # A run that had failed keeps its own error first (dsh 7.10:
+                # the repair's failure keeps the original one).
+                first = self.error if stop in ERROR_STOPS else None
+                stop = "error"
+                self.error = f"{first} (then, while closing the run: {closing})" if first else closing
             error = self.error if stop in ERROR_STOPS else None
             cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
@@ -330,24 +373,55 @@ class Activity:
 
     async def _turn(self) -> str:
         self.turns += 1
-        self._mark = TurnMark(len(self.new_messages), self.requests, self.tool_calls, len(self.claimed))
+        self._mark = TurnMark(
+            len(self.new_messages), self.requests, self.tool_calls, len(self.claimed), history=len(self._state.messages)
+        )
         turn = self._state.turn + 1
-        await self.journal.append(TurnStarted(turn))
-        self.emit(TurnStart, turn=turn)
-        stop = await self._steps()
-        self.state("done")
-        await self._end_turn(stop)
+        with tracing.turn_span(turn, self.ports.session_id) as span:
+            await self.journal.append(TurnStarted(turn))
+            self.emit(TurnStart, turn=turn)
+            stop = await self._steps()
+            await self.state("done")
+            await self._end_turn(stop)
+            span.ended(stop)
         return stop
 
     async def _end_turn(self, stop: str) -> None:
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
         await self.journal.append(TurnEnded(turn, stop, cause))
+        rolled_back = await self._roll_back(turn, stop)
         await self.journal.sync()
-        self.emit(TurnEnd, turn=turn, stop_reason=stop, cancel_cause=cause)
-        self._answer_turn(stop, cause)
+        self.emit(
+            TurnEnd,
+            turn=turn,
+            stop_reason=stop,
+            cancel_cause=cause,
+            has_more_tool_calls=self._more_tools,
+            rolled_back=rolled_back,
+        )
+        self._more_tools = False
+        if self._state.goal is not None:
+            await goals.after_turn(self.ports, stop)
+        self._answer_turn(stop, cause, rolled_back > 0)
 
-    def _answer_turn(self, stop: str, cause: str | None) -> None:
+    async def _roll_back(self, turn: int, stop: str) -> int:
+        """After a failed turn whose input asked for it, take the turn's
+        messages back out of history (jai-mono: the caller's context stays as
+        it was before the run); returns how many. The journal keeps them."""
+        mark = self._mark
+        if mark is None or stop not in FAILURE_STOPS or mark.compacted:
+            return 0
+        if self.ports.on_failure(mark.owner) != "rollback":
+            return 0
+        taken = len(self._state.messages) - mark.history
+        if taken > 0:
+            await self.journal.append(RolledBack(mark.history, turn))
+            self._context = self.journal.context()
+            self._compactor = Compactor(self.ports)
+        return taken
+
+    def _answer_turn(self, stop: str, cause: str | None, rolled_back: bool = False) -> None:
         """Give every input the turn claimed the turn's own result."""
         mark = self._mark
         if mark is None:
@@ -364,6 +438,7 @@ class Activity:
                 self.error if stop in ERROR_STOPS else None,
                 steps=self.requests - mark.requests,
                 joined=queued.id != mark.owner,
+                rolled_back=rolled_back,
                 cancel_cause=cause,
                 output=mark.output,
             )
@@ -371,7 +446,7 @@ class Activity:
     async def _end_step(self) -> None:
         step = self._state.step
         await self.journal.append(StepEnded(step))
-        self.emit(StepEnd, step=step)
+        self.emit(StepEnd, step=step, has_more_tool_calls=self._more_tools)
 
     async def _steps(self) -> str:
         """The steps of one turn; returns the turn's stop reason."""
@@ -394,7 +469,7 @@ class Activity:
                 return "blocked"
             if not admitted and outcome is not None:
                 if self._hooks and self._hooks.turn_stopping:
-                    await _callbacks.call(self._hooks.turn_stopping, self.ports.handle)
+                    await bail(self._hooks.turn_stopping, self.ports.handle)
                 if inbox.next_step:
                     continue
                 return "max_tokens" if max_tokens_seen else outcome
@@ -408,31 +483,30 @@ class Activity:
                 return outcome
 
     async def _pre_step(self, claimed: list[QueuedInput]) -> list[UserMessage] | Reject:
-        messages = [q.message for q in claimed]
-        hook = self._hooks and self._hooks.pre_step
-        if not hook:
-            return messages
-        decision = await _callbacks.call(
-            hook, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
-        )
-        if decision is None:
-            return messages
-        if isinstance(decision, Reject):
-            return decision
-        return [as_queued(m).message for m in decision]
+        # A waterfall: each listener sees the input the one before admitted.
+        for listener in listeners(self._hooks and self._hooks.pre_step):
+            decision = await _callbacks.call(
+                listener, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
+            )
+            if isinstance(decision, Reject):
+                return decision
+            if decision is not None:
+                claimed = [as_queued(m) for m in decision]
+        return [q.message for q in claimed]
 
     async def _step(self, admitted: list[UserMessage]) -> str | None:
         step = self._state.step + 1
-        await self.journal.append(StepStarted(step))
-        self.emit(StepStart, step=step)
-        for message in admitted:
-            await self.commit(message)
-        outcome = await self._step_body()
-        await self._end_step()
+        with tracing.step_span(step, self.ports.session_id):
+            await self.journal.append(StepStarted(step))
+            self.emit(StepStart, step=step)
+            for message in admitted:
+                await self.commit(message)
+            outcome = await self._step_body()
+            await self._end_step()
         return outcome
 
     async def _step_body(self) -> str | None:
-        self.state("build_context")
+        await self.state("build_context")
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests - self._mark.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
@@ -442,10 +516,12 @@ class Activity:
         if (over := self._over_budget()) is not None:
             self.error = over
             return "budget"
+        await self._journal_prompt()
         request = await self._build_request()
-        self.state("call_model")
+        await self.state("call_model")
         self.requests += 1
         message = await self._continue_cut_reply(await self._call_model(request))
+        self._more_tools = bool(message.tool_calls) and not message.truncated
         if message.truncated:
             self.error = message.error
             for call in message.tool_calls:
@@ -517,8 +593,21 @@ class Activity:
             message = await self._call_model(await self._build_request())
         return message
 
+    @property
+    def system_prompt(self) -> str:
+        """The session's system prompt: the journaled one (a restored
+        session's), else the spec's."""
+        journaled = self._state.system_prompt
+        return self.spec.system_prompt if journaled is None else journaled
+
+    async def _journal_prompt(self) -> None:
+        """Journal the system prompt before the first request built on it."""
+        if self._state.system_prompt is None:
+            prompt = self.spec.system_prompt
+            await self.journal.append(SystemPromptSet(prompt, prompt_digest(prompt)))
+
     async def _build_request(self) -> ModelRequest:
-        system_prompt = self.spec.system_prompt
+        system_prompt = self.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
         output = self.spec.output_spec
@@ -531,7 +620,8 @@ class Activity:
         if not hook:
             return ModelRequest(system_prompt, self._context.messages(), tools, **options)
         context = RequestContext(system_prompt, list(self._context.history), tools)
-        context = await _callbacks.call(hook, context) or context
+        for listener in listeners(hook):
+            context = await _callbacks.call(listener, context) or context
         return ModelRequest(
             context.system_prompt, project_tool_protocol(context.messages), list(context.tools), **options
         )
@@ -551,7 +641,7 @@ class Activity:
             model = member(chosen, fallback)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
-            observe = functools.partial(_callbacks.call, hook) if hook else None
+            observe = functools.partial(bail, hook) if hook else None
             with tracing.chat_span(model, request, self.ports.session_id) as chat:
                 error = await stream_model(
                     model, request, self._on_stream_event, observe, start=self.ports.start_actor
@@ -561,6 +651,15 @@ class Activity:
                         type=CONNECTION_ERROR, message="the stream ended without a stop reason"
                     )
                 chat.answered(live.assembler, error)
+            if error is None and live.assembler.done.stop_reason == "context_overflow" and not compacted:
+                # Overflow reported in-band (Anthropic's model_context_window_exceeded):
+                # compact and retry once, as for the overflow error; when nothing
+                # could be compacted the cut message stays, its calls unrun.
+                compacted = True
+                if (await self._compact("overflow")).compacted:
+                    self._withdraw(live, "context_overflow")
+                    request = await self._rebuild_request(repair)
+                    continue
             if error is not None and error.type == CONTEXT_OVERFLOW and not compacted:
                 # The recover path: compact, rebuild the request, retry once.
                 self._withdraw(live, "context_overflow")
@@ -614,6 +713,8 @@ class Activity:
         outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
         self.add_usage(outcome.usage)
         if outcome.compacted:
+            if self._mark is not None:
+                self._mark.compacted = True
             self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
         elif outcome.error:
             self.error = outcome.error
@@ -625,8 +726,7 @@ class Activity:
 
     async def _repair_text(self, message: AssistantMessage) -> str:
         """What the model is told after writing tool calls as text."""
-        hook = self._hooks and self._hooks.on_protocol_violation
-        text = await _callbacks.call(hook, message) if hook else None
+        text = await bail(self._hooks and self._hooks.on_protocol_violation, message)
         return text or PROTOCOL_REPAIR
 
     def _on_stream_event(self, event: StreamEvent) -> None:
@@ -634,9 +734,9 @@ class Activity:
         live.assembler.feed(event)
         if isinstance(event, StreamStart):
             live.announced = True
-            self.emit(MessageStart, role="assistant")
+            self.emit(MessageStart, role="assistant", attempt=live.attempt)
         else:
-            self.emit(MessageUpdate, delta=event)
+            self.emit(MessageUpdate, delta=event, attempt=live.attempt)
             if isinstance(event, TextDelta) and self.spec.output_spec is not None:
                 self._follow_output(live, event.text)
 
@@ -651,17 +751,18 @@ class Activity:
 
     def _withdraw(self, live: LiveMessage, reason: str) -> None:
         if live.announced:
-            self.emit(MessageDiscard, reason=reason)
+            self.emit(MessageDiscard, reason=reason, attempt=live.attempt)
             tracing.event("agentrio.discard", reason=reason)
         self._live = None
 
     async def _retry_delay(self, model: Model, error: ProviderError, attempt: int) -> float | None:
         policy = getattr(model, "retry_policy", None)
         default = policy.delay(error, attempt) if policy is not None else None
-        hook = self._hooks and self._hooks.on_request_error
-        if not hook:
-            return default
-        return await _callbacks.call(hook, RequestError(self.ports.handle, error, attempt, default))
+        # A waterfall: each listener's answer is the next one's default.
+        delay = default
+        for listener in listeners(self._hooks and self._hooks.on_request_error):
+            delay = await _callbacks.call(listener, RequestError(self.ports.handle, error, attempt, delay))
+        return delay
 
     # -- settling after a cancel, a time-out or a failure ---------------------
 
@@ -699,7 +800,7 @@ class Activity:
                 await self.commit_tool_result(call, result, duration)
             await self._end_step()
         if state.turn_open:
-            self.state("done")
+            await self.state("done")
             await self._end_turn(stop)
 
 

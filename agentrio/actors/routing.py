@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import _callbacks
 from ..models import FallbackModel, Model, ModelRequest, ProviderError
+from .hook_chain import bail
 from .spec import Route
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ async def choose_model(
     hooks = ports.spec.hooks
     if hooks is None or hooks.choose_model is None:
         return ports.spec.model
-    model = await _callbacks.call(hooks.choose_model, Route(ports.handle, request, purpose, attempt, error))
+    model = await bail(hooks.choose_model, Route(ports.handle, request, purpose, attempt, error))
     if model is None:
         return ports.spec.model
     if not callable(getattr(model, "stream", None)):

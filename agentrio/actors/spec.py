@@ -108,6 +108,22 @@ def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) ->
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
 
 
+def _chain(value: Any) -> Any:
+    """A list of listeners is kept as a tuple (a chain); see ``hook_chain``."""
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _hook(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    for index, listener in enumerate(value if isinstance(value, tuple) else (value,)):
+        if listener is not None and not callable(listener):
+            where = f"{_field(instance, attribute)}[{index}]" if isinstance(value, tuple) else _field(instance, attribute)
+            raise TypeError(f"{where}: expected a function, a list of functions or None, got {_describe(listener)}")
+
+
+def _hook_field() -> Any:
+    return attrs.field(default=None, converter=_chain, validator=_hook)
+
+
 TOOL_EXECUTIONS = ("parallel", "sequential")
 
 
@@ -257,16 +273,23 @@ class Hooks:
     - ``choose_model(route: Route) -> Model | None``: the model for one
       request (a cheaper one for summaries, a fallback after errors); None
       keeps the spec's.
+
+    Each field may also hold a list of callables, a chain (see
+    ``hook_chain``): ``prepare_context``, ``pre_step``, ``on_request_error``
+    and ``post_tool`` are a waterfall, each listener getting what the one
+    before it left (a ``Reject`` from ``pre_step`` ends it; the request
+    error's ``default_delay`` is the previous answer); the others run
+    serially until one answers something other than None.
     """
 
-    prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    pre_step: Callable[[PreStep], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_request_error: Callable[[RequestError], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    choose_model: Callable[[Route], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_protocol_violation: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    prepare_context: Callable[[RequestContext], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    pre_step: Callable[[PreStep], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_request_error: Callable[[RequestError], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    turn_stopping: Callable[[Agent], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_assistant_stream: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    post_tool: Callable[[PostTool], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    choose_model: Callable[[Route], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_protocol_violation: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
@@ -347,6 +370,10 @@ def _restart_intensity(instance: Any, attribute: attrs.Attribute, value: Any) ->
 
 
 RESTARTS = ("never", "on_crash")
+#: What a turn that fails (stops aborted, on a time-out or an error) leaves
+#: in history: ``keep`` its messages (repaired: every call answered), or
+#: ``rollback`` to history as it was before the turn.
+ON_FAILURE = ("keep", "rollback")
 
 
 @attrs.frozen
@@ -387,6 +414,11 @@ class AgentSpec:
     restart_intensity: tuple[int, float] = attrs.field(
         default=(3, 60.0), kw_only=True, converter=tuple, validator=_restart_intensity
     )
+    #: What a failed turn leaves in history (see ``ON_FAILURE``); ``keep``
+    #: by default. ``run(prompt, on_failure=...)`` chooses per prompt. A
+    #: rollback takes the turn's messages (its prompt included) out of
+    #: history, never out of the journal: a fork at that turn has them.
+    on_failure: Literal["keep", "rollback"] = attrs.field(default="keep", kw_only=True)
     #: A type every run must end with a value of (see ``models.OutputSpec``):
     #: the answer is parsed and converted into ``RunResult.output``. An
     #: ``OutputSpec`` is taken as it is (``OutputSpec.for_schema(schema)``:
@@ -418,6 +450,11 @@ class AgentSpec:
             raise ValueError(f"AgentSpec.output_type: {problem}")
         return spec
 
+    @on_failure.validator
+    def _check_on_failure(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in ON_FAILURE:
+            raise ValueError(f"AgentSpec.on_failure: expected one of {ON_FAILURE}, got {value!r}")
+
     @restart.validator
     def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:
         if value not in RESTARTS:
@@ -442,6 +479,9 @@ class RunResult:
     error: str | None = None
     steps: int = attrs.field(default=0, kw_only=True)
     joined: bool = attrs.field(default=False, kw_only=True)
+    #: The turn failed and its messages were rolled back out of history
+    #: (``on_failure="rollback"``); ``new_messages`` still lists them.
+    rolled_back: bool = attrs.field(default=False, kw_only=True)
     cancel_cause: str | None = attrs.field(default=None, kw_only=True)
     #: The converted value, with ``AgentSpec.output_type`` (``text`` stays the raw answer).
     output: Any = attrs.field(default=None, kw_only=True)

@@ -1,23 +1,38 @@
-"""``agentrio serve``: ACP over WebSocket at /acp, and the web console at /."""
+"""``agentrio serve``: ACP over WebSocket at /acp, and the web console at /.
+
+It prints the console's address (with its token) and serves until Ctrl-C or
+SIGTERM, then closes every session. Exit codes: 0 stopped; 1 it could not
+serve (the port is in use, the host is unknown or not this machine's, the
+store cannot be opened); 2 a usage error (a port outside 0-65535, say).
+"""
 
 from __future__ import annotations
 
 import argparse
 import signal
+import socket
 
 import trio
 
+from .._errors import sole_error
 from ..gateway import open_hub
 from ..gateway.websocket import WebSocketOptions, new_token, serve_websocket
 from ..journal import StoreError
 from .acp import add_gateway_options, factory_and_store
 from .errors import CommandError
+from .options import help_text, port_number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("serve", help="serve ACP over WebSocket, with a web console")
+    parser = subparsers.add_parser(
+        "serve",
+        description=help_text(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--port", type=port_number, default=8765, help="port (default: 8765; 0 picks a free one)"
+    )
     parser.add_argument("--token", help="the bearer token clients must give (default: a new random one)")
     add_gateway_options(parser)
     parser.set_defaults(handler=run)
@@ -40,8 +55,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         trio.run(main)
-    except OSError as exc:
-        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from None
-    except StoreError as exc:
-        raise CommandError(str(exc)) from None
+    except BaseException as raised:
+        exc = sole_error(raised)
+        if isinstance(exc, socket.gaierror):
+            raise CommandError(f"cannot serve on {args.host}: no such host ({exc.strerror})") from None
+        if isinstance(exc, OSError):
+            raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc.strerror or exc}") from None
+        if isinstance(exc, StoreError):
+            raise CommandError(str(exc)) from None
+        raise
     return 0

@@ -21,6 +21,7 @@ from .store import (
     StoreCorrupt,
     StoreError,
     StoreNotFound,
+    StoreUnavailable,
 )
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoreNotFound",
+    "StoreUnavailable",
 ]
 
 

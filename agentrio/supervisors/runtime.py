@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 
 import trio
 
 from .._errors import sole_error
 from .._ids import new_id
-from ..actors.agent import Agent, Setup, dispose_in_order
+from ..actors.agent import Agent, AgentDisposed, Setup, dispose_in_order
 from ..actors.scope import AgentScope
 from ..actors.spec import AgentSpec, RunResult
-from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
+from ..events import AgentCreated, AgentEnded
+from ..journal import (
+    Journal,
+    LoadedSession,
+    MemoryStore,
+    SessionExists,
+    SessionHeld,
+    SessionInfo,
+    SessionNotFound,
+    SessionState,
+    Store,
+)
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
 from ..models.prices import BUILTIN_PRICES, Price, Prices
+from .lifecycle import RuntimeSubscription
 from .registry import AgentRegistry
 from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
 
@@ -57,9 +69,8 @@ class Runtime:
             await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
-            failed = getattr(self.store, "failed", None)
-            if isinstance(failed, trio.Event):
-                self._nursery.start_soon(self._stop_on_store_failure, failed)
+            if isinstance(getattr(self.store, "recovered", None), trio.Event):
+                self._nursery.start_soon(self._stop_on_store_failure)
             self._stack = stack.pop_all()
         return self
 
@@ -78,6 +89,7 @@ class Runtime:
                     errors += await dispose_in_order(reversed(self.registry.agents))
         finally:
             self._watching.cancel()
+            self.registry.events.close()
             self._nursery = None
             try:
                 suppress = await self._stack.__aexit__(exc_type, exc, tb)
@@ -91,20 +103,47 @@ class Runtime:
             raise ExceptionGroup("tearing down the runtime failed", errors)
         return suppress
 
-    async def _stop_on_store_failure(self, failed: trio.Event) -> None:
+    async def _stop_on_store_failure(self) -> None:
         """Once a write of the store has failed, nothing more is journaled:
         every live agent's work is cancelled at once (cause
         ``store_failed``), so that no tool goes on acting unrecorded; its
-        tools' processes are stopped, and its run ends ``error`` naming the
-        failure. (A store with a ``failed`` event: ``SQLiteStore``,
-        ``PostgresStore``.)"""
+        tools' processes are stopped, its run ends ``error`` naming the
+        store, and it emits ``store_failed``. Its queued input stays queued,
+        and it starts nothing until the store has recovered (the store
+        retries with backoff); then it emits ``store_recovered`` and takes
+        its queued input. (A store with ``failed`` and ``recovered``
+        events: ``SQLiteStore``, ``PostgresStore``.)"""
+        store = self.store
         with self._watching:
-            await failed.wait()
-            for agent in reversed(self.registry.agents):  # children first
-                try:
-                    await agent.cancel("store_failed", keep_inbox=True)
-                except Exception:
-                    log.exception("agent %s: its work could not be stopped after the store failed", agent.id)
+            while True:
+                await store.failed.wait()
+                error = f"{store!r} failed: {store.failure}"
+                for agent in reversed(self.registry.agents):  # children first
+                    agent._tell_store(error)
+                    try:
+                        await agent.cancel("store_failed", keep_inbox=True)
+                    except Exception:
+                        log.exception(
+                            "agent %s: its work could not be stopped after the store failed", agent.id
+                        )
+                await store.until_usable()
+                for agent in self.registry.agents:
+                    agent._tell_store(None)
+                    try:
+                        await agent.resume()
+                    except AgentDisposed:
+                        pass
+
+    @asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[RuntimeSubscription]:
+        """``async with rt.subscribe() as events: async for event in events``:
+        the runtime's lifecycle events from now on (``agent_created`` once an
+        agent is published, ``agent_ended`` once it left the registry,
+        ``agent_failed``, ``agent_restarted``), each with ``agent_id``,
+        ``name``, ``parent_id`` and ``session_id``. Bounded: see
+        ``RuntimeSubscription``. Iteration ends when the Runtime closes."""
+        async with self.registry.events.subscribe() as events:
+            yield events
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -134,10 +173,12 @@ class Runtime:
         unregistered, everything setup opened is closed, and the error is
         raised here.
 
-        A session that another runtime holds is refused with ``SessionHeld``;
-        with ``wait=True`` and a store that leases sessions across hosts
-        (``acquire``), this waits until the holder lets it go (or its lease
-        runs out) and takes it over then."""
+        A session that another runtime holds is refused with ``SessionHeld``
+        naming the holder; with ``wait=True`` this waits until the holder
+        lets it go (or, for a store that leases sessions across hosts, its
+        lease runs out) and takes it over then. So do runtimes racing to
+        create a new id: one creates it, the others get ``SessionHeld``, or
+        with ``wait=True`` wait and then open it."""
         nursery = self.nursery
         # A fresh id names no stored session: there is nothing to load.
         stored = bool(session_id)
@@ -150,19 +191,21 @@ class Runtime:
         try:
             # One writer per session: another runtime on this store (in this
             # process; across hosts, the store's lease) is refused at once.
-            await self.store.claim_session(session_id)
-            if wait and (acquire := getattr(self.store, "acquire", None)) is not None:
-                try:
-                    await acquire(session_id, wait=True)
-                except SessionNotFound:
-                    pass  # created below, with its lease
-            loaded = await self._load(session_id) if stored else None
+            await self._claim(session_id, wait)
+            loaded = await self._open(session_id, wait) if stored else None
             if loaded is None:
                 info = SessionInfo(
                     session_id, agent_name=spec.name, spawned_by=parent.session_id if parent else None
                 )
-                await self.store.create_session(info)
-                loaded = LoadedSession(info, SessionState(), 0)
+                try:
+                    await self.store.create_session(info)
+                    loaded = LoadedSession(info, SessionState(), 0)
+                except SessionExists:
+                    # Another runtime created it meanwhile: it holds it now
+                    # (``SessionHeld`` naming it), or it is waited for.
+                    loaded = await self._open(session_id, wait)
+                    if loaded is None:
+                        raise
             agent = await self._start(spec, loaded, parent, nursery, setup)
         except BaseException:
             with trio.CancelScope(shield=True):
@@ -173,6 +216,31 @@ class Runtime:
         if self.resume:
             await agent.resume()
         return agent
+
+    async def _claim(self, session_id: str, wait: bool) -> None:
+        """Claim the session, or with ``wait`` (and a store that claims
+        without leases) wait until its writer lets it go."""
+        delay = 0.05
+        while True:
+            try:
+                await self.store.claim_session(session_id)
+                return
+            except SessionHeld:
+                if not wait or hasattr(self.store, "acquire"):
+                    raise
+            await trio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _open(self, session_id: str, wait: bool) -> LoadedSession | None:
+        """The stored session (None if there is none), its lease taken,
+        waited for with ``wait`` (a store that leases sessions)."""
+        acquire = getattr(self.store, "acquire", None)
+        if wait and acquire is not None:
+            try:
+                await acquire(session_id, wait=True)
+            except SessionNotFound:
+                return None  # created by the caller, with its lease
+        return await self._load(session_id)
 
     async def _load(self, session_id: str) -> LoadedSession | None:
         """The stored session, or None when the store has none by that id
@@ -244,6 +312,7 @@ class Runtime:
         except BaseException:
             self.registry.remove(agent)
             raise
+        self.registry.events.emit(AgentCreated, agent)
         return agent
 
     async def dispose(self, agent: Agent) -> None:
@@ -256,7 +325,9 @@ class Runtime:
         cancelled)."""
         with trio.CancelScope(shield=True):
             for agent in agents:
-                self.registry.remove(agent)
+                if self.registry.get(agent.id) is agent:
+                    self.registry.remove(agent)
+                    self.registry.events.emit(AgentEnded, agent)
                 await self.store.release_session(agent.session_id)
 
 

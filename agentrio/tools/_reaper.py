@@ -1,9 +1,11 @@
 """The supervising shim between ``run_process`` and the command it runs.
 
-Run as a script (``python -I -S _reaper.py STATUS_FD GRACE RUNNER -- ARGV...``,
-with STATUS_FD ``-`` when nobody reads the command's end and RUNNER the pid
-of the process that starts the shim; it
-imports nothing from agentrio, so it starts fast). It makes itself a child
+Run as a script (``python -I -S _reaper.py STATUS_FD GRACE RUNNER POLICY --
+ARGV...``, with STATUS_FD ``-`` when nobody reads the command's end, RUNNER
+the pid of the process that starts the shim, and POLICY ``-`` or the
+confinement of a sandbox (encoded by ``_confine.py``), which the shim applies to itself
+before it starts ARGV, so that the whole tree inherits it; it imports
+nothing from agentrio, so it starts fast). It makes itself a child
 subreaper (Linux), starts ARGV, and so stays the ancestor of everything the
 command starts: a process that changes its group or session (``setsid``,
 ``set -m``, ``timeout``) or whose parent exits is re-parented to the shim,
@@ -47,7 +49,7 @@ _PROC = "/proc"
 
 def main(argv: list[str]) -> int:
     status_fd = None if argv[0] == "-" else int(argv[0])
-    grace, runner, command = float(argv[1]), int(argv[2]), argv[4:]
+    grace, runner, policy, command = float(argv[1]), int(argv[2]), argv[3], argv[5:]
     if status_fd is not None:
         os.set_inheritable(status_fd, False)
     _become_subreaper()
@@ -61,6 +63,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
     try:
+        if policy != "-":
+            command = _confine(policy, command)
         child = os.posix_spawnp(
             command[0],
             command,
@@ -104,6 +108,18 @@ def _become_subreaper() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _confine(policy: str, command: list[str]) -> list[str]:
+    # Imported from this file's directory for the time of this import only
+    # (no file there is named like a module it imports): importlib.util
+    # would cost more than the import itself.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import _confine  # type: ignore[import-not-found]
+    finally:
+        del sys.path[0]
+    return _confine.apply(_confine.decode(policy), command)
 
 
 def _report(fd: int | None, status: str | None) -> None:

@@ -16,7 +16,16 @@ from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
 from ..projection import SessionState
 from ..records import Record
-from ..store import Claims, LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
+from ..store import (
+    Claims,
+    LoadedSession,
+    SessionInfo,
+    SessionNotFound,
+    SessionSummary,
+    StoreError,
+    check_id,
+    check_info,
+)
 from ..thread import Result
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
@@ -141,6 +150,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     # -- the Store interface --------------------------------------------------
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
+        check_info(info)
         self._check_usable()
         blobs: dict[str, bytes] = {}
         rows = _rows(info.session_id, 0, records, blobs)
@@ -148,12 +158,14 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._last_seq[info.session_id] = len(rows)
 
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
+        check_id(session_id)
         await self.sync()  # read back what this store appended
         info, records = await self._call(Database.load_records, session_id)
         self._saw(session_id, len(records))
         return info, records
 
     async def load_state(self, session_id: str) -> LoadedSession:
+        check_id(session_id)
         await self.sync()
         loaded, last_seq = await self._call(Database.load_state, session_id)
         self._saw(session_id, last_seq)
@@ -191,6 +203,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         await self._sync_all()
 
     async def claim_session(self, session_id: str) -> None:
+        check_id(session_id)
         self._check_usable()
         self._claims.claim(session_id, self)  # this process's writers first
         try:
@@ -221,6 +234,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     async def delete_session(self, session_id: str) -> None:
         """Refused with ``SessionHeld`` while another writer holds the
         session (a claim of this store is no obstacle)."""
+        check_id(session_id)
         await self.sync()
         if session_id in self._locked:
             await self._call(Database.delete_session, session_id)

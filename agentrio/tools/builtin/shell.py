@@ -7,6 +7,8 @@ import shutil
 from typing import Any
 
 from ..process import DEFAULT_GRACE, ProcessResult
+from ..sandbox import Sandbox
+from ..sandbox_denials import denials
 from ..tool import Tool, ToolContext, ToolResult
 from .common import object_schema
 from .workspace import Workspace
@@ -23,19 +25,23 @@ def bash(
     max_timeout: float = MAX_TIMEOUT,
     output_cap: int = OUTPUT_CAP,
     grace: float = DEFAULT_GRACE,
+    sandbox: Sandbox | None = None,
 ) -> Tool:
     """The ``bash`` tool for the workspace ``root``: each command runs in
     the root with a time limit (``timeout`` argument, ``default_timeout``
     when absent, never above ``max_timeout``) and at most ``output_cap``
-    characters of stdout and of stderr kept."""
+    characters of stdout and of stderr kept. With ``sandbox``, each command
+    runs confined (raises ``SandboxUnavailable`` now if it cannot be), and
+    what the sandbox refused it is told as ``sandbox_denied`` events."""
     workspace = Workspace.of(root)
+    confinement = None if sandbox is None else sandbox.confine(workspace.root)
     description = f"""\
 Run a bash command in the workspace root and return its output and exit \
 status. Each call starts a fresh shell (no state is kept between calls) with \
 no input; a command still running after the time limit is stopped together \
 with everything it started. Output beyond {output_cap:,} characters per \
 stream is cut from the middle. Background processes do not survive the \
-command. Prefer read, grep, glob and ls to inspect files."""
+command. Prefer read, grep, glob and ls to inspect files.{_confined(sandbox)}"""
     parameters = object_schema(
         {
             "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
@@ -58,13 +64,28 @@ command. Prefer read, grep, glob and ls to inspect files."""
             timeout=min(args.get("timeout", default_timeout), max_timeout),
             output_cap=output_cap,
             grace=grace,
+            sandbox=confinement,
         )
+        if confinement is not None:
+            for denial in denials(confinement, str(workspace.root), f"{result.stderr}\n{result.stdout}"):
+                ctx.sandbox_denied(denial.kind, denial.target, denial.line)
         return _result(result)
 
     def preview(args: dict[str, Any]) -> str:
         return args["command"]
 
     return Tool("bash", description, parameters, execute, execution_mode="exclusive", preview=preview)
+
+
+def _confined(sandbox: Sandbox | None) -> str:
+    """What the model is told of the sandbox its commands run in."""
+    if sandbox is None or sandbox.mode == "off":
+        return ""
+    where = "$TMPDIR" if sandbox.mode == "read-only" else "the workspace, $TMPDIR"
+    if sandbox.mode != "read-only" and sandbox.writable:
+        where += ", " + ", ".join(sandbox.writable)
+    network = "" if sandbox.network else " and have no network"
+    return f" Commands run in a sandbox: they may write only in {where}{network}."
 
 
 def _result(result: ProcessResult) -> ToolResult:
