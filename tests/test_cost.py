@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentrio import AgentSpec, Limits, Price, Prices, Runtime, SQLiteStore, Usage, tool
+from agentrio import AgentSpec, Limits, Price, Prices, Runtime, ScriptedModel, SQLiteStore, Usage, tool
 from agentrio.messages import AssistantMessage, Text, ToolCall
 from agentrio.models import BUILTIN_PRICES, Anthropic, OpenAIChat
 
@@ -101,6 +101,10 @@ def test_prices_are_checked_when_made():
         Prices({"gpt-4.1": Price(1.0, 1.0)})
     with pytest.raises(ValueError, match="Limits.max_cost"):
         Limits(max_cost=0)
+    with pytest.raises(TypeError, match="AgentSpec.prices"):
+        AgentSpec("a", ScriptedModel([]), prices=[Price(1.0, 1.0)])
+    with pytest.raises(TypeError, match="expected a Price"):
+        AgentSpec("a", ScriptedModel([]), prices={"openai:gpt-4.1": 2.0})
 
 
 async def test_a_run_stops_budget_before_the_request_that_would_take_it_past_max_cost(nursery):
@@ -128,3 +132,9 @@ async def test_a_budget_with_no_known_price_stops_before_the_first_request(nurse
         result = await agent.run("hello")
     assert result.stop_reason == "budget" and "no price is known for openai:my-local-model" in result.error
     assert server.requests == []
+
+
+def test_a_run_stopped_by_its_budget_exits_as_a_limit_does():
+    from agentrio.cli.live_view import exit_status
+
+    assert exit_status("budget") == exit_status("max_turns") == 3

@@ -544,3 +544,20 @@ async def test_with_turn_spans_the_trace_follows_the_state_machine(rt, spans):
     assert parent_of(chat1) == parent_of(tool) == step1.context.span_id
     assert parent_of(chat2) == step2.context.span_id
     assert turn.attributes["agentrio.stop_reason"] == "completed" and step2.attributes["agentrio.step"] == 2
+
+
+async def test_a_fallback_is_a_failed_chat_span_then_a_fallback_event_on_the_run(rt, spans):
+    from agentrio import FallbackModel
+
+    first = ScriptedModel([ProviderError(status=529, type="overloaded_error", message="overloaded")], model="big")
+    second = ScriptedModel([say("the answer")], model="small")
+    agent = await rt.create(AgentSpec("a", FallbackModel(first, second)))
+    assert (await agent.run("go")).stop_reason == "completed"
+
+    run_span, failed, answered = spans()
+    assert (failed.name, answered.name) == ("chat big", "chat small")
+    assert failed.status.status_code == StatusCode.ERROR
+    [fallback] = run_span.events
+    assert (fallback.name, dict(fallback.attributes)) == (
+        "agentrio.fallback", {"from": "scripted:big", "to": "scripted:small", "error.type": "overloaded_error"}
+    )

@@ -125,7 +125,7 @@ def exit_status(stop_reason: str) -> int:
 #: Exit codes of ``agentrio run``; anything else is 1 (an error).
 EXIT_CODES: dict[int, tuple[str, ...]] = {
     0: ("completed",),
-    3: ("max_turns", "max_tool_calls", "timeout", "max_tokens", "context_overflow"),
+    3: ("max_turns", "max_tool_calls", "timeout", "max_tokens", "context_overflow", "budget"),
     4: ("permission_denied",),
     5: ("output_invalid",),
     130: ("aborted",),

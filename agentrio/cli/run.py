@@ -10,7 +10,7 @@ with --json the events stay as they are and one last line follows them,
 Exit codes: 0 the run completed; 1 it ended with an error (or could not
 start: a missing API key, an unreadable store); 2 a usage error (an
 empty prompt, --resume of a session not in the store); 3 it hit a
-limit (max turns, tool calls, time, tokens); 4 a person stopped it at an
+limit (max turns, tool calls, time, tokens, cost); 4 a person stopped it at an
 approval; 5 its answer never fit --output-schema (why is on stderr); 6 the
 --output-schema FILE cannot be used (missing, not JSON, not a valid JSON
 Schema, or refused by the provider); 7 the session is open in another

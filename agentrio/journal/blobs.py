@@ -28,6 +28,8 @@ import base64
 import binascii
 import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 
 from .store import StoreCorrupt
@@ -75,17 +77,57 @@ def refers_to_blobs(text: str | bytes) -> bool:
     return text.startswith(_MARK_BYTES if isinstance(text, bytes) else MARK)  # type: ignore[arg-type]
 
 
+class _Recent:
+    """The base64 text of the blobs restored lately, at most ``limit`` bytes
+    of it: a session that holds an image several times (the inbox and
+    history) reads, checks and encodes it once. Keyed by content, so an
+    entry is right for every store; the store threads share it."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            encoded = self._items.get(key)
+            if encoded is not None:
+                self._items.move_to_end(key)
+            return encoded
+
+    def put(self, key: str, encoded: bytes) -> None:
+        if len(encoded) > self._limit:
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = encoded
+            self._size += len(encoded)
+            while self._size > self._limit:
+                _, dropped = self._items.popitem(last=False)
+                self._size -= len(dropped)
+
+
+#: Up to 16 MB of base64: a few images, never a growing pile.
+_recent = _Recent(16 * 1024 * 1024)
+
+
 def restore(text: bytes, blob: Callable[[str], bytes | None], where: str) -> bytes:
     """The text ``extract`` was given, from what it stored (``text``, which
     starts with ``MARK``). ``where`` names the record in errors."""
 
     def put_back(match: re.Match[bytes]) -> bytes:
         key = match.group(2).decode("ascii")
-        data = blob(key)
-        if data is None:
-            raise StoreCorrupt(f"{where}: blob {key} is missing")
-        if blob_key(data) != key:
-            raise StoreCorrupt(f"{where}: blob {key} is damaged (its bytes do not hash to its key)")
-        return match.group(1) + base64.b64encode(data) + b'"'
+        encoded = _recent.get(key)
+        if encoded is None:
+            data = blob(key)
+            if data is None:
+                raise StoreCorrupt(f"{where}: blob {key} is missing")
+            if blob_key(data) != key:
+                raise StoreCorrupt(f"{where}: blob {key} is damaged (its bytes do not hash to its key)")
+            encoded = base64.b64encode(data)
+            _recent.put(key, encoded)
+        return match.group(1) + encoded + b'"'
 
     return _REF_IN_PART.sub(put_back, text[len(_MARK_BYTES) :])
