@@ -729,3 +729,20 @@ async def test_live_events_carry_the_attempt_they_come_from(rt, autojump_clock):
     assert len(starts) == 2 and starts[0] != starts[1] and None not in starts
     assert [e.attempt for e in rec.of("message_discard")] == [starts[0]]
     assert {e.attempt for e in rec.of("message_update")} == set(starts)
+
+
+async def test_a_failed_request_leaves_a_marker_in_the_journal_not_an_empty_message(rt):
+    """jai-mono (the empty-shell assistant message an error leaves breaks the
+    next request: "messages.1.content must not be empty"): history stays
+    provider-valid, and the journal records that the request failed."""
+    from agentrio.journal.records import RequestFailed
+
+    agent = await rt.create(
+        AgentSpec("a", ScriptedModel([ProviderError(401, "authentication_error", "bad key")]))
+    )
+    result = await agent.run("go")
+    assert result.stop_reason == "model_error" and [m.role for m in agent.messages] == ["user"]
+    (marker,) = [
+        r for r in (await rt.store.load_session(agent.session_id))[1] if isinstance(r, RequestFailed)
+    ]
+    assert "bad key" in marker.error and marker.stop_reason == "error"

@@ -45,6 +45,7 @@ from ..events import (
 from ..initiator import Initiator, with_initiator
 from ..journal.records import (
     MessageAppended,
+    RequestFailed,
     RolledBack,
     StateEntered,
     StepEnded,
@@ -665,10 +666,12 @@ class Activity:
             self._live = None
             if message.content or error is None:
                 await self.commit(message, announced=live.announced)
-            elif live.announced:
+            else:
                 # A failed request that said nothing leaves no empty message
-                # in history: the run's error says what happened.
-                self.emit(MessageDiscard, reason=message.stop_reason)
+                # in history (providers refuse one), but a marker in the journal.
+                await self.journal.append(RequestFailed(str(error), message.stop_reason))
+                if live.announced:
+                    self.emit(MessageDiscard, reason=message.stop_reason, attempt=live.attempt)
             return message
 
     async def _compact(self, reason: str) -> CompactionOutcome:
