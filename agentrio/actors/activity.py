@@ -74,7 +74,7 @@ from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
-from .compaction import CompactionOutcome, Compactor
+from .compaction import BackgroundSummary, CompactionOutcome, Compactor
 from . import goals
 from .hook_chain import bail, listeners
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
@@ -191,6 +191,8 @@ class Activity:
         # journal's), and its provider projection, grown a message at a time.
         self._context = ports.journal.context()
         self._compactor = Compactor(ports)
+        #: A summary running beside the run (``AgentSpec.compaction``).
+        self._background: BackgroundSummary | None = None
         #: The output budget of this run's requests (None: the adapter's).
         self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
@@ -335,6 +337,9 @@ class Activity:
                 first = self.error if stop in ERROR_STOPS else None
                 stop = "error"
                 self.error = f"{first} (then, while closing the run: {closing})" if first else closing
+            if self._background is not None:  # (left only by a failure to close the turn)
+                with trio.CancelScope(shield=True):
+                    await self._drop_background()
             error = self.error if stop in ERROR_STOPS else None
             cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
@@ -382,6 +387,8 @@ class Activity:
         return stop
 
     async def _end_turn(self, stop: str) -> None:
+        # A summary still running is dropped: it applies within its turn only.
+        await self._drop_background()
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
         await self.journal.append(TurnEnded(turn, stop, cause))
@@ -506,7 +513,7 @@ class Activity:
         if max_turns is not None and self.requests - self._mark.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
-        if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
+        if await self._compact_if_due() is not None:
             return "compaction_failed"
         await self._journal_prompt()
         request = await self._build_request()
@@ -674,9 +681,38 @@ class Activity:
                     self.emit(MessageDiscard, reason=message.stop_reason, attempt=live.attempt)
             return message
 
+    async def _compact_if_due(self) -> str | None:
+        """At a step boundary: apply a background summary that is ready, and
+        compact (or start summarizing beside the run) when the next request
+        is past the threshold. Returns the error that stops the run, if any."""
+        failed = False
+        job = self._background
+        if job is not None and job.done.is_set():
+            self._background = None
+            outcome = await self._compactor.finish(job, self._context.history)
+            self._compacted(outcome)
+            failed = outcome.error is not None
+        if not self._compactor.due(self._context.history):
+            return None
+        if self.spec.compaction == "background" and not failed:
+            if self._background is None:
+                self._background = self._compactor.start_background(self._context.history, len(self._state.messages))
+            return None
+        return (await self._compact("threshold")).error
+
+    async def _drop_background(self) -> None:
+        job, self._background = self._background, None
+        if job is not None:
+            await self._compactor.drop(job)
+
     async def _compact(self, reason: str) -> CompactionOutcome:
         """Compact the run's history; the run goes on from what is left."""
+        await self._drop_background()  # superseded
         outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
+        self._compacted(outcome)
+        return outcome
+
+    def _compacted(self, outcome: CompactionOutcome) -> None:
         self.add_usage(outcome.usage)
         if outcome.compacted:
             if self._mark is not None:
@@ -684,7 +720,6 @@ class Activity:
             self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
         elif outcome.error:
             self.error = outcome.error
-        return outcome
 
     async def _rebuild_request(self, repair: str | None) -> ModelRequest:
         request = await self._build_request()
