@@ -599,13 +599,7 @@ class Activity:
         context = RequestContext(system_prompt, list(self._context.history), tools)
         for listener in listeners(hook):
             context = await _callbacks.call(listener, context) or context
-        return ModelRequest(
-            context.system_prompt,
-            project_tool_protocol(context.messages),
-            list(context.tools),
-            max_tokens=self._max_tokens,
-            output=output,
-        )
+        return self._request_from(context)
 
     # -- the model request ----------------------------------------------------
 
@@ -613,7 +607,7 @@ class Activity:
         """One model request with its retries and its one protocol repair;
         returns the committed assistant message."""
         attempt = 1
-        repair: str | None = None  # the protocol-repair text, once sent
+        repair: _Repair | None = None  # the protocol repair, once sent
         compacted = False
         error = None
         while True:
@@ -667,8 +661,9 @@ class Activity:
                 message = live.assembler.message()
                 if repair is None and request.tools and _writes_tool_calls_as_text(message):
                     self._withdraw(live, "protocol_repair")
-                    repair = await self._repair_text(message)
-                    request = _with_protocol_repair(request, repair)
+                    repair = await self._repair(message)
+                    base = request if repair.context is None else self._request_from(repair.context)
+                    request = _with_protocol_repair(base, repair.text)
                     continue
             self._live = None
             if message.content or error is None:
@@ -721,14 +716,30 @@ class Activity:
         elif outcome.error:
             self.error = outcome.error
 
-    async def _rebuild_request(self, repair: str | None) -> ModelRequest:
-        request = await self._build_request()
-        return request if repair is None else _with_protocol_repair(request, repair)
+    async def _rebuild_request(self, repair: _Repair | None) -> ModelRequest:
+        if repair is None:
+            return await self._build_request()
+        base = await self._build_request() if repair.context is None else self._request_from(repair.context)
+        return _with_protocol_repair(base, repair.text)
 
-    async def _repair_text(self, message: AssistantMessage) -> str:
-        """What the model is told after writing tool calls as text."""
-        text = await bail(self._hooks and self._hooks.on_protocol_violation, message)
-        return text or PROTOCOL_REPAIR
+    async def _repair(self, message: AssistantMessage) -> _Repair:
+        """What the model is told after writing tool calls as text: the
+        hook's text (None: the default), or a ``RequestContext`` the repair
+        request is built from instead of the step's (jai-mono:
+        ``directive.context ?? prepared``), with the default text."""
+        answer = await bail(self._hooks and self._hooks.on_protocol_violation, message)
+        if isinstance(answer, RequestContext):
+            return _Repair(PROTOCOL_REPAIR, answer)
+        return _Repair(answer or PROTOCOL_REPAIR)
+
+    def _request_from(self, context: RequestContext) -> ModelRequest:
+        return ModelRequest(
+            context.system_prompt,
+            project_tool_protocol(context.messages),
+            list(context.tools),
+            max_tokens=self._max_tokens,
+            output=self.spec.output_spec,
+        )
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
@@ -803,6 +814,15 @@ class Activity:
         if state.turn_open:
             await self.state("done")
             await self._end_turn(stop)
+
+
+@attrs.frozen
+class _Repair:
+    """The one protocol repair of a request: the text sent, and the context
+    the hook gave to build the request from (None: the step's)."""
+
+    text: str
+    context: RequestContext | None = None
 
 
 def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:

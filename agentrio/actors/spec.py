@@ -244,9 +244,11 @@ class Hooks:
       result before it is journaled or committed and may return a
       replacement (to redact or rewrite it); the journal never holds what it
       removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
-    - ``on_protocol_violation(message: AssistantMessage) -> str | None``: the
-      model wrote tool calls as text in ``message`` (discarded, and retried
-      once): what to tell it (None: the default repair text).
+    - ``on_protocol_violation(message: AssistantMessage) -> str |
+      RequestContext | None``: the model wrote tool calls as text in
+      ``message`` (discarded, and retried once): what to tell it (None: the
+      default repair text), or the context to build the repair request from
+      instead of the step's (with the default text).
     - ``choose_model(route: Route) -> Model | None``: the model for one
       request (a cheaper one for summaries, a fallback after errors); None
       keeps the spec's.
