@@ -30,7 +30,6 @@ from .options import add_db_option, help_text
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "mcp",
-        help="offer agents as an MCP server (stdio, or streamable HTTP)",
         description=help_text(__doc__),
     )
     parser.add_argument(

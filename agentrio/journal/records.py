@@ -129,6 +129,18 @@ class StateEntered:
 
 
 @attrs.frozen
+class RequestFailed:
+    """A model request failed without a word (its stop reason is ``error``,
+    or ``context_overflow``): history gets no empty message, the journal
+    this marker, saying why."""
+
+    error: str
+    stop_reason: str = "error"
+
+    type: ClassVar[str] = "request_failed"
+
+
+@attrs.frozen
 class GoalSet:
     """A goal the agent keeps starting turns for (``Agent.set_goal``), at
     most ``max_turns`` of them (None: until it is met)."""
@@ -183,6 +195,7 @@ Record = (
     | StateEntered
     | GoalSet
     | GoalEnded
+    | RequestFailed
 )
 
 register_tagged_union(Record, "type")
