@@ -79,6 +79,8 @@ _WHERE = {
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
     "Agent",
     "AgentDisposed",
     "AgentScope",
@@ -117,8 +119,6 @@ __all__ = [
     "Store",
     "StoreError",
     "Subscription",
-    "TOOL_NOT_STARTED",
-    "TOOL_OUTCOME_UNKNOWN",
     "Text",
     "Thinking",
     "Tool",
