@@ -81,6 +81,8 @@ _WHERE = {
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
     "Agent",
     "AgentDisposed",
     "AgentScope",
@@ -120,8 +122,6 @@ __all__ = [
     "Store",
     "StoreError",
     "Subscription",
-    "TOOL_NOT_STARTED",
-    "TOOL_OUTCOME_UNKNOWN",
     "Text",
     "Thinking",
     "Tool",

@@ -225,5 +225,3 @@ class EventPrinter:
         )
         if event.error:
             self._line(event, s.red(event.error), bar=False)
-
-
