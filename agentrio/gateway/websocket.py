@@ -22,6 +22,7 @@ import h11
 import trio
 import trio_websocket
 
+from .acp.jsonrpc import STALL_TIMEOUT, Budget
 from .acp.server import AcpConnection
 from .acp.sessions import SessionHub
 
@@ -35,11 +36,17 @@ CLOSE_LAGGING = 1013
 #: Seconds a closing handshake may take before the socket is simply closed.
 CLOSE_TIMEOUT = 2.0
 
-CONSOLE_FILES = {"/": "index.html", "/index.html": "index.html", "/console.css": "console.css",
-                 "/console.js": "console.js"}
+CONSOLE_FILES = {
+    "/": "index.html",
+    "/index.html": "index.html",
+    "/console.css": "console.css",
+    "/console.js": "console.js",
+}
 SECURITY_HEADERS = [
-    ("content-security-policy",
-     "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'"),
+    (
+        "content-security-policy",
+        "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'",
+    ),
     ("x-content-type-options", "nosniff"),
     ("referrer-policy", "no-referrer"),
     ("cache-control", "no-store"),
@@ -54,9 +61,12 @@ def new_token() -> str:
 class WebSocketOptions:
     token: str
     max_message: int = MAX_MESSAGE
-    #: Messages (and bytes) queued for one client before it is dropped as too slow.
-    queue_size: int = 1024
-    queue_bytes: int = 16 * 1024 * 1024
+    #: Bytes waiting for one client before it is dropped (after merging, see ``Outbox``).
+    queue_bytes: int = 64 * 1024 * 1024
+    #: Bytes waiting for all clients together before the one with the most is dropped.
+    budget_bytes: int = 256 * 1024 * 1024
+    #: Seconds a message may take to leave before its client is dropped as stalled.
+    stall_timeout: float = STALL_TIMEOUT
     #: Seconds a client may take to send its request head.
     head_timeout: float = 10.0
 
@@ -113,10 +123,13 @@ async def serve_websocket(
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; ``task_status`` gets the listeners (for the port)."""
-    await trio.serve_tcp(partial(_connection, hub, options), port, host=host, task_status=task_status)
+    budget = Budget(options.budget_bytes)
+    await trio.serve_tcp(partial(_connection, hub, options, budget), port, host=host, task_status=task_status)
 
 
-async def _connection(hub: SessionHub, options: WebSocketOptions, stream: trio.SocketStream) -> None:
+async def _connection(
+    hub: SessionHub, options: WebSocketOptions, budget: Budget, stream: trio.SocketStream
+) -> None:
     try:
         async with stream:
             head, request = b"", None
@@ -125,9 +138,11 @@ async def _connection(hub: SessionHub, options: WebSocketOptions, stream: trio.S
             if request is None:
                 return
             target = urlsplit(request.target.decode("latin-1"))
-            headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in request.headers}
+            headers = {
+                name.decode("latin-1").lower(): value.decode("latin-1") for name, value in request.headers
+            }
             if target.path == "/acp":
-                await _acp(hub, options, _Replayed(stream, head), target.query, headers)
+                await _acp(hub, options, budget, _Replayed(stream, head), target.query, headers)
             elif request.method in (b"GET", b"HEAD") and target.path in CONSOLE_FILES:
                 await _file(stream, CONSOLE_FILES[target.path], head_only=request.method == b"HEAD")
             else:
@@ -173,7 +188,12 @@ def _same_origin(headers: dict[str, str]) -> bool:
 
 
 async def _acp(
-    hub: SessionHub, options: WebSocketOptions, stream: _Replayed, query: str, headers: dict[str, str]
+    hub: SessionHub,
+    options: WebSocketOptions,
+    budget: Budget,
+    stream: _Replayed,
+    query: str,
+    headers: dict[str, str],
 ) -> None:
     if not _same_origin(headers):
         await _respond(stream, 403, "foreign origin")
@@ -187,7 +207,11 @@ async def _acp(
         )
         ws = await request.accept()
         connection = AcpConnection(
-            hub, WebSocketTransport(ws), queue_size=options.queue_size, queue_bytes=options.queue_bytes
+            hub,
+            WebSocketTransport(ws),
+            queue_bytes=options.queue_bytes,
+            stall_timeout=options.stall_timeout,
+            budget=budget,
         )
         await connection.run()
         with trio.move_on_after(CLOSE_TIMEOUT):
@@ -203,16 +227,29 @@ async def _file(stream: trio.abc.Stream, name: str, *, head_only: bool) -> None:
     content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
     if content_type.startswith("text/") or content_type.endswith("javascript"):
         content_type += "; charset=utf-8"
-    await _send(stream, 200, b"" if head_only else body, [("content-type", content_type), *SECURITY_HEADERS],
-                length=len(body))
+    await _send(
+        stream,
+        200,
+        b"" if head_only else body,
+        [("content-type", content_type), *SECURITY_HEADERS],
+        length=len(body),
+    )
 
 
-async def _respond(stream: trio.abc.Stream, status: int, text: str, headers: list[tuple[str, str]] = ()) -> None:
-    await _send(stream, status, (text + "\n").encode(), [("content-type", "text/plain; charset=utf-8"), *headers])
+async def _respond(
+    stream: trio.abc.Stream, status: int, text: str, headers: list[tuple[str, str]] = ()
+) -> None:
+    await _send(
+        stream, status, (text + "\n").encode(), [("content-type", "text/plain; charset=utf-8"), *headers]
+    )
 
 
 async def _send(
-    stream: trio.abc.Stream, status: int, body: bytes, headers: list[tuple[str, str]], length: int | None = None
+    stream: trio.abc.Stream,
+    status: int,
+    body: bytes,
+    headers: list[tuple[str, str]],
+    length: int | None = None,
 ) -> None:
     lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
     lines += [f"{name}: {value}" for name, value in headers]

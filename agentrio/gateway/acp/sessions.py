@@ -9,6 +9,7 @@ slows the agent or another client.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
 from collections import Counter
@@ -29,7 +30,7 @@ from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.permissions import decide
 from .files import FILE_TOOLS, ClientFiles, through_client
-from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
+from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError, encode
 from .updates import STOP_REASONS, UpdateMapper, text_block
 
 log = logging.getLogger("agentrio.gateway")
@@ -38,6 +39,9 @@ RESOURCE_NOT_FOUND = -32002
 #: ``session/load`` of a session that another process (or runtime) has open
 #: for writing; ``data`` holds ``sessionId`` and ``holder`` (who, if known).
 SESSION_HELD = -32010
+#: Prompts one session holds at once (running or waiting for their turn);
+#: one more is refused with ``BUSY``.
+MAX_PROMPTS = 16
 
 PERMISSION_OPTIONS = [
     {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
@@ -141,15 +145,16 @@ class Session:
     # -- clients ----------------------------------------------------------------
 
     async def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
-        """Attach ``peer``; with ``replay``, first send it the history and
-        what is in flight (from the same moment, and with no checkpoint
-        before it is attached, so nothing falls in between). With ``files``,
-        the client offered to read and write the session's files."""
+        """Attach ``peer``; with ``replay``, first queue for it the history
+        and what is in flight (from the same moment, and with no checkpoint
+        before it is attached, so nothing falls in between). The replay is
+        made page by page as the client reads it, however long the session.
+        With ``files``, the client offered to read and write the session's
+        files."""
         if replay:
             await self._caught_up()
-            for update in self._mapper.replay(self.agent.messages):
-                self._send(peer, update)
-            self._send(peer, self._status_update())
+            updates = itertools.chain(self._mapper.replay(self.agent.messages), [self._status_update()])
+            peer.send_stream(self._notification(update) for update in updates)
         if files:
             self.files.offer(peer)
         if peer not in self.peers:
@@ -161,13 +166,19 @@ class Session:
         if peer in self.peers:
             self.peers.remove(peer)
 
-    def _send(self, peer: Peer, update: dict[str, Any]) -> None:
-        peer.notify("session/update", {"sessionId": self.id, "update": update})
+    def _notification(self, update: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": self.id, "update": update},
+        }
 
     def _broadcast(self, update: dict[str, Any], *, skip: Peer | None = None) -> None:
+        message = self._notification(update)
+        encoded = encode(message)  # once, shared by every client's queue
         for peer in list(self.peers):
             if peer is not skip:
-                self._send(peer, update)
+                peer.send(message, encoded)
 
     def _status_update(self) -> dict[str, Any]:
         return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": {"status": self.status}}}
@@ -177,6 +188,8 @@ class Session:
     async def prompt(self, text: str, origin: Peer | None) -> str:
         """Run ``text`` as a follow-up; the ACP stop reason of the run that
         handled it. An error stop is raised as ``RpcError``."""
+        if len(self._prompts) >= MAX_PROMPTS:
+            raise RpcError(BUSY, f"the session already holds {MAX_PROMPTS} prompts; wait for one to end")
         queued = self._queued(text, origin)
         prompt = self._prompts[queued.id] = _Prompt()
         try:
@@ -191,8 +204,11 @@ class Session:
         finally:
             del self._prompts[queued.id]
         if (stop := STOP_REASONS.get(prompt.stop_reason)) is None:
-            raise RpcError(INTERNAL_ERROR, f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
-                           {"stopReason": prompt.stop_reason})
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
+                {"stopReason": prompt.stop_reason},
+            )
         return stop
 
     async def steer(self, text: str, origin: Peer | None) -> str:
