@@ -198,3 +198,34 @@ async def test_text_chunks_merge_while_they_wait_and_nothing_else_does():
         message = json.loads(item)
         texts.append(message.get("params", {}).get("update", {}).get("content", {}).get("text", "result"))
     assert texts == ["ab", "t", "c", "d", "result", "e"]
+
+
+async def test_reading_goes_on_while_requests_are_served_and_one_too_many_is_refused_at_once():
+    transport = MemoryTransport()
+    release = trio.Event()
+
+    async def handler(method, params):
+        if method == "ask":
+            return await peer.request("question", {})  # its answer must be read while "wait" runs
+        await release.wait()
+        return "released"
+
+    peer = Peer(transport, handler, max_inflight=2)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(peer.run)
+        with trio.fail_after(5):
+            transport.to_peer.send_nowait('{"jsonrpc":"2.0","id":1,"method":"ask"}')
+            transport.to_peer.send_nowait('{"jsonrpc":"2.0","id":2,"method":"wait"}')
+            question = await transport.reply()
+            assert question["method"] == "question"
+            transport.to_peer.send_nowait('{"jsonrpc":"2.0","id":3,"method":"wait"}')
+            busy = await transport.reply()
+            assert busy["id"] == 3 and busy["error"]["code"] == -32011
+            assert busy["error"]["message"] == (
+                "2 requests are already being served on this connection; wait for one to end"
+            )
+            transport.to_peer.send_nowait(json.dumps({"jsonrpc": "2.0", "id": question["id"], "result": 42}))
+            assert await transport.reply() == {"jsonrpc": "2.0", "id": 1, "result": 42}
+            release.set()
+            assert await transport.reply() == {"jsonrpc": "2.0", "id": 2, "result": "released"}
+        transport.to_peer.send_nowait(None)

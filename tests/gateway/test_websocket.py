@@ -387,3 +387,33 @@ async def test_a_client_that_never_finishes_its_request_or_does_not_upgrade_is_l
                     while chunk := await stream.receive_some(65536):
                         answer += chunk
             assert answer.startswith(expected)
+
+
+async def test_a_session_holds_at_most_16_prompts_and_a_cancel_is_never_queued_behind_them(workspace):
+    async def forever(args, ctx):
+        await trio.sleep_forever()
+
+    wait = Tool("wait", "Waits until cancelled.", {"type": "object", "properties": {}}, forever)
+    replies = [AssistantMessage([ToolCall("w1", "wait", {})])]
+    async with running_gateway(workspace, replies, tools=[wait]) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            session_id = await client.open_session()
+            stops = []
+
+            async def prompt(i):
+                try:
+                    stops.append(await client.prompt(session_id, f"prompt {i}"))
+                except RuntimeError as exc:
+                    stops.append(exc.args[0]["code"])
+
+            with trio.fail_after(20):
+                async with trio.open_nursery() as prompts:
+                    for i in range(16):
+                        prompts.start_soon(prompt, i)
+                    await client.wait_for(lambda: any(u.get("status") == "in_progress" for u in client.updates()))
+                    while len(gateway.hub.sessions[session_id]._prompts) < 16:
+                        await trio.sleep(0.01)
+                    await prompt(16)
+                    assert stops == [-32011]
+                    await client.notify("session/cancel", {"sessionId": session_id})
+            assert sorted(stops, key=str) == [-32011] + ["cancelled"] * 16
