@@ -12,6 +12,7 @@ import hmac
 import logging
 import mimetypes
 import secrets
+from contextlib import suppress
 from functools import partial
 from http import HTTPStatus
 from importlib import resources
@@ -21,6 +22,8 @@ import attrs
 import h11
 import trio
 import trio_websocket
+import wsproto
+import wsproto.events
 
 from .acp.jsonrpc import STALL_TIMEOUT, Budget
 from .acp.server import AcpConnection
@@ -92,6 +95,32 @@ class _Replayed(trio.abc.Stream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
+
+
+class _Connection(trio_websocket.WebSocketConnection):
+    """trio-websocket's server connection, except that a frame it refuses
+    (a text frame that is not UTF-8: 1007) is answered with a close frame
+    saying why before the socket closes; trio-websocket only closes it."""
+
+    async def _handle_close_connection_event(self, event: wsproto.events.CloseConnection) -> None:
+        if self._wsproto.state is wsproto.ConnectionState.OPEN:  # found here, not sent by the client
+            with suppress(trio_websocket.ConnectionClosed):
+                await self._send(event)
+        await super()._handle_close_connection_event(event)
+
+
+async def _accept(nursery: trio.Nursery, stream: trio.abc.Stream, max_message: int) -> _Connection:
+    """``trio_websocket.wrap_server_stream`` with ``_Connection``, accepted."""
+    connection = _Connection(
+        stream,
+        wsproto.WSConnection(wsproto.ConnectionType.SERVER),
+        message_queue_size=8,
+        max_message_size=max_message,
+    )
+    nursery.start_soon(connection._reader_task)
+    request = await connection._get_request()
+    await request.accept()
+    return connection
 
 
 class WebSocketTransport:
@@ -202,10 +231,7 @@ async def _acp(
         await _respond(stream, 401, "a valid token is required", [("www-authenticate", "Bearer")])
         return
     async with trio.open_nursery() as nursery:
-        request = await trio_websocket.wrap_server_stream(
-            nursery, stream, message_queue_size=8, max_message_size=options.max_message
-        )
-        ws = await request.accept()
+        ws = await _accept(nursery, stream, options.max_message)
         connection = AcpConnection(
             hub,
             WebSocketTransport(ws),

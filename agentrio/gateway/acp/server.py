@@ -106,8 +106,7 @@ class AcpConnection:
         return {}
 
     def _cwd(self, params: dict[str, Any]) -> Path:
-        cwd = _param(params, "cwd", str, "")
-        return Path(cwd) if cwd else self.hub.default_cwd
+        return self.hub.workspace(_param(params, "cwd", str, ""))
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         cwd = self._cwd(params)

@@ -381,8 +381,11 @@ class SessionHub:
         default_cwd: Path | None = None,
         *,
         route_files: bool = False,
+        root: Path | None = None,
     ) -> None:
         self.runtime = runtime
+        #: The folder every folder a client names must be in (None: any).
+        self.root = root.resolve() if root is not None else None
         #: Whether the spec's read/write/edit are agentrio's built-ins, which
         #: then go through a client that offers its files (see ``files``).
         self.route_files = route_files
@@ -407,6 +410,25 @@ class SessionHub:
             except SessionNotFound:
                 raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
             return await self._start(session_id, cwd, mcp_servers)
+
+    def workspace(self, given: str) -> Path:
+        """The folder a client named for a session (``default_cwd`` if it
+        named none): an existing directory, within ``root`` if there is one
+        (a relative name is taken from ``root``)."""
+        if not given:
+            return self.default_cwd
+        if "\0" in given:
+            raise RpcError(INVALID_PARAMS, "cwd is not a path: it holds a NUL character")
+        path = Path(given)
+        if self.root is not None:
+            path = (self.root / path).resolve()
+            if not path.is_relative_to(self.root):
+                raise RpcError(
+                    INVALID_PARAMS, f"cwd {given!r} is outside the folder this server serves, {self.root}"
+                )
+        if not path.is_dir():
+            raise RpcError(INVALID_PARAMS, f"cwd {given!r} is not a directory")
+        return path
 
     def get(self, session_id: Any) -> Session:
         if not isinstance(session_id, str) or (session := self.sessions.get(session_id)) is None:
@@ -440,8 +462,6 @@ class SessionHub:
         return listed
 
     async def _start(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:
-        if not cwd.is_dir():
-            raise RpcError(INVALID_PARAMS, f"cwd {str(cwd)!r} is not a directory")
         spec = self._spec_for(cwd)
         choices = RememberedChoices(spec.permission)
         files = ClientFiles(session_id)
@@ -484,5 +504,11 @@ def _stdio_server(server: Any) -> tuple[str, str, list[str], dict[str, str]]:
     name, command, args = server.get("name"), server.get("command"), server.get("args", [])
     if not isinstance(name, str) or not isinstance(command, str) or not isinstance(args, list):
         raise RpcError(INVALID_PARAMS, "an MCP server needs a name, a command and args")
-    env = {e["name"]: e["value"] for e in server.get("env", []) if isinstance(e, dict) and "name" in e}
+    env = server.get("env", [])
+    if not isinstance(env, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("value"), str)
+        for e in env
+    ):
+        raise RpcError(INVALID_PARAMS, "an MCP server's env is a list of {name, value} strings")
+    env = {e["name"]: e["value"] for e in env}
     return name, command, [str(a) for a in args], env
