@@ -26,7 +26,7 @@ from agentrio import (
 )
 from agentrio.models.events import Done, StreamStart, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
 from agentrio.tools.builtin import coding_tools
-from agentrio.tools.permissions import read_only
+from agentrio.tools.permissions import read_only, refuse_side_effects
 
 from .ws_harness import TOKEN, connected, running_gateway
 
@@ -417,3 +417,27 @@ async def test_a_session_holds_at_most_16_prompts_and_a_cancel_is_never_queued_b
                     assert stops == [-32011]
                     await client.notify("session/cancel", {"sessionId": session_id})
             assert sorted(stops, key=str) == [-32011] + ["cancelled"] * 16
+
+
+async def test_a_clients_mcp_servers_go_through_the_permission_policy(workspace):
+    server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"], "env": []}
+    params = {"cwd": str(workspace), "mcpServers": [server]}
+    async with running_gateway(workspace, [], permission=refuse_side_effects) as gateway, \
+            trio.open_nursery() as nursery, connected(gateway.url(), nursery) as client:
+        await client.call("initialize", {"protocolVersion": 1})
+        with pytest.raises(RuntimeError) as refused:
+            await client.call("session/new", params)
+        assert refused.value.args[0]["code"] == -32012
+        assert "'time' was not started: start_mcp_server has side effects" in refused.value.args[0]["message"]
+        assert not client.permission_requests and not gateway.hub.sessions
+    async with running_gateway(workspace, [], permission=read_only) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery, answers=["reject-once", "allow-once"]) as client:
+            await client.call("initialize", {"protocolVersion": 1})
+            with pytest.raises(RuntimeError) as refused:
+                await client.call("session/new", params)
+            assert refused.value.args[0]["message"] == "the MCP server 'time' was not started: the user rejected it"
+            asked = client.permission_requests[0]
+            assert asked["toolCall"]["title"] == f"start the MCP server time: {sys.executable} -m mcp_server_time"
+            assert [o["optionId"] for o in asked["options"]] == ["allow-once", "reject-once"]
+            session_id = (await client.call("session/new", params))["sessionId"]
+            assert "time_get_current_time" in gateway.hub.sessions[session_id].agent.tools

@@ -110,14 +110,14 @@ class AcpConnection:
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         cwd = self._cwd(params)
-        session = await self.hub.new(cwd, _param(params, "mcpServers", list, []))
+        session = await self.hub.new(cwd, _param(params, "mcpServers", list, []), self.peer)
         await self._attach(session, replay=False)
         return {"sessionId": session.id}
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         session_id = _param(params, "sessionId", str)
         cwd = self._cwd(params)
-        session = await self.hub.load(session_id, cwd, _param(params, "mcpServers", list, []))
+        session = await self.hub.load(session_id, cwd, _param(params, "mcpServers", list, []), self.peer)
         await self._attach(session, replay=True)
         return {}
 

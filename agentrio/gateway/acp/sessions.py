@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import shlex
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -39,6 +40,9 @@ RESOURCE_NOT_FOUND = -32002
 #: ``session/load`` of a session that another process (or runtime) has open
 #: for writing; ``data`` holds ``sessionId`` and ``holder`` (who, if known).
 SESSION_HELD = -32010
+#: ``session/new`` or ``session/load`` whose MCP servers the permission
+#: policy (or the person asked) refused to start.
+REFUSED = -32012
 #: Prompts one session holds at once (running or waiting for their turn);
 #: one more is refused with ``BUSY``.
 MAX_PROMPTS = 16
@@ -396,12 +400,22 @@ class SessionHub:
         self.sessions: dict[str, Session] = {}
         self._lock = trio.Lock()
 
-    async def new(self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
+    async def new(
+        self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = (), asker: Peer | None = None
+    ) -> Session:
+        """A new session in ``cwd``; its ``mcp_servers`` start only if the
+        permission policy allows them, or ``asker`` does when it asks."""
+        session_id = f"session_{uuid.uuid4().hex[:12]}"
+        spec = self._spec_for(cwd)
+        servers = await self._allowed_servers(session_id, spec, mcp_servers, asker)
         async with self._lock:
-            return await self._start(f"session_{uuid.uuid4().hex[:12]}", cwd, mcp_servers)
+            return await self._start(session_id, cwd, spec, servers)
 
-    async def load(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
-        """The live session ``session_id``, or restored from the store."""
+    async def load(
+        self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = (), asker: Peer | None = None
+    ) -> Session:
+        """The live session ``session_id``, or restored from the store (with
+        ``mcp_servers`` allowed as for ``new``)."""
         async with self._lock:
             if (session := self.sessions.get(session_id)) is not None:
                 return session
@@ -409,7 +423,26 @@ class SessionHub:
                 await self.runtime.store.load_session(session_id)
             except SessionNotFound:
                 raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
-            return await self._start(session_id, cwd, mcp_servers)
+            spec = self._spec_for(cwd)
+            servers = await self._allowed_servers(session_id, spec, mcp_servers, asker)
+            return await self._start(session_id, cwd, spec, servers)
+
+    async def _allowed_servers(
+        self, session_id: str, spec: AgentSpec, mcp_servers: Sequence[dict[str, Any]], asker: Peer | None
+    ) -> list[_Server]:
+        """The servers a client named, each allowed by the session's policy
+        as a call with side effects: run under ``allow``, asked of ``asker``
+        under ``ask``, refused under ``read-only``. One refused refuses all."""
+        servers = [_stdio_server(s) for s in mcp_servers]
+        for name, command, args, _ in servers:
+            call = ToolCall(f"mcp-server-{name}", START_SERVER.name, {"name": name, "command": command, "args": args})
+            decision = "allow" if spec.permission is None else await decide(spec.permission, call, START_SERVER)
+            reason = getattr(decision, "reason", None) or "the permission policy refuses it"
+            if decision == "ask":
+                decision, reason = await _ask_to_start(asker, session_id, call)
+            if decision != "allow":
+                raise RpcError(REFUSED, f"the MCP server {name!r} was not started: {reason}")
+        return servers
 
     def workspace(self, given: str) -> Path:
         """The folder a client named for a session (``default_cwd`` if it
@@ -461,15 +494,13 @@ class SessionHub:
             listed.append(info)
         return listed
 
-    async def _start(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:
-        spec = self._spec_for(cwd)
+    async def _start(self, session_id: str, cwd: Path, spec: AgentSpec, servers: list[_Server]) -> Session:
         choices = RememberedChoices(spec.permission)
         files = ClientFiles(session_id)
         tools = spec.tools
         if self.route_files:
             tools = tuple(through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in tools)
         spec = attrs.evolve(spec, permission=choices, tools=tools)
-        servers = [_stdio_server(s) for s in mcp_servers]
 
         async def setup(agent: Agent, scope: AgentScope) -> None:
             if servers:
@@ -498,7 +529,48 @@ class SessionHub:
         return session
 
 
-def _stdio_server(server: Any) -> tuple[str, str, list[str], dict[str, str]]:
+#: A client's MCP server: name, command, arguments, environment.
+_Server = tuple[str, str, list[str], dict[str, str]]
+
+
+async def _not_run(args: dict[str, Any], ctx: Any) -> Any:
+    raise RuntimeError("START_SERVER only describes a server's start to the permission policy")
+
+
+#: How the permission policy sees a client's MCP server: a call with side
+#: effects (it runs a command of the client's choosing).
+START_SERVER = Tool(
+    "start_mcp_server",
+    "Runs the command of an MCP server a client named for its session.",
+    {"type": "object", "properties": {"name": {"type": "string"}, "command": {"type": "string"},
+                                      "args": {"type": "array", "items": {"type": "string"}}}},
+    _not_run,
+    execution_mode="exclusive",
+)
+
+
+async def _ask_to_start(asker: Peer | None, session_id: str, call: ToolCall) -> tuple[str, str]:
+    """Ask the client that named a server whether to start it: (decision, reason)."""
+    if asker is None:
+        return "deny", "nobody could be asked"
+    command = shlex.join([call.arguments["command"], *call.arguments["args"]])
+    request = {
+        "sessionId": session_id,
+        "toolCall": {"toolCallId": call.id, "title": f"start the MCP server {call.arguments['name']}: {command}",
+                     "kind": "execute", "status": "pending", "rawInput": call.arguments},
+        "options": [o for o in PERMISSION_OPTIONS if o["kind"].endswith("_once")],
+    }
+    try:
+        response = await asker.request("session/request_permission", request)
+    except (PeerGone, RpcError) as exc:
+        return "deny", f"the client did not answer: {exc}"
+    outcome = response.get("outcome") if isinstance(response, dict) else None
+    if isinstance(outcome, dict) and outcome.get("optionId") == "allow-once":
+        return "allow", ""
+    return "deny", "the user rejected it"
+
+
+def _stdio_server(server: Any) -> _Server:
     if not isinstance(server, dict) or server.get("type", "stdio") != "stdio":
         raise RpcError(INVALID_PARAMS, "only stdio MCP servers are supported")
     name, command, args = server.get("name"), server.get("command"), server.get("args", [])
