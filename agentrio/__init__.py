@@ -41,6 +41,7 @@ from .initiator import Initiator, current_initiator, with_initiator, without_ini
 from .supervisors import Runtime, run_sync
 from .tracing import instrument, uninstrument
 from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
+from .tools.sandbox import Sandbox, SandboxUnavailable
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
@@ -72,6 +73,8 @@ __all__ = [
     "RunStream",
     "Runtime",
     "SQLiteStore",
+    "Sandbox",
+    "SandboxUnavailable",
     "ScriptedModel",
     "SessionHeld",
     "Store",

@@ -214,6 +214,23 @@ class ToolExecutionEnd(_Event):
 
 
 @attrs.frozen(kw_only=True)
+class SandboxDenied(_Event):
+    """A sandbox refused a tool's command a path or a connection, as its
+    error output tells (``tools.sandbox_denials``), so that a host can offer
+    to allow it. ``kind`` is ``"path"`` (``target`` the real path) or
+    ``"network"`` (``target`` ``host:port`` when known, else None); ``line``
+    is the error line."""
+
+    tool_call_id: str
+    tool_name: str
+    kind: str
+    target: str | None
+    line: str
+
+    type: ClassVar[str] = "sandbox_denied"
+
+
+@attrs.frozen(kw_only=True)
 class ToolAbandoned(_Event):
     """A cancelled tool did not stop in time (a thread blocked in C, say): the
     run no longer waits for it, but the agent still supervises its worker
@@ -320,6 +337,7 @@ Event = (
     | ToolExecutionStart
     | ToolExecutionUpdate
     | ToolExecutionEnd
+    | SandboxDenied
     | ToolAbandoned
     | OutputUpdate
     | Lagged

@@ -1,21 +1,28 @@
 """What supervising a subprocess costs: ``run_process`` against trio's own
-``trio.run_process``, on the same trivial command, in the same run.
+``trio.run_process``, on the same trivial command, in the same run; and
+what a sandbox adds per command, for each mechanism that works here.
 
     python bench/process_overhead.py [--calls 20] [--runs 7]
 
-Each run starts ``--calls`` commands one after the other (``true``) both
-ways, alternating. Per call: wall time, and CPU time of this process and of
+Each run starts ``--calls`` commands one after the other (``true``) every
+way, alternating. Per call: wall time, and CPU time of this process and of
 its children (the shim, the command); medians and spread over ``--runs``
 runs, and the ratio of the medians. ``run_process`` starts a supervising
-shim (a bare ``python -I -S``) per command, which is most of its cost.
+shim (a bare ``python -I -S``) per command, which is most of its cost. The
+sandboxed ways (``Sandbox()``: workspace-write, no network, in a temporary
+workspace) add the confinement and a private temporary directory made and
+removed per command; their overhead is against unsandboxed ``run_process``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import resource
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +31,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentrio.tools.process import run_process
+from agentrio.tools.sandbox import MECHANISMS, Sandbox, _unusable
 
 
 def cpu() -> float:
@@ -40,17 +48,27 @@ async def measure(start, calls: int) -> tuple[float, float]:
 
 
 async def main(calls: int, runs: int) -> None:
-    async def ours() -> None:
-        await run_process(["true"])
+    async def ours(**options) -> None:
+        await run_process(["true"], **options)
 
     async def trios() -> None:
         await trio.run_process(["true"])
 
+    workspace = tempfile.mkdtemp(prefix="agentrio-bench-")
     ways = {"agentrio run_process": ours, "trio.run_process": trios}
+    for mechanism in MECHANISMS:
+        if (why := _unusable(mechanism)) is not None:
+            print(f"(no {mechanism} here: {why})")
+            continue
+        confinement = Sandbox(mechanism=mechanism).confine(workspace)
+        ways[f"  + {mechanism}"] = functools.partial(ours, cwd=workspace, sandbox=confinement)
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
-    for _ in range(runs):
-        for name, start in ways.items():
-            figures[name].append(await measure(start, calls))
+    try:
+        for _ in range(runs):
+            for name, start in ways.items():
+                figures[name].append(await measure(start, calls))
+    finally:
+        shutil.rmtree(workspace)
     medians = {}
     for name, results in figures.items():
         walls, cpus = [w * 1000 for w, _ in results], [c * 1000 for _, c in results]
@@ -61,6 +79,11 @@ async def main(calls: int, runs: int) -> None:
         )
     ours, peer = medians["agentrio run_process"], medians["trio.run_process"]
     print(f"ratio (agentrio / trio): wall {ours[0] / peer[0]:.1f}x, CPU {ours[1] / peer[1]:.1f}x")
+    for name, (wall, used) in medians.items():
+        if name.startswith("  + "):
+            print(
+                f"sandbox {name[4:]}: +{wall - ours[0]:.1f} ms wall, +{used - ours[1]:.1f} ms CPU per command"
+            )
 
 
 if __name__ == "__main__":

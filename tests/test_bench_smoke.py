@@ -138,3 +138,13 @@ def test_compare_takes_turns_between_two_checkouts_and_refuses_what_is_not_one(t
         cwd=ROOT,
     )
     assert done.returncode == 2 and "not a checkout of agentrio" in done.stderr
+
+
+def test_floor_quick_prints_each_program_with_its_ratio_to_the_floor():
+    lines = _bench("bench/floor.py", "--quick")
+    assert "  command: python bench/floor.py --quick" in lines
+    header, *rows = _rows(lines)
+    assert header[1:] == ["per turn", "vs floor", "per extra call", "vs floor"]
+    assert [row[0] for row in rows] == ["floor", "agentrio, memory", "agentrio, SQLite"]
+    assert rows[0][2] == rows[0][4] == "1.00x"
+    assert all(re.fullmatch(r"\d+\.\d\dx", row[2]) for row in rows)

@@ -457,3 +457,61 @@ async def test_host_driven_work_is_never_attributed_to_an_old_tool_call(rt):
     helper.spec.model._replies.extendleft([say("ok"), calls(("who", {}))])
     await helper.run("who are you")
     assert seen == [Initiator(helper.id, helper.messages[-3].tool_calls[0].id)]
+
+
+# -- disposal with runs queued behind a running one ---------------------------
+
+
+def _slow_spec(name="a"):
+    async def slow(request):
+        await trio.sleep(0.5)
+        return say("done")
+
+    return AgentSpec(name, ScriptedModel([slow] * 10))
+
+
+async def _queue_behind_a_running_run(agent, nursery, results, before):
+    async def run(prompt):
+        results[prompt] = await agent.run(prompt)
+
+    nursery.start_soon(run, "first")
+    await trio.sleep(0.1)  # "first" is being answered
+    if before == "followup":
+        await agent.followup("queued follow-up")
+    elif before == "steer":
+        await agent.steer("queued steer")
+    nursery.start_soon(run, "second")
+    await trio.sleep(0.1)  # "second" is accepted and waits behind "first"
+
+
+@pytest.mark.parametrize("before", [None, "followup", "steer"])
+async def test_dispose_returns_and_resolves_runs_queued_behind_a_running_one(tmp_path, before):
+    store = SQLiteStore(tmp_path / "s.db")
+    async with Runtime(store) as rt:
+        agent = await rt.create(_slow_spec())
+        results = {}
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                await _queue_behind_a_running_run(agent, nursery, results, before)
+                await agent.dispose()
+        assert results["first"].stop_reason == "aborted"
+        # Accepted, never run: it ends aborted, and its input stays in the journal.
+        assert results["second"].stop_reason == "aborted"
+        assert results["second"].new_messages == []
+        assert rt.registry.get(agent.id) is None
+    async with SQLiteStore(tmp_path / "s.db") as reopened:
+        loaded = await reopened.load_state(agent.session_id)
+    queued = {q.message.text for q in (*loaded.state.next_step, *loaded.state.next_turn)}
+    extra = {None: set(), "followup": {"queued follow-up"}, "steer": {"queued steer"}}[before]
+    assert queued == {"second"} | extra
+
+
+@pytest.mark.parametrize("before", [None, "followup", "steer"])
+async def test_leaving_the_runtime_returns_with_runs_queued_behind_a_running_one(before):
+    results = {}
+    with trio.fail_after(5):
+        async with trio.open_nursery() as outside:  # the callers live outside the Runtime block
+            async with Runtime() as rt:
+                agent = await rt.create(_slow_spec())
+                await _queue_behind_a_running_run(agent, outside, results, before)
+    assert [results[p].stop_reason for p in ("first", "second")] == ["aborted", "aborted"]

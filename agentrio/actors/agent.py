@@ -603,6 +603,11 @@ class Agent:
                     self._wake()
             case _Close():
                 self._closing = True
+                # A closing agent starts no activity, so a latched wake-up
+                # would keep it busy for good: the runs it was for are
+                # resolved when the handle closes, their input kept queued.
+                self._wake_pending = False
+                self._update_settled()
                 # Idle, it stays idle: nothing can wake it any more.
                 return not self._busy and self._activity is None
             case _:
@@ -629,9 +634,12 @@ class Agent:
         if not keep_inbox:
             await self.inbox.clear()
         # A latched wake-up is dropped, unless a run() still waits for input
-        # that stays queued: it would wait forever.
-        self._wake_pending = keep_inbox and any(
-            q.id in self._waiters for q in (*self._state.next_step, *self._state.next_turn)
+        # that stays queued: it would wait forever. (Not while closing: no
+        # activity starts any more, and the handle resolves those runs.)
+        self._wake_pending = (
+            keep_inbox
+            and not self._closing
+            and any(q.id in self._waiters for q in (*self._state.next_step, *self._state.next_turn))
         )
         self._update_settled()
         activity = self._activity

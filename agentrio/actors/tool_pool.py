@@ -10,7 +10,7 @@ import attrs
 import trio
 
 from .. import _callbacks, tracing
-from ..events import ToolAbandoned, ToolExecutionUpdate
+from ..events import SandboxDenied, ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallFinished, ToolCallStarted
 from ..messages import (
@@ -295,6 +295,7 @@ class ToolBatch:
             report=functools.partial(self._report, slot),
             spawn_child=agent.spawn_child,
             add_usage=slot.add_usage,
+            on_denied=functools.partial(self._denied, slot),
         )
         outcome = None
         try:
@@ -319,6 +320,12 @@ class ToolBatch:
                 tool_call_id=slot.call.id,
                 tool_name=slot.call.name,
                 progress=progress,
+            )
+
+    def _denied(self, slot: Slot, kind: str, target: str | None, line: str) -> None:
+        if not slot.committed:
+            self._agent.emit(
+                SandboxDenied, tool_call_id=slot.call.id, tool_name=slot.call.name, kind=kind, target=target, line=line
             )
 
     async def _receive_one(self) -> None:

@@ -15,6 +15,7 @@ from ..gateway.agents import PERMISSIONS
 from ..gateway.stdio import serve_stdio
 from ..journal import SQLiteStore, StoreError
 from .errors import CommandError
+from .options import add_sandbox_option, resolve_sandbox
 
 
 def add_gateway_options(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", metavar="MODULE:ATTR", help="your own AgentSpec, or a function cwd -> AgentSpec")
     parser.add_argument("--permission", choices=PERMISSIONS, default="ask",
                         help="ask before side effects (default), allow everything, or refuse side effects")
+    add_sandbox_option(parser)
     parser.add_argument("--log-level", default="WARNING", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="logging on stderr (default: WARNING)")
 
@@ -37,11 +39,13 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
 def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteStore]:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
     model = getattr(args, "model", None) or os.environ.get("AGENTRIO_MODEL")
-    factory = AgentFactory(model, args.base_url, args.permission, args.spec)
+    sandbox, line = resolve_sandbox(args.sandbox, args.permission)
+    factory = AgentFactory(model, args.base_url, args.permission, args.spec, sandbox)
     try:
         factory.check()
     except SpecError as exc:
         raise CommandError(str(exc)) from None
+    print(f"agentrio: {line}", file=sys.stderr)
     db = Path(getattr(args, "db", None) or default_db())
     db.parent.mkdir(parents=True, exist_ok=True)
     return factory, SQLiteStore(str(db))

@@ -28,7 +28,15 @@ from .errors import CommandError
 from .live_view import LiveView, approval_question, safe
 from .options import Settings, add_agent_options, help_text
 from .render import one_line
-from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
+from .session import (
+    APPROVAL_CHOICES,
+    TerminalPolicy,
+    answer_approval,
+    build_spec,
+    open_agent,
+    open_runtime,
+    sandbox_said,
+)
 from .session_tree import session_tree
 from .terminal import (
     BACKSPACE,
@@ -166,6 +174,8 @@ class Chat:
                 self.say(
                     f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help"
                 )
+                if said := sandbox_said(self.settings):
+                    self.say(said)
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
                     await self._switch_to(agent)

@@ -1,7 +1,7 @@
 """The options every agent command shares, and where their values come from.
 
 ``add_agent_options(parser)`` gives a command ``--model --base-url --cwd
---permission --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
+--permission --sandbox --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
 alone. ``--db`` and ``--model`` are global too: ``agentrio --db x.db
 sessions list`` and ``agentrio sessions list --db x.db`` mean the same.
 Command parsers leave an option they were not given unset (``SUPPRESS``), so
@@ -28,6 +28,8 @@ import attrs
 from ..models import from_string
 from ..models.model_string import PROVIDERS
 from ..tools.permissions import PRESETS, Policy
+from ..tools.sandbox import MODES as SANDBOXES
+from ..tools.sandbox import Sandbox
 from .errors import CommandError
 
 CONFIG_FILE = "agentrio.toml"
@@ -42,6 +44,7 @@ CONFIG_TYPES: dict[str, type] = {
     "base_url": str,
     "cwd": str,
     "permission": str,
+    "sandbox": str,
     "tools": str,
     "db": str,
     "max_turns": int,
@@ -101,6 +104,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="ask before side effects (default), allow everything, or refuse side effects",
     )
+    add_sandbox_option(parser, default=argparse.SUPPRESS)
     parser.add_argument(
         "--session", metavar="ID", default=argparse.SUPPRESS, help="continue the stored session ID"
     )
@@ -114,6 +118,35 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-turns", type=int, metavar="N", default=argparse.SUPPRESS, help="at most N model requests a run"
     )
+
+
+def add_sandbox_option(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOXES,
+        default=default,
+        help="what commands may write: only the workspace (default where bubblewrap or Landlock works), "
+        "nothing, or anything (off); no network unless off. --permission read-only implies read-only",
+    )
+
+
+def resolve_sandbox(choice: str | None, permission: str) -> tuple[Sandbox | None, str]:
+    """The sandbox of a command's tools (None: none), and a line that says
+    so. Not chosen, it is ``read-only`` under ``--permission
+    read-only``, else ``workspace-write``; ``off``, with a warning, where no
+    mechanism can enforce one. A sandbox chosen but not enforceable is a
+    ``CommandError``."""
+    if choice is not None and choice not in SANDBOXES:
+        raise CommandError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {choice!r}")
+    if choice == "off":
+        return None, "sandbox off: commands run with all your rights"
+    backend = Sandbox.backend()
+    if backend is None:
+        if choice is not None:
+            raise CommandError(f"--sandbox {choice}: no sandbox mechanism works here (install bubblewrap)")
+        return None, "warning: no sandbox here (install bubblewrap): commands run with all your rights"
+    mode = choice or ("read-only" if permission == "read-only" else "workspace-write")
+    return Sandbox(mode), f"sandbox {mode} ({backend}, no network; --sandbox off lifts it)"
 
 
 def _read_config(directory: Path) -> dict[str, Any]:
@@ -172,6 +205,8 @@ class Settings:
     tools: str = "coding"
     max_turns: int | None = None
     system_prompt: str | None = None
+    #: The sandbox asked for; None: the default (``resolve_sandbox``).
+    sandbox: str | None = None
 
     @classmethod
     def load(cls, args: argparse.Namespace, environ: Any = os.environ) -> Settings:
@@ -198,6 +233,7 @@ class Settings:
             tools=tools,
             max_turns=max_turns,
             system_prompt=value("system_prompt"),
+            sandbox=value("sandbox"),
         )
 
     def model(self) -> Any:

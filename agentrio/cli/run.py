@@ -36,7 +36,15 @@ from .errors import CommandError
 from .live_view import LiveView, approval_question, exit_status
 from .options import Settings, add_agent_options, help_text
 from .output_schema import add_output_schema_option, read_output_schema
-from .session import APPROVAL_CHOICES, TerminalPolicy, answer_approval, build_spec, open_agent, open_runtime
+from .session import (
+    APPROVAL_CHOICES,
+    TerminalPolicy,
+    answer_approval,
+    build_spec,
+    open_agent,
+    open_runtime,
+    sandbox_said,
+)
 from .terminal import open_terminal, read_line, stdin_is_terminal
 
 
@@ -79,6 +87,8 @@ def _run(args: argparse.Namespace) -> int:
 async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: str, args) -> str:
     async with open_runtime(settings) as rt:
         agent = await open_agent(rt, spec, settings.session)
+        if said := sandbox_said(settings):
+            print(f"agentrio: {said}", file=sys.stderr)
         if args.json:
             output: JsonOutput | TranscriptOutput = JsonOutput()
         else:

@@ -20,7 +20,7 @@ from ..tools.builtin import coding_tools
 from ..tools.permissions import Decision, Policy, decide
 from ..tracing.otlp import exporting_from_env
 from .errors import CommandError
-from .options import Settings, permission_policy
+from .options import Settings, permission_policy, resolve_sandbox
 
 #: The exit status of a command whose session is open for writing elsewhere
 #: (another ``agentrio run``/``chat``/``serve`` has it): try again once it ends.
@@ -61,16 +61,27 @@ def build_spec(
     """The agent of a command: ``model`` (else the settings' own), asked for
     ``output`` when given."""
     policy = TerminalPolicy(permission_policy(settings.permission), interactive)
+    model = model or settings.model()  # a missing key is said before anything else
+    tools: list[Tool] = []
+    if settings.tools == "coding":
+        sandbox, _ = resolve_sandbox(settings.sandbox, settings.permission)
+        tools = coding_tools(settings.cwd, sandbox=sandbox)
     spec = AgentSpec(
         "agentrio",
-        model or settings.model(),
+        model,
         system_prompt=settings.system_prompt or SYSTEM_PROMPT.format(cwd=settings.cwd),
-        tools=coding_tools(settings.cwd) if settings.tools == "coding" else (),
+        tools=tools,
         permission=policy,
         limits=Limits(max_turns=settings.max_turns),
         output_type=output,
     )
     return spec, policy
+
+
+def sandbox_said(settings: Settings) -> str | None:
+    """What a command says of its tools' sandbox when it starts; None
+    without tools."""
+    return resolve_sandbox(settings.sandbox, settings.permission)[1] if settings.tools == "coding" else None
 
 
 APPROVAL_CHOICES = "[y]es / [n]o / [a]lways for this tool / [s]top"

@@ -14,6 +14,7 @@ from ..models import from_string
 from ..models.model_string import PROVIDERS
 from ..tools.builtin import coding_tools
 from ..tools.permissions import PRESETS
+from ..tools.sandbox import Sandbox, SandboxUnavailable
 
 PERMISSIONS = tuple(PRESETS)
 
@@ -31,17 +32,24 @@ class AgentFactory:
     """``factory(cwd) -> AgentSpec``: with ``spec`` (``MODULE:ATTR``), the
     user's ``AgentSpec``, or what their callable returns for ``cwd``;
     otherwise an agent on ``model`` with the built-in coding tools rooted
-    at ``cwd``. ``permission`` applies to both."""
+    at ``cwd``, their commands run in ``sandbox``. ``permission`` applies
+    to both."""
 
     model: str | None = None
     base_url: str | None = None
     permission: str = "ask"
     spec: str | None = None
+    sandbox: Sandbox | None = None
 
     def check(self) -> None:
         """Fail now, with a clear message, rather than at the first session."""
         if self.permission not in PRESETS:
             raise SpecError(f"--permission must be one of {', '.join(PERMISSIONS)}")
+        if self.sandbox is not None:
+            try:
+                self.sandbox.confine(Path.cwd())
+            except SandboxUnavailable as exc:
+                raise SpecError(str(exc)) from None
         if self.spec is None:
             self._model()
         else:
@@ -59,7 +67,7 @@ class AgentFactory:
             "agentrio",
             self._model(),
             system_prompt=SYSTEM_PROMPT.format(cwd=cwd),
-            tools=coding_tools(cwd),
+            tools=coding_tools(cwd, sandbox=self.sandbox),
             permission=policy,
         )
 

@@ -1,9 +1,11 @@
 """The supervising shim between ``run_process`` and the command it runs.
 
-Run as a script (``python -I -S _reaper.py STATUS_FD GRACE RUNNER -- ARGV...``,
-with STATUS_FD ``-`` when nobody reads the command's end and RUNNER the pid
-of the process that starts the shim; it
-imports nothing from agentrio, so it starts fast). It makes itself a child
+Run as a script (``python -I -S _reaper.py STATUS_FD GRACE RUNNER POLICY --
+ARGV...``, with STATUS_FD ``-`` when nobody reads the command's end, RUNNER
+the pid of the process that starts the shim, and POLICY ``-`` or the JSON
+confinement of a sandbox (``_confine.py``), which the shim applies to itself
+before it starts ARGV, so that the whole tree inherits it; it imports
+nothing from agentrio, so it starts fast). It makes itself a child
 subreaper (Linux), starts ARGV, and so stays the ancestor of everything the
 command starts: a process that changes its group or session (``setsid``,
 ``set -m``, ``timeout``) or whose parent exits is re-parented to the shim,
@@ -47,7 +49,7 @@ _PROC = "/proc"
 
 def main(argv: list[str]) -> int:
     status_fd = None if argv[0] == "-" else int(argv[0])
-    grace, runner, command = float(argv[1]), int(argv[2]), argv[4:]
+    grace, runner, policy, command = float(argv[1]), int(argv[2]), argv[3], argv[5:]
     if status_fd is not None:
         os.set_inheritable(status_fd, False)
     _become_subreaper()
@@ -61,6 +63,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
     try:
+        if policy != "-":
+            _confine(policy)
         child = os.posix_spawnp(
             command[0],
             command,
@@ -104,6 +108,20 @@ def _become_subreaper() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _confine(policy: str) -> None:
+    import importlib.util
+    import json
+
+    # Loaded by path: the package's directory must not shadow anything on sys.path.
+    spec = importlib.util.spec_from_file_location(
+        "_confine", os.path.join(os.path.dirname(__file__), "_confine.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.apply(json.loads(policy))
 
 
 def _report(fd: int | None, status: str | None) -> None:

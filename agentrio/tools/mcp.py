@@ -51,6 +51,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import logging
+import os
 import re
 import shutil
 import sys
@@ -74,6 +75,7 @@ from .. import tracing
 from ..supervision import ChildSpec, OnEvent, Supervisor, SupervisorEscalation
 from .mcp_results import tool_result
 from .process import supervised
+from .sandbox import TEMP_VARIABLES, Sandbox
 from .tool import TOOL_NAME, ExecutionMode, Tool, ToolContext, ToolResult
 
 T = TypeVar("T")
@@ -282,6 +284,7 @@ async def mcp_server(
     startup_timeout: float = 30.0,
     on_event: OnEvent | None = None,
     errlog: TextIO | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AsyncIterator[ToolServer]:
     """Run the MCP server ``command args`` over stdio for the block.
 
@@ -294,16 +297,29 @@ async def mcp_server(
     does not answer the handshake within ``startup_timeout`` seconds has
     failed to start. Entering the block raises ``ServerDidNotStart`` (or the
     ``OSError`` of a command that cannot run) if the first start fails.
+
+    With ``sandbox`` the server and all it starts run confined, with ``cwd``
+    (default: the current directory) as the workspace and a private
+    temporary directory that lasts as long as the block; entering raises
+    ``SandboxUnavailable`` when this machine cannot enforce it.
     """
     executable = shutil.which(command)
     if executable is None:
         raise FileNotFoundError(errno.ENOENT, "no such command, or not executable", command)
+    workspace = os.path.realpath(cwd or os.getcwd())
+    confinement = None if sandbox is None else sandbox.confine(workspace)
+    argv, policy, environment = [executable, *args], None, dict(env or {})
+    temp = None
+    if confinement is not None:
+        temp = confinement.temporary()
+        argv, policy = confinement.command(argv, workspace, temp)
+        environment.update(dict.fromkeys(TEMP_VARIABLES, temp))
     server = ToolServer(
         name or Path(command).name,
         StdioServerParameters(
             command=sys.executable,
-            args=supervised([executable, *args], STOP_GRACE)[1:],
-            env=dict(env) if env else None,
+            args=supervised(argv, STOP_GRACE, policy=policy)[1:],
+            env=environment or None,
             cwd=cwd,
         ),
         prefix=prefix,
@@ -325,6 +341,9 @@ async def mcp_server(
             yield server
     finally:
         server._set(None, unavailable="the server was shut down")
+        if temp is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(partial(shutil.rmtree, temp, ignore_errors=True))
 
 
 def _mode_from_annotations(annotations: mcp_types.ToolAnnotations | None) -> ExecutionMode:

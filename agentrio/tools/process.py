@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -26,6 +28,7 @@ import trio
 
 from .. import tracing
 from .output import CappedText
+from .sandbox import Confinement
 
 DEFAULT_OUTPUT_CAP = 100_000
 DEFAULT_GRACE = 2.0
@@ -43,15 +46,18 @@ _REAPER = str(Path(__file__).with_name("_reaper.py"))
 OnOutput = Callable[[str, str], None]
 
 
-def supervised(argv: Sequence[str], grace: float, status_fd: int | None = None) -> list[str]:
+def supervised(
+    argv: Sequence[str], grace: float, status_fd: int | None = None, *, policy: str | None = None
+) -> list[str]:
     """The command line that runs ``argv`` under the supervising shim
     (``_reaper.py``): when the command ends or the shim gets SIGTERM, or the
     process that started it dies, every process the command started, in
     whatever group or session, gets TERM, then KILL ``grace`` seconds later.
     ``status_fd``: a pipe's write end (passed to the shim) on which the shim
-    says how the command ended."""
+    says how the command ended. ``policy``: the confinement (JSON, see
+    ``_confine.py``) the shim applies to itself before it starts ``argv``."""
     fd = "-" if status_fd is None else str(status_fd)
-    return [sys.executable, "-I", "-S", _REAPER, fd, str(grace), str(os.getpid()), "--", *argv]
+    return [sys.executable, "-I", "-S", _REAPER, fd, str(grace), str(os.getpid()), policy or "-", "--", *argv]
 
 
 @attrs.frozen
@@ -96,6 +102,7 @@ async def run_process(
     output_cap: int = DEFAULT_OUTPUT_CAP,
     grace: float = DEFAULT_GRACE,
     on_output: OnOutput | None = None,
+    sandbox: Confinement | None = None,
 ) -> ProcessResult:
     """Run ``command`` (a string for ``/bin/sh``, or an argument list) and
     return how it ended.
@@ -105,15 +112,52 @@ async def run_process(
     ``timeout`` seconds the command is stopped and the result says
     ``timed_out``. If the caller is cancelled, the command is stopped the same
     way before the cancellation goes on. ``env`` replaces the environment;
-    without ``stdin`` the command reads from ``/dev/null``.
+    without ``stdin`` the command reads from ``/dev/null``. ``sandbox``: the
+    command and all it starts run confined (``sandbox.Sandbox.confine``),
+    with a private temporary directory that is removed afterwards.
     """
     args: str | tuple[str, ...] = command if isinstance(command, str) else tuple(command)
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    async with _temporary(sandbox) as temp:
+        return await _run(args, argv, cwd, env, stdin, timeout, output_cap, grace, on_output, sandbox, temp)
+
+
+@contextlib.asynccontextmanager
+async def _temporary(sandbox: Confinement | None) -> AsyncIterator[str | None]:
+    """A sandbox's private temporary directory for one command, removed after it."""
+    if sandbox is None:
+        yield None
+        return
+    temp = sandbox.temporary()
+    try:
+        yield temp
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(functools.partial(shutil.rmtree, temp, ignore_errors=True))
+
+
+async def _run(
+    args: str | tuple[str, ...],
+    argv: list[str],
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    stdin: str | bytes | None,
+    timeout: float | None,
+    output_cap: int,
+    grace: float,
+    on_output: OnOutput | None,
+    sandbox: Confinement | None,
+    temp: str | None,
+) -> ProcessResult:
+    program, policy = argv[0], None
+    if sandbox is not None and temp is not None:
+        argv, policy = sandbox.command(argv, os.path.realpath(cwd or os.getcwd()), temp)
+        env = sandbox.environment(env, temp)
     started = trio.current_time()
     status_read, status_write = os.pipe()
     try:
         process = await trio.lowlevel.open_process(
-            supervised(argv, grace, status_write),
+            supervised(argv, grace, status_write, policy=policy),
             cwd=cwd,
             env=tracing.subprocess_env(env),
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
@@ -154,7 +198,7 @@ async def run_process(
                 if stream is not None:
                     await stream.aclose()
 
-    returncode = shim.returncode(argv[0])
+    returncode = shim.returncode(program)
     return ProcessResult(
         command=args,
         exit_code=returncode if returncode >= 0 else None,

@@ -66,6 +66,9 @@ class ToolContext:
     _add_usage: Callable[[Usage], None] | None = attrs.field(
         default=None, alias="add_usage", kw_only=True, repr=False
     )
+    _on_denied: Callable[[str, str | None, str], None] | None = attrs.field(
+        default=None, alias="on_denied", kw_only=True, repr=False
+    )
 
     def report(self, progress: Any) -> None:
         """Publish progress (any JSON-serializable value) as a
@@ -88,6 +91,13 @@ class ToolContext:
         the usage of the run that called it."""
         if self._add_usage is not None:
             self._add_usage(usage)
+
+    def sandbox_denied(self, kind: str, target: str | None, line: str) -> None:
+        """Publish a ``sandbox_denied`` event: the sandbox refused the call's
+        command a ``"path"`` or a ``"network"`` connection (``target``), as
+        the error ``line`` tells."""
+        if self._on_denied is not None:
+            self._on_denied(kind, target, line)
 
     async def run_process(self, command: str | Sequence[str], **options: Any) -> ProcessResult:
         """Run a supervised subprocess (see ``agentrio.tools.process.run_process``

@@ -293,7 +293,7 @@ async def test_a_command_never_starts_when_its_runner_died_before_the_shim_looke
     # parent, as when the runner was killed before the shim's first line ran.
     flag = tmp_path / "ran"
     argv = supervised(["touch", str(flag)], GRACE)
-    runner = argv.index("--") - 1
+    runner = argv.index("--") - 2  # before the policy
     argv[runner] = str(os.getpid() + 1_000_000)  # no such process
     shim = await trio.run_process(argv, check=False)
     assert shim.returncode == 0

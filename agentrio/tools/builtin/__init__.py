@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from ..sandbox import Sandbox
 from ..tool import Tool
 from .common import ToolInputError
 from .editing import edit, write
@@ -20,10 +21,20 @@ from .shell import bash
 from .workspace import Workspace
 
 
-def coding_tools(root: Workspace | str | os.PathLike[str]) -> list[Tool]:
-    """``[read, write, edit, ls, grep, glob, bash]`` for the workspace ``root``."""
+def coding_tools(root: Workspace | str | os.PathLike[str], *, sandbox: Sandbox | None = None) -> list[Tool]:
+    """``[read, write, edit, ls, grep, glob, bash]`` for the workspace
+    ``root``; ``bash`` runs its commands in ``sandbox`` (raises
+    ``SandboxUnavailable`` now if this machine cannot enforce it), and a
+    read-only sandbox makes ``write`` and ``edit`` refuse too."""
     workspace = Workspace.of(root)
-    return [make(workspace) for make in (read, write, edit, ls, grep, glob, bash)]
+    read_only = sandbox is not None and sandbox.mode == "read-only"
+    return [
+        read(workspace),
+        write(workspace, read_only=read_only),
+        edit(workspace, read_only=read_only),
+        *(make(workspace) for make in (ls, grep, glob)),
+        bash(workspace, sandbox=sandbox),
+    ]
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -55,12 +56,15 @@ EDIT_PARAMETERS = object_schema(
 )
 
 
-def write(root: Workspace | str | os.PathLike[str]) -> Tool:
-    """The ``write`` tool for the workspace ``root``."""
+def write(root: Workspace | str | os.PathLike[str], *, read_only: bool = False) -> Tool:
+    """The ``write`` tool for the workspace ``root``; ``read_only`` (a
+    read-only sandbox) refuses every call as the kernel refuses commands."""
     workspace = Workspace.of(root)
 
     @reports_errors
     async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        if read_only:
+            _refuse(workspace, args["path"], ctx)
         return await trio.to_thread.run_sync(_write, workspace, args["path"], args["content"])
 
     async def preview(args: dict[str, Any]) -> str:
@@ -69,12 +73,14 @@ def write(root: Workspace | str | os.PathLike[str]) -> Tool:
     return Tool("write", WRITE_DESCRIPTION, WRITE_PARAMETERS, execute, execution_mode="exclusive", preview=preview)
 
 
-def edit(root: Workspace | str | os.PathLike[str]) -> Tool:
-    """The ``edit`` tool for the workspace ``root``."""
+def edit(root: Workspace | str | os.PathLike[str], *, read_only: bool = False) -> Tool:
+    """The ``edit`` tool for the workspace ``root``; ``read_only`` as for ``write``."""
     workspace = Workspace.of(root)
 
     @reports_errors
     async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if read_only:
+            _refuse(workspace, args["path"], ctx)
         planned = await trio.to_thread.run_sync(_plan_edit, workspace, args)
         await trio.to_thread.run_sync(atomic_replace, planned.path, planned.after.encode())
         return edit_result(planned.shown, planned.replacements, planned.diff)
@@ -84,6 +90,13 @@ def edit(root: Workspace | str | os.PathLike[str]) -> Tool:
         return f"Edit {planned.shown}:\n{planned.diff}"
 
     return Tool("edit", EDIT_DESCRIPTION, EDIT_PARAMETERS, execute, execution_mode="exclusive", preview=preview)
+
+
+def _refuse(workspace: Workspace, path_arg: str, ctx: ToolContext) -> None:
+    path = workspace.resolve(path_arg)
+    error = OSError(errno.EROFS, os.strerror(errno.EROFS), path_arg)
+    ctx.sandbox_denied("path", str(path), f"{error.strerror}: {path_arg}")
+    raise error
 
 
 def _target(workspace: Workspace, path_arg: str) -> tuple[Path, str]:

@@ -7,6 +7,8 @@ import shutil
 from typing import Any
 
 from ..process import DEFAULT_GRACE, ProcessResult
+from ..sandbox import Sandbox
+from ..sandbox_denials import denials
 from ..tool import Tool, ToolContext, ToolResult
 from .common import object_schema
 from .workspace import Workspace
@@ -23,12 +25,16 @@ def bash(
     max_timeout: float = MAX_TIMEOUT,
     output_cap: int = OUTPUT_CAP,
     grace: float = DEFAULT_GRACE,
+    sandbox: Sandbox | None = None,
 ) -> Tool:
     """The ``bash`` tool for the workspace ``root``: each command runs in
     the root with a time limit (``timeout`` argument, ``default_timeout``
     when absent, never above ``max_timeout``) and at most ``output_cap``
-    characters of stdout and of stderr kept."""
+    characters of stdout and of stderr kept. With ``sandbox``, each command
+    runs confined (raises ``SandboxUnavailable`` now if it cannot be), and
+    what the sandbox refused it is told as ``sandbox_denied`` events."""
     workspace = Workspace.of(root)
+    confinement = None if sandbox is None else sandbox.confine(workspace.root)
     description = f"""\
 Run a bash command in the workspace root and return its output and exit \
 status. Each call starts a fresh shell (no state is kept between calls) with \
@@ -58,7 +64,11 @@ command. Prefer read, grep, glob and ls to inspect files."""
             timeout=min(args.get("timeout", default_timeout), max_timeout),
             output_cap=output_cap,
             grace=grace,
+            sandbox=confinement,
         )
+        if confinement is not None:
+            for denial in denials(confinement, str(workspace.root), f"{result.stderr}\n{result.stdout}"):
+                ctx.sandbox_denied(denial.kind, denial.target, denial.line)
         return _result(result)
 
     def preview(args: dict[str, Any]) -> str:
