@@ -2,7 +2,8 @@
 
     python bench/gateway_stalled.py [--clients 10] [--runs 5]
 
-An in-process ``agentrio serve`` gateway (default options) whose session
+An in-process ``agentrio serve`` gateway (default options, except that no
+client is dropped for stalling: the figure is what waits) whose session
 runs one turn: a tool that reports 8 MB of output in 4 KB pieces (as bash
 does), then a streamed answer of 4 MB. ``--clients`` clients load the
 session and then read nothing; one more client prompts and reads. Printed:
@@ -71,7 +72,7 @@ async def one_run(clients: int) -> tuple[int, int]:
     )
     workspace = Path(tempfile.mkdtemp())
     async with open_hub(MemoryStore(), lambda cwd: AgentSpec("bench", model, tools=[tool]), workspace) as hub:
-        listeners = await hub.nursery.start(serve_websocket, hub, WebSocketOptions(TOKEN), "127.0.0.1", 0)
+        listeners = await hub.nursery.start(serve_websocket, hub, WebSocketOptions(TOKEN, stall_timeout=3600), "127.0.0.1", 0)
         url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/acp?token={TOKEN}"
         async with trio_websocket.open_websocket_url(url) as reader, trio.open_nursery() as nursery:
             await _call(reader, 1, "initialize", {"protocolVersion": 1})

@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     factory, store = factory_and_store(args)
 
     async def main() -> None:
-        async with open_hub(store, factory, args.cwd, route_files=args.spec is None) as hub:
+        async with open_hub(
+            store, factory, args.cwd, route_files=args.spec is None, sandbox=factory.sandbox
+        ) as hub:
             await serve_stdio(hub)
 
     try:

@@ -9,13 +9,16 @@ upgrade; the head is then handed, untouched, to trio-websocket.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import mimetypes
+import os
 import secrets
 from contextlib import suppress
 from functools import partial
 from http import HTTPStatus
 from importlib import resources
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
@@ -56,8 +59,38 @@ SECURITY_HEADERS = [
 ]
 
 
+#: Fewest characters a bearer token may have.
+MIN_TOKEN = 16
+
+
 def new_token() -> str:
     return secrets.token_urlsafe(24)
+
+
+def stored_token(folder: Path) -> str:
+    """The token kept in ``folder`` (file ``serve-token``, readable by its
+    owner only), made there on first use: a console bookmarked with it
+    works across restarts."""
+    path = folder / "serve-token"
+    with suppress(FileNotFoundError):
+        if len(token := path.read_text().strip()) >= MIN_TOKEN:
+            return token
+    folder.mkdir(parents=True, exist_ok=True)
+    token = new_token()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(token + "\n")
+    return token
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (not reachable from a network)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @attrs.frozen

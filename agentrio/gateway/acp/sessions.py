@@ -30,6 +30,7 @@ from ...messages import ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.permissions import decide
+from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError, encode
 from .updates import STOP_REASONS, UpdateMapper, text_block
@@ -386,8 +387,11 @@ class SessionHub:
         *,
         route_files: bool = False,
         root: Path | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.runtime = runtime
+        #: Where the MCP servers a client names run (None: unconfined).
+        self.sandbox = sandbox
         #: The folder every folder a client names must be in (None: any).
         self.root = root.resolve() if root is not None else None
         #: Whether the spec's read/write/edit are agentrio's built-ins, which
@@ -412,7 +416,11 @@ class SessionHub:
             return await self._start(session_id, cwd, spec, servers)
 
     async def load(
-        self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = (), asker: Peer | None = None
+        self,
+        session_id: str,
+        cwd: Path,
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        asker: Peer | None = None,
     ) -> Session:
         """The live session ``session_id``, or restored from the store (with
         ``mcp_servers`` allowed as for ``new``)."""
@@ -435,8 +443,12 @@ class SessionHub:
         under ``ask``, refused under ``read-only``. One refused refuses all."""
         servers = [_stdio_server(s) for s in mcp_servers]
         for name, command, args, _ in servers:
-            call = ToolCall(f"mcp-server-{name}", START_SERVER.name, {"name": name, "command": command, "args": args})
-            decision = "allow" if spec.permission is None else await decide(spec.permission, call, START_SERVER)
+            call = ToolCall(
+                f"mcp-server-{name}", START_SERVER.name, {"name": name, "command": command, "args": args}
+            )
+            decision = (
+                "allow" if spec.permission is None else await decide(spec.permission, call, START_SERVER)
+            )
             reason = getattr(decision, "reason", None) or "the permission policy refuses it"
             if decision == "ask":
                 decision, reason = await _ask_to_start(asker, session_id, call)
@@ -508,7 +520,15 @@ class SessionHub:
 
                 for name, command, args, env in servers:
                     server = await scope.enter_async_context(
-                        mcp_server(command, args, name=name, env=env, cwd=cwd, prefix=f"{name}_")
+                        mcp_server(
+                            command,
+                            args,
+                            name=name,
+                            env=env,
+                            cwd=cwd,
+                            prefix=f"{name}_",
+                            sandbox=self.sandbox,
+                        )
                     )
                     agent.tools.update(server.tools_by_name())
 
@@ -542,8 +562,14 @@ async def _not_run(args: dict[str, Any], ctx: Any) -> Any:
 START_SERVER = Tool(
     "start_mcp_server",
     "Runs the command of an MCP server a client named for its session.",
-    {"type": "object", "properties": {"name": {"type": "string"}, "command": {"type": "string"},
-                                      "args": {"type": "array", "items": {"type": "string"}}}},
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "command": {"type": "string"},
+            "args": {"type": "array", "items": {"type": "string"}},
+        },
+    },
     _not_run,
     execution_mode="exclusive",
 )
@@ -556,8 +582,13 @@ async def _ask_to_start(asker: Peer | None, session_id: str, call: ToolCall) -> 
     command = shlex.join([call.arguments["command"], *call.arguments["args"]])
     request = {
         "sessionId": session_id,
-        "toolCall": {"toolCallId": call.id, "title": f"start the MCP server {call.arguments['name']}: {command}",
-                     "kind": "execute", "status": "pending", "rawInput": call.arguments},
+        "toolCall": {
+            "toolCallId": call.id,
+            "title": f"start the MCP server {call.arguments['name']}: {command}",
+            "kind": "execute",
+            "status": "pending",
+            "rawInput": call.arguments,
+        },
         "options": [o for o in PERMISSION_OPTIONS if o["kind"].endswith("_once")],
     }
     try:
