@@ -14,7 +14,8 @@ import logging
 import mimetypes
 import os
 import secrets
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from functools import partial
 from http import HTTPStatus
 from importlib import resources
@@ -104,7 +105,52 @@ class WebSocketOptions:
     #: Seconds a message may take to leave before its client is dropped as stalled.
     stall_timeout: float = STALL_TIMEOUT
     #: Seconds a client may take to send its request head.
-    head_timeout: float = 10.0
+    head_timeout: float = 5.0
+    #: Connections still to send their request head, from one address and
+    #: in all: past either, the oldest of them is closed to make room.
+    pending_per_peer: int = 32
+    pending_total: int = 128
+
+
+class _Handshakes:
+    """Connections that have yet to send their request head. Past
+    ``per_peer`` from one address, or ``total`` in all, the oldest pending
+    one (of that address, or of all) is let go: idle sockets cannot hold
+    the server's descriptors, and a new client always gets its turn."""
+
+    def __init__(self, per_peer: int, total: int) -> None:
+        self._per_peer = per_peer
+        self._total = total
+        self._all: dict[trio.CancelScope, str] = {}
+        self._by_peer: dict[str, dict[trio.CancelScope, None]] = {}
+
+    @contextmanager
+    def pending(self, peer: str) -> Iterator[None]:
+        """Where one connection's head is read: cancelled (and left) if the
+        connection is let go to make room."""
+        scope = trio.CancelScope()
+        self._all[scope] = peer
+        self._by_peer.setdefault(peer, {})[scope] = None
+        if len(self._by_peer[peer]) > self._per_peer:
+            self._let_go(next(iter(self._by_peer[peer])))
+        if len(self._all) > self._total:
+            self._let_go(next(iter(self._all)))
+        try:
+            with scope:
+                yield
+        finally:
+            if scope in self._all:
+                self._forget(scope)
+
+    def _let_go(self, scope: trio.CancelScope) -> None:
+        self._forget(scope)  # at once: the next to come must not pick it again
+        scope.cancel()
+
+    def _forget(self, scope: trio.CancelScope) -> None:
+        peer = self._all.pop(scope)
+        del self._by_peer[peer][scope]
+        if not self._by_peer[peer]:
+            del self._by_peer[peer]
 
 
 class _Replayed(trio.abc.Stream):
@@ -186,16 +232,24 @@ async def serve_websocket(
 ) -> None:
     """Serve until cancelled; ``task_status`` gets the listeners (for the port)."""
     budget = Budget(options.budget_bytes)
-    await trio.serve_tcp(partial(_connection, hub, options, budget), port, host=host, task_status=task_status)
+    handshakes = _Handshakes(options.pending_per_peer, options.pending_total)
+    await trio.serve_tcp(
+        partial(_connection, hub, options, budget, handshakes), port, host=host, task_status=task_status
+    )
 
 
 async def _connection(
-    hub: SessionHub, options: WebSocketOptions, budget: Budget, stream: trio.SocketStream
+    hub: SessionHub,
+    options: WebSocketOptions,
+    budget: Budget,
+    handshakes: _Handshakes,
+    stream: trio.SocketStream,
 ) -> None:
     try:
         async with stream:
             head, request = b"", None
-            with trio.move_on_after(options.head_timeout):  # a client that never finishes its head is let go
+            # A client that never finishes its head, or that others crowd out, is let go.
+            with handshakes.pending(_address(stream)), trio.move_on_after(options.head_timeout):
                 head, request = await _read_head(stream)
             if request is None:
                 return
@@ -213,6 +267,13 @@ async def _connection(
         pass  # the client went away or spoke nonsense: nothing to tell it
     except Exception:
         log.exception("serving a connection failed")  # that connection only, never the server
+
+
+def _address(stream: trio.SocketStream) -> str:
+    try:
+        return str(stream.socket.getpeername()[0])
+    except OSError:  # gone already
+        return ""
 
 
 async def _read_head(stream: trio.SocketStream) -> tuple[bytes, h11.Request | None]:

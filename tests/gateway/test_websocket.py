@@ -4,6 +4,8 @@ no client able to slow the agent or the others."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from agentrio.models.events import Done, StreamStart, TextDelta, TextEnd, TextSt
 from agentrio.tools.builtin import coding_tools
 from agentrio.tools.permissions import read_only, refuse_side_effects
 
+from .acp_harness import ROOT
 from .ws_harness import TOKEN, connected, running_gateway
 
 
@@ -441,3 +444,37 @@ async def test_a_clients_mcp_servers_go_through_the_permission_policy(workspace)
             assert [o["optionId"] for o in asked["options"]] == ["allow-once", "reject-once"]
             session_id = (await client.call("session/new", params))["sessionId"]
             assert "time_get_current_time" in gateway.hub.sessions[session_id].agent.tools
+
+
+async def test_a_client_is_served_while_260_idle_sockets_are_open_against_256_descriptors(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "fake", "XDG_DATA_HOME": str(tmp_path)}
+    command = [sys.executable, "-c", "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+               "(256, 256)); sys.argv = ['agentrio', *sys.argv[1:]]; runpy.run_module('agentrio', run_name='__main__')",
+               "serve", "--port", "0", "--token", TOKEN * 2, "--model", "openai:x", "--db", str(tmp_path / "s.db")]
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                               cwd=tmp_path)
+    try:
+        banner = b""
+        with trio.fail_after(30):
+            while b"\n" not in banner:
+                banner += await process.stdout.receive_some(4096)
+        port = int(banner.split(b"/?token=")[0].rsplit(b":", 1)[1])
+        idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(260)]
+        await trio.sleep(0.5)
+        with trio.fail_after(4):  # before the idle sockets' head deadline could free anything
+            async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}/acp?token={TOKEN * 2}") as ws:
+                await ws.send_message(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                                  "params": {"protocolVersion": 1}}))
+                assert json.loads(await ws.get_message())["result"]["protocolVersion"] == 1
+        # The server let the oldest idle sockets go to make room: it holds 32 at most.
+        await trio.sleep(1)
+        closed = 0
+        for stream in idle:
+            with trio.move_on_after(0.01):
+                closed += await stream.receive_some(1) == b""
+        assert closed >= 260 - 32
+        for stream in idle:
+            await stream.aclose()
+    finally:
+        process.terminate()
+        await process.wait()
