@@ -146,6 +146,8 @@ class Session:
         self._approvals: dict[str, _Approval] = {}
         self._events: Subscription | None = None
         self._drained = trio.Event()
+        #: Whether input restored with the session waits for the first client to attach.
+        self.resume_pending = False
 
     # -- clients ----------------------------------------------------------------
 
@@ -164,6 +166,9 @@ class Session:
             self.files.offer(peer)
         if peer not in self.peers:
             self.peers.append(peer)
+        if self.resume_pending:
+            self.resume_pending = False
+            await self.agent.resume()  # without waiting for new input
         for approval in self._approvals.values():
             self._nursery.start_soon(self._offer, approval, peer)
 
@@ -186,7 +191,13 @@ class Session:
                 peer.send(message, encoded)
 
     def _status_update(self) -> dict[str, Any]:
-        return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": {"status": self.status}}}
+        """The session's status, and the prompts waiting for a turn (after a
+        restart too: they are in the journal)."""
+        queued = [{"inputId": q.id, "text": q.message.text} for q in self.agent.pending_input]
+        return {
+            "sessionUpdate": "session_info_update",
+            "_meta": {"agentrio": {"status": self.status, "queued": queued}},
+        }
 
     # -- input ------------------------------------------------------------------
 
@@ -291,6 +302,7 @@ class Session:
                 self._claimed.clear()
 
     def _on_inbox(self, event: ev.Inbox) -> None:
+        self._broadcast(self._status_update())
         claimed = event.reason == "claim"
         for item in event.removed:
             origin = self._origins.pop(item.id, None)
@@ -546,6 +558,8 @@ class SessionHub:
         session = Session(agent, cwd, choices, files, self.nursery)
         await self.nursery.start(session.pump)
         self.sessions[agent.session_id] = session
+        # Prompts queued when the last process ended run once a client sees them queued.
+        session.resume_pending = bool(agent.pending_input)
         return session
 
 
