@@ -269,6 +269,10 @@ def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gat
                 )
                 assert refused.value.data["sessionId"] == session_id
                 assert refused.value.data["holder"].startswith("pid ")
+                # Its history came first, to read only.
+                assert refused.value.data["readOnly"] is True
+                assert [u.session_update for u in second.updates] == ["user_message_chunk", "agent_message_chunk"]
+                assert second.text() == "First here."
                 # The second gateway goes on: its own sessions work.
                 other = (await two.new_session(cwd=str(workspace), mcp_servers=[])).session_id
                 response = await two.prompt(session_id=other, prompt=[text_block("and you?")])

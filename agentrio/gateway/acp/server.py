@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError, Transport
-from .sessions import Session, SessionHub, prompt_text
+from .sessions import SESSION_HELD, Session, SessionHub, prompt_text
 
 PROTOCOL_VERSION = 1
 
@@ -117,7 +117,14 @@ class AcpConnection:
     async def load_session(self, params: Any) -> dict[str, Any]:
         session_id = _param(params, "sessionId", str)
         cwd = self._cwd(params)
-        session = await self.hub.load(session_id, cwd, _param(params, "mcpServers", list, []), self.peer)
+        try:
+            session = await self.hub.load(session_id, cwd, _param(params, "mcpServers", list, []), self.peer)
+        except RpcError as exc:
+            if exc.code == SESSION_HELD:
+                # Another process writes it: the client may still read it, before the error.
+                self.peer.send_stream(await self.hub.history(session_id, cwd))
+                exc.data = {**(exc.data or {}), "readOnly": True}
+            raise
         await self._attach(session, replay=True)
         return {}
 

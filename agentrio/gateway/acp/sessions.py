@@ -14,7 +14,7 @@ import logging
 import shlex
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from ...tools.permissions import decide
 from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError, encode
-from .updates import STOP_REASONS, UpdateMapper, text_block
+from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, text_block
 
 log = logging.getLogger("agentrio.gateway")
 
@@ -194,10 +194,13 @@ class Session:
         """The session's status, and the prompts waiting for a turn (after a
         restart too: they are in the journal)."""
         queued = [{"inputId": q.id, "text": q.message.text} for q in self.agent.pending_input]
-        return {
-            "sessionUpdate": "session_info_update",
-            "_meta": {"agentrio": {"status": self.status, "queued": queued}},
+        usage = self.agent.usage
+        info = {
+            "status": self.status,
+            "queued": queued,
+            "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
         }
+        return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
 
     # -- input ------------------------------------------------------------------
 
@@ -486,6 +489,17 @@ class SessionHub:
         if not path.is_dir():
             raise RpcError(INVALID_PARAMS, f"cwd {given!r} is not a directory")
         return path
+
+    async def history(self, session_id: str, cwd: Path) -> Iterator[dict[str, Any]]:
+        """The stored history of ``session_id`` as ``session/update``
+        notifications, made as they are taken: to read a session another
+        process holds."""
+        loaded = await self.runtime.store.load_state(session_id)
+        updates = history_updates(tuple(loaded.state.messages), ToolCallView(cwd))
+        return (
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": u}}
+            for u in updates
+        )
 
     def get(self, session_id: Any) -> Session:
         if not isinstance(session_id, str) or (session := self.sessions.get(session_id)) is None:
