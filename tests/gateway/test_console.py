@@ -143,6 +143,12 @@ async def test_the_console_keeps_offline_prompts_its_token_and_session_and_fits_
             await page.wait_until(f"{sidebar}.left === 0 && {sidebar}.width <= 336")
             await page.screenshot(tmp_path / "narrow.png")
 
+            # Delete: a second click on the session's × removes it.
+            for _ in range(2):
+                await page.evaluate("document.querySelector('#sessions li.current .delete').click()")
+            await page.wait_until("document.querySelectorAll('#sessions li').length === 0")
+            assert await page.evaluate("location.hash") == ""
+
             # Forget token: the token is gone and the page says so.
             await page.evaluate("document.getElementById('forget-token').click()")
             await page.wait_until("[...document.querySelectorAll('.notice')].some(n => n.textContent.startsWith('No token'))")

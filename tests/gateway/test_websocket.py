@@ -478,3 +478,32 @@ async def test_a_client_is_served_while_260_idle_sockets_are_open_against_256_de
     finally:
         process.terminate()
         await process.wait()
+
+
+async def test_a_session_is_deleted_when_idle_and_not_while_it_runs(workspace, tmp_path):
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return ToolResult("released")
+
+    gate = Tool("gate", "Waits.", {"type": "object", "properties": {}}, wait)
+    replies = [AssistantMessage([ToolCall("g1", "gate", {})]), AssistantMessage([Text("Done.")])]
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    async with running_gateway(workspace, replies, tools=[gate], store=store) as gateway, \
+            trio.open_nursery() as nursery, connected(gateway.url(), nursery) as client:
+        session_id = await client.open_session()
+        await client.notify("session/prompt", {"sessionId": session_id,
+                                               "prompt": [{"type": "text", "text": "wait"}]})
+        await client.wait_for(lambda: any(u.get("status") == "in_progress" for u in client.updates()))
+        with pytest.raises(RuntimeError) as refused:
+            await client.call("_agentrio/session/delete", {"sessionId": session_id})
+        assert refused.value.args[0]["code"] == -32011
+        release.set()
+        await client.wait_for(lambda: client.text() == "Done.")
+        await gateway.hub.sessions[session_id].agent.wait_idle()
+        assert await client.call("_agentrio/session/delete", {"sessionId": session_id}) == {}
+        assert (await client.call("session/list"))["sessions"] == []
+        with pytest.raises(RuntimeError) as gone:
+            await client.call("session/load", {"sessionId": session_id, "cwd": "", "mcpServers": []})
+        assert gone.value.args[0]["code"] == -32002

@@ -54,6 +54,7 @@ class AcpConnection:
             "session/cancel": self.cancel,
             "_agentrio/steer": self.steer,
             "_agentrio/followup": self.followup,
+            "_agentrio/session/delete": self.delete_session,
         }
 
     async def run(self) -> None:
@@ -131,6 +132,13 @@ class AcpConnection:
     async def _attach(self, session: Session, *, replay: bool) -> None:
         await session.attach(self.peer, replay=replay, files=self._offers_files)
         self._attached[session.id] = session
+
+    async def delete_session(self, params: Any) -> dict[str, Any]:
+        session_id = _param(params, "sessionId", str)
+        await self.hub.delete(session_id)
+        if (session := self._attached.pop(session_id, None)) is not None:
+            session.detach(self.peer)
+        return {}
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         return {"sessions": await self.hub.listing()}

@@ -490,6 +490,23 @@ class SessionHub:
             raise RpcError(INVALID_PARAMS, f"cwd {given!r} is not a directory")
         return path
 
+    async def delete(self, session_id: str) -> None:
+        """Remove ``session_id`` and its journal: refused while one of its
+        turns runs (``BUSY``) or another process holds it; a live idle
+        session is disposed first."""
+        async with self._lock:
+            if (session := self.sessions.get(session_id)) is not None:
+                if session.status == "running" or session.agent.pending_input:
+                    raise RpcError(BUSY, f"session {session_id!r} is running: cancel it first")
+                await self.runtime.dispose(session.agent)
+                del self.sessions[session_id]
+            try:
+                await self.runtime.store.delete_session(session_id)
+            except SessionNotFound:
+                raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
+            except SessionHeld as exc:
+                raise RpcError(SESSION_HELD, str(exc), {"sessionId": session_id}) from None
+
     async def history(self, session_id: str, cwd: Path) -> Iterator[dict[str, Any]]:
         """The stored history of ``session_id`` as ``session/update``
         notifications, made as they are taken: to read a session another

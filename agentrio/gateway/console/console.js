@@ -141,7 +141,9 @@ async function refreshSessions() {
       el("div", {},
         el("div", { class: "sid", text: s.title || s.sessionId, title: s.sessionId }),
         el("div", { class: "when", text: `${new Date(s.updatedAt).toLocaleString()} · ${meta.messages ?? 0} msgs` })),
-      el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }));
+      el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }),
+      el("button", { type: "button", class: "delete", title: "Delete this session (click twice)", text: "×",
+                     onclick: (event) => { event.stopPropagation(); deleteSession(s.sessionId, event.target); } }));
     if (s.sessionId === state.sessionId) {
       item.classList.add("current");
       item.querySelector(".pill").textContent = state.status;  // one status: the session's own updates
@@ -149,6 +151,26 @@ async function refreshSessions() {
     }
     list.append(item);
   }
+}
+
+// The first click asks, the second deletes: no dialog to miss.
+async function deleteSession(sessionId, button) {
+  if (!button.classList.contains("confirm")) {
+    button.classList.add("confirm");
+    button.textContent = "delete?";
+    setTimeout(() => { button.classList.remove("confirm"); button.textContent = "×"; }, 4000);
+    return;
+  }
+  try {
+    await rpc.call("_agentrio/session/delete", { sessionId });
+    if (sessionId === state.sessionId) {
+      state.sessionId = null;
+      history.replaceState(null, "", location.pathname);
+      resetTranscript();
+      showSession();
+    }
+  } catch (error) { showError(error); }
+  await refreshSessions();
 }
 
 function resetTranscript() {
