@@ -122,11 +122,13 @@ async def test_two_clients_on_one_session_see_the_same_updates(workspace):
                 "pending", "in_progress", "completed"]
 
 
-async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_other_client(workspace):
-    # Far more than the stalled client's socket buffers and send queue hold.
+@pytest.mark.parametrize("limit", [{"queue_bytes": 1024 * 1024}, {"budget_bytes": 1024 * 1024},
+                                   {"stall_timeout": 0.1}], ids=["its-queue", "the-server-budget", "stalled"])
+async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_other_client(workspace, limit):
+    # Far more than the stalled client's socket buffers and the limit hold.
     text = "".join(f"line {i:06d} " + "x" * 1000 + "\n" for i in range(3000))
     replies = [AssistantMessage([Text(text)]), AssistantMessage([Text(text)])]
-    async with running_gateway(workspace, replies, chunk_size=1024, queue_bytes=1024 * 1024) as gateway:
+    async with running_gateway(workspace, replies, chunk_size=1024, **limit) as gateway:
         async with trio.open_nursery() as nursery, connected(gateway.url(), nursery) as reader:
             session_id = await reader.open_session()
             async with trio_websocket.open_websocket_url(gateway.url()) as stalled:
@@ -145,8 +147,9 @@ async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_oth
                     answered.set()
 
                 nursery.start_soon(prompt)
-                while not any(peer.dropped for peer in session.peers):
-                    await trio.sleep(0.01)
+                with trio.fail_after(30):
+                    while not any(peer.dropped for peer in session.peers):
+                        await trio.sleep(0.01)
                 # Now it reads: what was sent before it was dropped, then the close.
                 with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                     while True:
