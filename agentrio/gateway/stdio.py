@@ -11,6 +11,8 @@ from .acp.jsonrpc import MessageTooLarge
 from .acp.server import AcpConnection
 from .acp.sessions import SessionHub
 
+#: Seconds a message may take to leave on stdout before the editor counts as gone.
+STDIO_STALL_TIMEOUT = 300.0
 #: Longest line read from stdin; a longer one is skipped and answered with a parse error.
 MAX_LINE = 16 * 1024 * 1024
 
@@ -58,6 +60,6 @@ async def serve_stdio(hub: SessionHub) -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     async with stdin, stdout:
         # The only client of the process is dropped, and the process ends,
-        # only if it stops reading altogether.
-        connection = AcpConnection(hub, LineTransport(stdin, stdout))
+        # only if it stops reading altogether: an editor may be busy a while.
+        connection = AcpConnection(hub, LineTransport(stdin, stdout), stall_timeout=STDIO_STALL_TIMEOUT)
         await connection.run()

@@ -142,6 +142,8 @@ async def test_the_console_keeps_offline_prompts_its_token_and_session_and_fits_
             await page.evaluate("document.getElementById('menu').click()")
             await page.wait_until(f"{sidebar}.left === 0 && {sidebar}.width <= 336")
             await page.screenshot(tmp_path / "narrow.png")
+            if shots := os.environ.get("AGENTRIO_SCREENSHOTS"):
+                (Path(shots) / "narrow.png").write_bytes((tmp_path / "narrow.png").read_bytes())
 
             # Delete: a second click on the session's × removes it.
             for _ in range(2):

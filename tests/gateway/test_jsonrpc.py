@@ -229,3 +229,19 @@ async def test_reading_goes_on_while_requests_are_served_and_one_too_many_is_ref
             release.set()
             assert await transport.reply() == {"jsonrpc": "2.0", "id": 2, "result": "released"}
         transport.to_peer.send_nowait(None)
+
+
+async def test_a_stream_that_fails_ends_there_and_what_follows_it_still_goes():
+    outbox = Outbox()
+
+    def stream():
+        yield {"jsonrpc": "2.0", "method": "note", "params": {"i": 0}}
+        raise ValueError("a history that cannot be mapped")
+
+    outbox.put_stream(stream())
+    outbox.put({"jsonrpc": "2.0", "id": 1, "result": {}})
+    outbox.close()
+    taken = []
+    while (item := await outbox.get()) is not None:
+        taken.append(json.loads(item))
+    assert taken == [{"jsonrpc": "2.0", "method": "note", "params": {"i": 0}}, {"jsonrpc": "2.0", "id": 1, "result": {}}]

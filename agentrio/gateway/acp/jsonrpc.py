@@ -240,7 +240,11 @@ class Outbox:
                 self._ready = trio.Event()
             item = self._items[0]
             if isinstance(item, _Stream):
-                message = next(item.messages, None)
+                try:
+                    message = next(item.messages, None)
+                except Exception:  # a replay that cannot be made ends there; the connection goes on
+                    log.exception("a queued stream of messages failed")
+                    message = None
                 if message is not None:
                     return encode(message)
             self._items.popleft()
