@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
@@ -272,7 +273,22 @@ def _size(item: str | _Chunks | _Snapshot | _Stream) -> int:
 
 
 def encode(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """``message`` as JSON text; a NaN or an infinity (which JSON lacks, say
+    in a tool's raw output) is sent as null."""
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 class Budget:
