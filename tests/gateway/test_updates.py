@@ -36,3 +36,15 @@ def test_mapping_a_3_mb_answer_streamed_in_16_character_deltas_takes_linear_time
         mapper.updates(event)
     [streamed] = list(mapper.replay(()))
     assert streamed["content"]["text"] == "".join(e.delta.text for e in events[1:1000])
+
+
+def test_a_running_commands_output_is_shown_as_its_text_and_other_progress_as_json():
+    mapper = UpdateMapper(Path("."))
+    ids = {"agent_id": "a", "session_id": "s", "time": 0.0, "tool_call_id": "b1", "tool_name": "bash"}
+    shown = []
+    for seq, progress in enumerate(
+        ({"stream": "stdout", "text": "one\n"}, {"stream": "stderr", "text": "two\n"}, {"done": 3})
+    ):
+        [update] = mapper.updates(ev.ToolExecutionUpdate(seq=seq, progress=progress, **ids))
+        shown.append(update["content"][0]["content"]["text"])
+    assert shown == ["one\n", "one\ntwo\n", 'one\ntwo\n{"done": 3}']
