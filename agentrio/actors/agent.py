@@ -306,6 +306,12 @@ class Agent:
         return self._state.usage
 
     @property
+    def pending_input(self) -> tuple[QueuedInput, ...]:
+        """Input waiting in the inbox: next-step input, then next-turn input,
+        each oldest first."""
+        return (*self._state.next_step, *self._state.next_turn)
+
+    @property
     def pending_approvals(self) -> tuple[str, ...]:
         return tuple(self._approvals)
 

@@ -98,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"agentrio: {sandbox_line}", file=sys.stderr)
 
     async def main() -> None:
-        async with open_hub(store, factory, args.cwd, route_files=args.spec is None) as hub:
+        async with open_hub(
+            store, factory, args.cwd, route_files=args.spec is None, sandbox=factory.sandbox
+        ) as hub:
             await serve_stdio(hub)
 
     try:
