@@ -320,6 +320,9 @@ class StoreRecovered(_Event):
     """The agent's store is usable again: the agent takes its queued input."""
 
     type: ClassVar[str] = "store_recovered"
+
+
+@attrs.frozen(kw_only=True)
 class Notice(_Event):
     """Something the host should know that is not an error. ``kind``
     ``system_prompt_differs``: a restored session goes on with the system

@@ -544,3 +544,27 @@ async def test_send_and_call_are_checkpoints_whether_or_not_they_wait():
         with trio.testing.assert_checkpoints():
             assert await mailbox.call(3) == 30
         nursery.cancel_scope.cancel()
+
+
+async def test_an_activity_that_fails_before_taking_input_is_not_started_again_and_again(rt, monkeypatch):
+    """A bug that fails every activity before it claims its input must not
+    turn into a loop of activities: the waiting runs end with the error,
+    the input stays queued, and nothing starts until the agent is woken."""
+    from agentrio.actors.activity import Activity
+
+    started = []
+
+    async def broken(self):
+        started.append(trio.current_time())
+        raise RuntimeError("a bug before the turn")
+
+    monkeypatch.setattr(Activity, "execute", broken)
+    agent = await rt.create(AgentSpec("a", ScriptedModel([])))
+    await agent.followup("queued first")
+    with trio.fail_after(5):
+        result = await agent.run("then this")
+    assert result.stop_reason == "error" and "a bug before the turn" in result.error
+    assert len(started) == 2  # one activity for each input that woke the agent
+    await trio.sleep(0.2)
+    assert len(started) == 2
+    assert [q.message.text for q in agent.inbox.next_turn] == ["queued first", "then this"]

@@ -837,9 +837,19 @@ class Agent:
             self._activity = None
         # Each prompt gets the result of the turn that answered it, once the
         # whole activity (and its agent_end event) is over.
-        for queued in activity.claimed if activity is not None else ():
+        claimed = activity.claimed if activity is not None else ()
+        for queued in claimed:
             if waiter := self._waiters.pop(queued.id, None):
                 waiter.resolve(activity.answers.get(queued.id, result))
+        stalled = result.stop_reason == "error" and not claimed
+        if stalled:
+            # It failed before taking any input in: another activity would
+            # fail the same way at once, and again. The input stays queued
+            # (durable) until new input or ``resume`` wakes the agent; the
+            # runs waiting for it end with the error instead of waiting.
+            for waiter in self._waiters.values():
+                waiter.resolve(result)
+            self._waiters.clear()
         self._set_phase("idle")
         if result.stop_reason == "error" and self.spec.restart == "on_crash":
             if not await self._crashed(result.error or "the run failed"):
@@ -849,7 +859,7 @@ class Agent:
                 return
         # Follow-ups left behind by a stopped run still deserve their turn;
         # after an abort they wait for the next wake-up.
-        if result.stop_reason != "aborted" and self._state.next_turn:
+        if result.stop_reason != "aborted" and self._state.next_turn and not stalled:
             self._wake()
         self._start_if_woken()
 
