@@ -32,7 +32,8 @@ from ...tools import Tool
 from ...tools.permissions import decide
 from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
-from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError, encode
+from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
+from .outbox import encode
 from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, text_block
 
 log = logging.getLogger("agentrio.gateway")
