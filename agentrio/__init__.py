@@ -1,47 +1,83 @@
-"""agentrio: LLM agents as supervised trio actors."""
+"""agentrio: LLM agents as supervised trio actors.
 
-from . import events
-from .actors import (
-    Agent,
-    AgentDisposed,
-    AgentScope,
-    AgentSpec,
-    CompactionFailed,
-    CompactionOutcome,
-    Hooks,
-    Limits,
-    PostTool,
-    PreStep,
-    Reject,
-    RequestContext,
-    RequestError,
-    Route,
-    RunResult,
-    RunStream,
-    Subscription,
-    agent_tool,
-)
-from .journal import LeaseLost, MemoryStore, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
-from .messages import (
-    ABORTED_BEFORE_DISPATCH,
-    TOOL_NOT_STARTED,
-    TOOL_OUTCOME_UNKNOWN,
-    AssistantMessage,
-    Message,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    project_tool_protocol,
-)
-from .models import ProviderError, ScriptedModel
-from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-from .supervisors import Runtime, run_sync
-from .tracing import instrument, uninstrument
-from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
-from .tools.sandbox import Sandbox, SandboxUnavailable
+The public names are imported on first use (module ``__getattr__``), so that
+``import agentrio`` and the ``agentrio`` command start quickly: a program
+pays for the parts it touches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+#: Each public name and the module that defines it (relative to the package).
+_WHERE = {
+    "ABORTED_BEFORE_DISPATCH": ".messages",
+    "Agent": ".actors",
+    "AgentDisposed": ".actors",
+    "AgentScope": ".actors",
+    "AgentSpec": ".actors",
+    "AssistantMessage": ".messages",
+    "CompactionFailed": ".actors",
+    "CompactionOutcome": ".actors",
+    "Document": ".messages",
+    "FallbackModel": ".models",
+    "Hooks": ".actors",
+    "Image": ".messages",
+    "Initiator": ".initiator",
+    "LeaseLost": ".journal",
+    "Limits": ".actors",
+    "MemoryStore": ".journal",
+    "Outcome": ".journal",
+    "Message": ".messages",
+    "PostTool": ".actors",
+    "PostgresStore": ".journal.postgres",
+    "PreStep": ".actors",
+    "Price": ".models",
+    "Prices": ".models",
+    "ProviderError": ".models",
+    "Reject": ".actors",
+    "RemoteInput": ".journal",
+    "RequestContext": ".actors",
+    "RequestError": ".actors",
+    "Route": ".actors",
+    "RunResult": ".actors",
+    "RunStream": ".actors",
+    "Runtime": ".supervisors",
+    "SQLiteStore": ".journal",
+    "Sandbox": ".tools.sandbox",
+    "SandboxUnavailable": ".tools.sandbox",
+    "ScriptedModel": ".models",
+    "SessionHeld": ".journal",
+    "Store": ".journal",
+    "StoreError": ".journal",
+    "Subscription": ".actors",
+    "TOOL_NOT_STARTED": ".messages",
+    "TOOL_OUTCOME_UNKNOWN": ".messages",
+    "Text": ".messages",
+    "Thinking": ".messages",
+    "Tool": ".tools",
+    "ToolCall": ".messages",
+    "ToolCallContext": ".tools",
+    "ToolContext": ".tools",
+    "ToolFatal": ".tools",
+    "ToolRefused": ".tools",
+    "ToolResult": ".tools",
+    "ToolResultMessage": ".messages",
+    "Usage": ".messages",
+    "UserMessage": ".messages",
+    "agent_tool": ".actors",
+    "current_initiator": ".initiator",
+    "events": ".",
+    "instrument": ".tracing",
+    "project_tool_protocol": ".messages",
+    "run_sync": ".supervisors",
+    "serve_mcp": ".gateway.mcp_serve",
+    "tool": ".tools",
+    "uninstrument": ".tracing",
+    "with_initiator": ".initiator",
+    "without_initiator": ".initiator",
+}
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
@@ -54,15 +90,21 @@ __all__ = [
     "AssistantMessage",
     "CompactionFailed",
     "CompactionOutcome",
+    "Document",
+    "FallbackModel",
     "Hooks",
+    "Image",
     "Initiator",
     "LeaseLost",
     "Limits",
     "MemoryStore",
     "Message",
+    "Outcome",
     "PostTool",
     "PostgresStore",
     "PreStep",
+    "Price",
+    "Prices",
     "ProviderError",
     "Reject",
     "RemoteInput",
@@ -98,6 +140,7 @@ __all__ = [
     "instrument",
     "project_tool_protocol",
     "run_sync",
+    "serve_mcp",
     "tool",
     "uninstrument",
     "with_initiator",
@@ -106,9 +149,64 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # Imported on first use: it needs psycopg, an optional dependency.
-    if name == "PostgresStore":
-        from .journal.postgres import PostgresStore
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = importlib.import_module(module, __name__)
+    if name != "events":
+        value = getattr(value, name)
+    globals()[name] = value  # found at once next time
+    return value
 
-        return PostgresStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
+
+if TYPE_CHECKING:
+    from . import events
+    from .actors import (
+        Agent,
+        AgentDisposed,
+        AgentScope,
+        AgentSpec,
+        CompactionFailed,
+        CompactionOutcome,
+        Hooks,
+        Limits,
+        PostTool,
+        PreStep,
+        Reject,
+        RequestContext,
+        RequestError,
+        Route,
+        RunResult,
+        RunStream,
+        Subscription,
+        agent_tool,
+    )
+    from .initiator import Initiator, current_initiator, with_initiator, without_initiator
+    from .journal import LeaseLost, MemoryStore, Outcome, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
+    from .journal.postgres import PostgresStore
+    from .messages import (
+        ABORTED_BEFORE_DISPATCH,
+        TOOL_NOT_STARTED,
+        TOOL_OUTCOME_UNKNOWN,
+        AssistantMessage,
+        Document,
+        Image,
+        Message,
+        Text,
+        Thinking,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+        project_tool_protocol,
+    )
+    from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
+    from .gateway.mcp_serve import serve_mcp
+    from .supervisors import Runtime, run_sync
+    from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
+    from .tools.sandbox import Sandbox, SandboxUnavailable
+    from .tracing import instrument, uninstrument

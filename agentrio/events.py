@@ -60,6 +60,12 @@ class TurnEnd(_Event):
     turn: int
     stop_reason: str
     cancel_cause: str | None = None
+    #: The turn stopped owing the model its tool results: its last model
+    #: message asked for tools and no answer to their results followed.
+    has_more_tool_calls: bool = False
+    #: How many messages of the failed turn were taken back out of history
+    #: (``on_failure="rollback"``); the journal keeps them.
+    rolled_back: int = 0
 
     type: ClassVar[str] = "turn_end"
 
@@ -74,6 +80,9 @@ class StepStart(_Event):
 @attrs.frozen(kw_only=True)
 class StepEnd(_Event):
     step: int
+    #: The step's model message asked for tools: the model is owed their
+    #: results (another step follows unless the turn stops).
+    has_more_tool_calls: bool = False
 
     type: ClassVar[str] = "step_end"
 
@@ -100,6 +109,9 @@ class MessageStart(_Event):
     #: The message itself when it is known at once (user input, tool results);
     #: None while an assistant message streams.
     message: Message | None = None
+    #: For a streaming assistant message: the model request attempt it
+    #: comes from (process-local; a retry or a repair is a new attempt).
+    attempt: str | None = None
 
     type: ClassVar[str] = "message_start"
 
@@ -107,6 +119,8 @@ class MessageStart(_Event):
 @attrs.frozen(kw_only=True)
 class MessageUpdate(_Event):
     delta: StreamEvent
+    #: The attempt of the streaming message (see ``MessageStart.attempt``).
+    attempt: str | None = None
 
     type: ClassVar[str] = "message_update"
 
@@ -138,6 +152,8 @@ class MessageDiscard(_Event):
     withdrawn: it will be retried and never enters history."""
 
     reason: str
+    #: The attempt withdrawn (see ``MessageStart.attempt``).
+    attempt: str | None = None
 
     type: ClassVar[str] = "message_discard"
 
@@ -149,6 +165,18 @@ class RequestRetry(_Event):
     delay: float
 
     type: ClassVar[str] = "request_retry"
+
+
+@attrs.frozen(kw_only=True)
+class ModelFallback(_Event):
+    """A request failed on ``from_model`` past its retries with ``error``,
+    and goes to ``to_model`` (see ``agentrio.FallbackModel``)."""
+
+    from_model: str
+    to_model: str
+    error: ProviderError
+
+    type: ClassVar[str] = "model_fallback"
 
 
 @attrs.frozen(kw_only=True)
@@ -269,8 +297,92 @@ class AgentFailed(_Event):
     error: str
     restarted: bool = False
     escalated: bool = False
+    #: The agent's name and parent (on the runtime's stream, ``rt.subscribe``).
+    name: str = ""
+    parent_id: str | None = None
 
     type: ClassVar[str] = "agent_failed"
+
+
+@attrs.frozen(kw_only=True)
+class StoreFailed(_Event):
+    """The agent's store failed (``error`` says how): its work was stopped,
+    its queued input stays queued, and it runs again once the store has
+    recovered (``store_recovered``)."""
+
+    error: str
+
+    type: ClassVar[str] = "store_failed"
+
+
+@attrs.frozen(kw_only=True)
+class StoreRecovered(_Event):
+    """The agent's store is usable again: the agent takes its queued input."""
+
+    type: ClassVar[str] = "store_recovered"
+class Notice(_Event):
+    """Something the host should know that is not an error. ``kind``
+    ``system_prompt_differs``: a restored session goes on with the system
+    prompt its journal holds, not the spec's, which differs."""
+
+    kind: str
+    text: str
+
+    type: ClassVar[str] = "notice"
+
+
+@attrs.frozen(kw_only=True)
+class GoalStart(_Event):
+    """``Agent.set_goal``: turns start by themselves until the goal ends."""
+
+    text: str
+    max_turns: int | None = None
+
+    type: ClassVar[str] = "goal_start"
+
+
+@attrs.frozen(kw_only=True)
+class GoalEnd(_Event):
+    """The goal ended: ``met`` (the model said so), ``max_turns``, or the
+    stop reason of a turn that did not complete; after ``turns`` turns."""
+
+    reason: str
+    turns: int
+
+    type: ClassVar[str] = "goal_end"
+
+
+@attrs.frozen(kw_only=True)
+class AgentCreated(_Event):
+    """On the runtime's stream (``rt.subscribe``): an agent was published
+    (its setup done). There, ``seq`` counts the runtime's events."""
+
+    name: str
+    parent_id: str | None = None
+
+    type: ClassVar[str] = "agent_created"
+
+
+@attrs.frozen(kw_only=True)
+class AgentEnded(_Event):
+    """On the runtime's stream: an agent was disposed (or stopped for good)
+    and left the registry."""
+
+    name: str
+    parent_id: str | None = None
+
+    type: ClassVar[str] = "agent_ended"
+
+
+@attrs.frozen(kw_only=True)
+class AgentRestarted(_Event):
+    """On the runtime's stream: a failed agent was restored from its journal
+    and goes on (after the ``agent_failed`` that says why)."""
+
+    name: str
+    parent_id: str | None = None
+
+    type: ClassVar[str] = "agent_restarted"
 
 
 @attrs.frozen(kw_only=True)
@@ -332,6 +444,7 @@ Event = (
     | MessageEnd
     | MessageDiscard
     | RequestRetry
+    | ModelFallback
     | CompactionStart
     | CompactionEnd
     | ToolExecutionStart
@@ -342,6 +455,14 @@ Event = (
     | OutputUpdate
     | Lagged
     | AgentFailed
+    | StoreFailed
+    | StoreRecovered
+    | Notice
+    | GoalStart
+    | GoalEnd
+    | AgentCreated
+    | AgentEnded
+    | AgentRestarted
     | ApprovalRequest
     | Inbox
     | ChildEvent

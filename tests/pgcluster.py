@@ -55,6 +55,7 @@ class Cluster:
     folder: Path
     binaries: Path
     user: str | None  # run the server as this user (when we are root)
+    options: str = ""  # the server's command-line options
     _databases: itertools.count = attrs.field(factory=lambda: itertools.count(1))
 
     @classmethod
@@ -74,15 +75,15 @@ class Cluster:
                     "install Debian's postgresql package, which creates it"
                 ) from None
             os.chown(folder, entry.pw_uid, entry.pw_gid)
-        cluster = cls(folder, binaries, user)
+        options = f"-c listen_addresses='' -c unix_socket_directories={folder} -c max_connections=200"
+        if not fsync:  # nothing here survives a crash of the machine anyway
+            options += " -c fsync=off -c full_page_writes=off"
+        cluster = cls(folder, binaries, user, options)
         try:
             cluster._run(
                 "initdb", "-D", folder / "data", "-U", "postgres", "--auth=trust", "-E", "UTF8", "-N"
             )
-            options = f"-c listen_addresses='' -c unix_socket_directories={folder} -c max_connections=200"
-            if not fsync:  # nothing here survives a crash of the machine anyway
-                options += " -c fsync=off -c full_page_writes=off"
-            cluster._run("pg_ctl", "-D", folder / "data", "-l", folder / "log", "-w", "-o", options, "start")
+            cluster.start_server()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -148,6 +149,20 @@ class Cluster:
 
         with psycopg.connect(self.dsn()) as conn:
             return conn.execute("SHOW server_version").fetchone()[0]
+
+    def start_server(self) -> None:
+        """Start the server (again), waiting until it accepts connections."""
+        data, log = self.folder / "data", self.folder / "log"
+        self._run("pg_ctl", "-D", data, "-l", log, "-w", "-o", self.options, "start")
+
+    def kill_server(self) -> None:
+        """Stop the server at once, as a crash would (its data stays)."""
+        self._run("pg_ctl", "-D", self.folder / "data", "-m", "immediate", "stop")
+
+    @property
+    def socket(self) -> Path:
+        """The server's Unix socket."""
+        return self.folder / ".s.PGSQL.5432"
 
     def stop(self) -> None:
         try:

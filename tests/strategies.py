@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from agentrio import AssistantMessage, Text, Thinking, ToolCall, ToolResultMessage, Usage, UserMessage
+from agentrio import (
+    AssistantMessage,
+    Document,
+    Image,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 _text = st.text(max_size=20)
 _ids = st.sampled_from([f"call_{i}" for i in range(6)])
@@ -21,9 +31,18 @@ tool_calls = st.builds(ToolCall, _ids, st.sampled_from(["read", "write", "bash"]
 usages = st.builds(
     Usage,
     *(st.integers(min_value=0, max_value=10_000) for _ in range(4)),
+    cost=st.none() | st.floats(min_value=0, max_value=100, allow_nan=False, allow_infinity=False),
 )
 
-user_messages = st.builds(UserMessage, _text | st.lists(texts, max_size=3))
+_png = b"\x89PNG\r\n\x1a\n"
+images = st.builds(Image, st.binary(max_size=16).map(lambda tail: _png + tail), st.just("image/png"))
+documents = st.builds(
+    Document,
+    st.text(max_size=16).map(str.encode),
+    st.just("text/plain"),
+    st.none() | _text,
+)
+user_messages = st.builds(UserMessage, _text | st.lists(texts | images | documents, max_size=3))
 assistant_messages = st.builds(
     AssistantMessage,
     st.lists(texts | thinkings | tool_calls, max_size=4),
@@ -40,7 +59,7 @@ tool_results = st.builds(
     ToolResultMessage,
     _ids,
     st.sampled_from(["read", "write", "bash"]),
-    st.lists(texts, max_size=2),
+    st.lists(texts | images, max_size=2),
     is_error=st.booleans(),
 )
 messages = user_messages | assistant_messages | tool_results

@@ -490,7 +490,7 @@ def test_a_spec_names_each_wrong_field(fields, message):
 
 
 def test_hooks_must_be_functions():
-    with pytest.raises(TypeError, match=r"Hooks.pre_step: expected a function or None, got 'x'"):
+    with pytest.raises(TypeError, match=r"Hooks.pre_step: expected a function, a list of functions or None, got 'x'"):
         Hooks(pre_step="x")
 
 

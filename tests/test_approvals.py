@@ -100,6 +100,8 @@ async def test_rules_deny_with_their_reason_without_asking(rt):
 
 
 async def test_a_policy_may_deny_and_stop_the_run(rt):
+    """A call allowed before the refusal has started already (each call starts
+    once its own check passes, dsh 7.9); nothing after it starts."""
     policy = rules(allow("echo"), deny("echo", text="rm -rf *", reason="never delete trees", stop=True))
     model = ScriptedModel([calls(("echo", {"text": "ls"}), ("echo", {"text": "rm -rf /"}), ("echo", {"text": "pwd"}))])
     agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], permission=policy))
@@ -107,11 +109,11 @@ async def test_a_policy_may_deny_and_stop_the_run(rt):
         result = await agent.run("go")
     assert result.stop_reason == "permission_denied"
     first, denied, never = _results(agent)
-    assert first.is_error and "TOOL_NOT_STARTED" in first.text  # nothing runs once the run stopped
+    assert first.text == "echo: ls"
     assert denied.text == "permission denied by policy, and the run stopped: never delete trees"
     assert never.is_error and "TOOL_NOT_STARTED" in never.text
-    assert [r.error_code for r in (first, denied, never)] == ["TOOL_NOT_STARTED", "PERMISSION_DENIED", "TOOL_NOT_STARTED"]
-    assert not any(e.result.text.startswith("echo") for e in rec.of("tool_execution_end"))
+    assert [r.error_code for r in (first, denied, never)] == [None, "PERMISSION_DENIED", "TOOL_NOT_STARTED"]
+    assert [e.result.text for e in rec.of("tool_execution_end") if e.result.text.startswith("echo")] == ["echo: ls"]
     assert rec.of("approval_request") == []
 
 

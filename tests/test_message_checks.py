@@ -23,11 +23,11 @@ def _nested(depth):
 @pytest.mark.parametrize(
     ("make", "says"),
     [
-        (lambda: UserMessage(None), "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall parts, got None"),
-        (lambda: UserMessage([1, 2]), "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall parts, got list item 0 of type int"),
+        (lambda: UserMessage(None), "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall/Image/Document parts, got None"),
+        (lambda: UserMessage([1, 2]), "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall/Image/Document parts, got list item 0 of type int"),
         (lambda: UserMessage([Text("a"), "b"]), "got list item 1 of type str"),
         (lambda: UserMessage((Text("a"),)), "got a value of type tuple"),
-        (lambda: ToolResultMessage("c", "t", [1, "two", None]), "ToolResultMessage.content: expected a list of Text/Thinking/ToolCall parts, got list item 0 of type int"),
+        (lambda: ToolResultMessage("c", "t", [1, "two", None]), "ToolResultMessage.content: expected a list of Text/Thinking/ToolCall/Image/Document parts, got list item 0 of type int"),
         (lambda: ToolResultMessage("c", "t", "text"), "ToolResultMessage.content: expected a list"),
         (lambda: ToolResultMessage(None, "t"), "ToolResultMessage.tool_call_id: expected a str, got None"),
         (lambda: ToolResultMessage("c", "t", is_error="yes"), "ToolResultMessage.is_error: expected a bool"),

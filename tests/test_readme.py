@@ -205,6 +205,8 @@ async def test_the_terminal_section_runs_as_written(nursery, tmp_path):
         PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}",
         OPENAI_BASE_URL=server.base_url,
         TERM="xterm-256color",
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
     )
     script = f"set -e\n{commands}{schema_run}echo 'all commands ran'\n"
     term = Terminal(
@@ -219,7 +221,7 @@ async def test_the_terminal_section_runs_as_written(nursery, tmp_path):
         await term.expect(r"■ completed")
         await term.expect_text("/help for help")  # agentrio chat
         term.type_line("/quit")
-        await term.expect_text("agentrio chat · session fix-calc")  # agentrio chat --session fix-calc
+        await term.expect_text("agentrio chat · session fix-calc")  # agentrio chat --resume fix-calc
         await term.expect_text("› Why does test_calc.py fail? Fix it.")
         term.type_line("And now?")
         await term.expect_text("Fixed: add returns a + b now.")
@@ -241,14 +243,15 @@ async def test_the_terminal_section_runs_as_written(nursery, tmp_path):
 
 
 async def test_the_sessions_commands_run_as_written(tmp_path):
-    """The shell block of "Durable sessions", line by line, on an
-    agentrio.db holding fix-issue-42 and a child agent's session."""
+    """The shell block of "Durable sessions", line by line, on the default
+    store (in the user data directory) holding fix-issue-42 and a child agent's session."""
     from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
     from agentrio.messages import AssistantMessage, Text
 
     (commands,) = _blocks("sh", README.split("\nFrom the shell (", 1)[1].split("\n#", 1)[0])
     model = ScriptedModel([AssistantMessage([Text(f"answer {i}")]) for i in range(7)])
-    async with Runtime(SQLiteStore(tmp_path / "agentrio.db")) as rt:
+    (tmp_path / "data" / "agentrio").mkdir(parents=True)
+    async with Runtime(SQLiteStore(tmp_path / "data" / "agentrio" / "sessions.db")) as rt:
         agent = await rt.create(AgentSpec("coder", model), session_id="fix-issue-42")
         for i in range(7):
             await agent.run(f"question {i}")
@@ -256,6 +259,7 @@ async def test_the_sessions_commands_run_as_written(tmp_path):
         await rt.dispose(agent)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTRIO_")}
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    env.update(XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
     done = [
         subprocess.run(
             ["/bin/sh", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
@@ -677,7 +681,9 @@ def test_the_layout_lists_every_package():
 def test_the_agentrio_toml_settings_named_are_the_ones_it_takes():
     """Not a block: the prose of "Use it from the terminal" lists what
     agentrio.toml may set; the config loader takes exactly those."""
-    from agentrio.cli.options import CONFIG_KEYS
+    from agentrio.cli.config import KEYS
 
-    named = re.search(r"an `agentrio.toml` in the working\sdirectory \(([^)]*)\)", README)[1]
-    assert tuple(re.findall(r"`(\w+)`", named)) == CONFIG_KEYS
+    named = re.search(r"an `agentrio.toml` in\sthe working directory or the nearest parent\s+that has one \(([^)]*)\)", README)[
+        1
+    ]
+    assert tuple(re.findall(r"`(\w+)`", named)) == KEYS

@@ -524,3 +524,40 @@ def test_the_tracing_benchmark_runs_every_mode_at_its_quick_size():
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines() if " of off" in line]
     assert rows == ["off", "on", "content"]
+
+
+async def test_with_turn_spans_the_trace_follows_the_state_machine(rt, spans):
+    """QueryEngine seed ("trace 不知道记录哪一步" — without a state machine the
+    trace cannot say which step it is in): with ``turn_spans`` the trace is
+    invoke_agent -> turn -> step -> chat / execute_tool."""
+    agentrio.instrument(spans.provider, turn_spans=True)
+    model = ScriptedModel([calls(("echo", {"text": "a"})), say("done")], model="m")
+    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
+    assert (await agent.run("go")).stop_reason == "completed"
+    found = spans()
+    assert [s.name for s in found] == [
+        "invoke_agent a", "turn 1", "step 1", "chat m", "execute_tool echo", "step 2", "chat m"
+    ]
+    run, turn, step1, chat1, tool, step2, chat2 = found
+    assert parent_of(turn) == run.context.span_id
+    assert parent_of(step1) == parent_of(step2) == turn.context.span_id
+    assert parent_of(chat1) == parent_of(tool) == step1.context.span_id
+    assert parent_of(chat2) == step2.context.span_id
+    assert turn.attributes["agentrio.stop_reason"] == "completed" and step2.attributes["agentrio.step"] == 2
+
+
+async def test_a_fallback_is_a_failed_chat_span_then_a_fallback_event_on_the_run(rt, spans):
+    from agentrio import FallbackModel
+
+    first = ScriptedModel([ProviderError(status=529, type="overloaded_error", message="overloaded")], model="big")
+    second = ScriptedModel([say("the answer")], model="small")
+    agent = await rt.create(AgentSpec("a", FallbackModel(first, second)))
+    assert (await agent.run("go")).stop_reason == "completed"
+
+    run_span, failed, answered = spans()
+    assert (failed.name, answered.name) == ("chat big", "chat small")
+    assert failed.status.status_code == StatusCode.ERROR
+    [fallback] = run_span.events
+    assert (fallback.name, dict(fallback.attributes)) == (
+        "agentrio.fallback", {"from": "scripted:big", "to": "scripted:small", "error.type": "overloaded_error"}
+    )

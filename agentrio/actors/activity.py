@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from .. import _callbacks, tracing
+from .._ids import new_id
 from .._errors import sole_error
 from ..events import (
     AgentEnd,
@@ -31,6 +32,8 @@ from ..events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ModelFallback,
+    Notice,
     RequestRetry,
     State,
     StepEnd,
@@ -41,7 +44,18 @@ from ..events import (
     TurnStart,
 )
 from ..initiator import Initiator, with_initiator
-from ..journal.records import MessageAppended, StepEnded, StepStarted, TurnEnded, TurnStarted
+from ..journal.records import (
+    MessageAppended,
+    RequestFailed,
+    RolledBack,
+    StateEntered,
+    StepEnded,
+    StepStarted,
+    SystemPromptSet,
+    TurnEnded,
+    TurnStarted,
+    prompt_digest,
+)
 from ..mailbox import QueuedInput
 from ..mailbox.inbox import as_queued
 from ..messages import (
@@ -59,12 +73,15 @@ from ..messages import (
 )
 from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
+from ..models.fallback import model_name
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
-from .compaction import CompactionOutcome, Compactor
+from .compaction import BackgroundSummary, CompactionOutcome, Compactor
+from . import goals
+from .hook_chain import bail, listeners
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .model_stream import stream_model
-from .routing import choose_model
+from .routing import choose_model, fallback_index, member
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
 from .tool_pool import BatchPorts, ToolBatch
 
@@ -83,8 +100,12 @@ TRUNCATION_STOPS = {
 
 #: Stop reasons that are errors: their result carries ``error``.
 ERROR_STOPS = frozenset(
-    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid"}
+    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid", "budget"}
 )
+
+#: Stop reasons of a failed turn: ``on_failure="rollback"`` takes its
+#: messages back out of history.
+FAILURE_STOPS = ERROR_STOPS | {"aborted", "timeout"}
 
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
@@ -123,6 +144,10 @@ class TurnMark:
     #: back so far.
     output: Any = None
     output_retries: int = 0
+    #: Committed history's length when the turn started, and whether a
+    #: compaction has replaced it since (a rollback then keeps the turn).
+    history: int = 0
+    compacted: bool = False
 
 
 @attrs.define(eq=False)
@@ -130,6 +155,8 @@ class LiveMessage:
     """The assistant message streaming right now."""
 
     assembler: MessageAssembler = attrs.field(factory=MessageAssembler)
+    #: The model request attempt it comes from (process-local, dsh 7.6).
+    attempt: str = attrs.field(factory=lambda: new_id("attempt"))
     #: Whether ``message_start`` was emitted for it.
     announced: bool = False
     #: With typed output: what the answer says so far, and the reader of it.
@@ -152,8 +179,12 @@ class Activity:
     answered, the open step and turn are closed.
     """
 
-    def __init__(self, ports: ActivityPorts) -> None:
+    def __init__(self, ports: ActivityPorts, *, continuing: bool = False) -> None:
         self.ports = ports
+        #: Whether the run first continues a turn that crash repair closed:
+        #: one turn that asks the model without claiming input (the repaired
+        #: history ends with the interrupted step's answered calls).
+        self._continuing = continuing
         #: ``emit(EventType, **fields)``: the agent's, called directly.
         self.emit = ports.emit
         self.spec = ports.spec
@@ -166,6 +197,8 @@ class Activity:
         # journal's), and its provider projection, grown a message at a time.
         self._context = ports.journal.context()
         self._compactor = Compactor(ports)
+        #: A summary running beside the run (``AgentSpec.compaction``).
+        self._background: BackgroundSummary | None = None
         #: The output budget of this run's requests (None: the adapter's).
         self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
@@ -182,6 +215,9 @@ class Activity:
         self._mark: TurnMark | None = None
         self._live: LiveMessage | None = None
         self._batch: ToolBatch | None = None
+        #: The last model message asked for tools, and no model answer to
+        #: their results has come yet.
+        self._more_tools = False
 
     def _batch_ports(self) -> BatchPorts:
         # Made per batch and dropped with it: held by the activity, its bound
@@ -204,7 +240,10 @@ class Activity:
 
     # -- plumbing -------------------------------------------------------------
 
-    def state(self, name: str) -> None:
+    async def state(self, name: str) -> None:
+        """Enter state ``name`` of the step machine: journaled (a compact
+        record, made durable with the step), then announced."""
+        await self.journal.append(StateEntered(name))
         self.emit(State, name=name)
 
     def add_usage(self, usage: Usage) -> None:
@@ -218,7 +257,11 @@ class Activity:
         self.scope.cancel()
 
     async def commit(self, message: Message, *, announced: bool = False) -> None:
-        """Append ``message`` to the journal, the run's context and its events."""
+        """Append ``message`` to the journal, the run's context and its
+        events; an assistant message with its usage's cost."""
+        if isinstance(message, AssistantMessage) and message.usage.cost is None:
+            usage = self.ports.prices.priced(message.usage, message.provider, message.model)
+            message = attrs.evolve(message, usage=usage)
         await self.journal.append(MessageAppended(message))
         self._context.append(message)
         self.new_messages.append(message)
@@ -264,6 +307,14 @@ class Activity:
 
     async def _execute(self) -> RunResult:
         self.emit(AgentStart, name=self.spec.name)
+        journaled = self._state.system_prompt
+        if journaled is not None and journaled != self.spec.system_prompt:
+            self.emit(
+                Notice,
+                kind="system_prompt_differs",
+                text=f"this session goes on with the system prompt its journal holds "
+                f"({self._state.system_prompt_digest}), not the spec's ({prompt_digest(self.spec.system_prompt)})",
+            )
         stop = "aborted"  # unless the run gets further than an outer cancel lets it
         timeout = self.spec.limits.timeout
         if timeout is not None:
@@ -290,7 +341,15 @@ class Activity:
                 # The journal refused to close the run (its store failed, or
                 # the session's lease was lost): the run still ends, as an error.
                 log.exception("agent %s: could not settle the run", self.ports.agent_id)
-                stop, self.error = "error", _describe_error(exc)
+                closing = _describe_error(exc)
+                # A run that had failed keeps its own error first (dsh 7.10:
+                # the repair's failure keeps the original one).
+                first = self.error if stop in ERROR_STOPS else None
+                stop = "error"
+                self.error = f"{first} (then, while closing the run: {closing})" if first else closing
+            if self._background is not None:  # (left only by a failure to close the turn)
+                with trio.CancelScope(shield=True):
+                    await self._drop_background()
             error = self.error if stop in ERROR_STOPS else None
             cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
@@ -316,7 +375,7 @@ class Activity:
 
     async def _turns(self) -> str:
         inbox = self.ports.inbox
-        while inbox:
+        while inbox or self._continuing:
             stop = await self._turn()
             if stop != "completed":
                 return stop
@@ -324,24 +383,58 @@ class Activity:
 
     async def _turn(self) -> str:
         self.turns += 1
-        self._mark = TurnMark(len(self.new_messages), self.requests, self.tool_calls, len(self.claimed))
+        self._mark = TurnMark(
+            len(self.new_messages), self.requests, self.tool_calls, len(self.claimed), history=len(self._state.messages)
+        )
         turn = self._state.turn + 1
-        await self.journal.append(TurnStarted(turn))
-        self.emit(TurnStart, turn=turn)
-        stop = await self._steps()
-        self.state("done")
-        await self._end_turn(stop)
+        with tracing.turn_span(turn, self.ports.session_id) as span:
+            await self.journal.append(TurnStarted(turn))
+            self.emit(TurnStart, turn=turn)
+            stop = await self._steps()
+            await self.state("done")
+            await self._end_turn(stop)
+            span.ended(stop)
         return stop
 
     async def _end_turn(self, stop: str) -> None:
+        # A summary still running is dropped: it applies within its turn only.
+        await self._drop_background()
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
-        await self.journal.append(TurnEnded(turn, stop, cause))
+        error = self.error if stop in ERROR_STOPS else None
+        await self.journal.append(TurnEnded(turn, stop, cause, error))
+        rolled_back = await self._roll_back(turn, stop)
         await self.journal.sync()
-        self.emit(TurnEnd, turn=turn, stop_reason=stop, cancel_cause=cause)
-        self._answer_turn(stop, cause)
+        self.emit(
+            TurnEnd,
+            turn=turn,
+            stop_reason=stop,
+            cancel_cause=cause,
+            has_more_tool_calls=self._more_tools,
+            rolled_back=rolled_back,
+        )
+        self._more_tools = False
+        if self._state.goal is not None:
+            await goals.after_turn(self.ports, stop)
+        self._answer_turn(stop, cause, rolled_back > 0)
 
-    def _answer_turn(self, stop: str, cause: str | None) -> None:
+    async def _roll_back(self, turn: int, stop: str) -> int:
+        """After a failed turn whose input asked for it, take the turn's
+        messages back out of history (jai-mono: the caller's context stays as
+        it was before the run); returns how many. The journal keeps them."""
+        mark = self._mark
+        if mark is None or stop not in FAILURE_STOPS or mark.compacted:
+            return 0
+        if self.ports.on_failure(mark.owner) != "rollback":
+            return 0
+        taken = len(self._state.messages) - mark.history
+        if taken > 0:
+            await self.journal.append(RolledBack(mark.history, turn))
+            self._context = self.journal.context()
+            self._compactor = Compactor(self.ports)
+        return taken
+
+    def _answer_turn(self, stop: str, cause: str | None, rolled_back: bool = False) -> None:
         """Give every input the turn claimed the turn's own result."""
         mark = self._mark
         if mark is None:
@@ -358,6 +451,7 @@ class Activity:
                 self.error if stop in ERROR_STOPS else None,
                 steps=self.requests - mark.requests,
                 joined=queued.id != mark.owner,
+                rolled_back=rolled_back,
                 cancel_cause=cause,
                 output=mark.output,
             )
@@ -365,12 +459,14 @@ class Activity:
     async def _end_step(self) -> None:
         step = self._state.step
         await self.journal.append(StepEnded(step))
-        self.emit(StepEnd, step=step)
+        self.emit(StepEnd, step=step, has_more_tool_calls=self._more_tools)
 
     async def _steps(self) -> str:
         """The steps of one turn; returns the turn's stop reason."""
         inbox = self.ports.inbox
-        target = "next_turn"
+        # A continued turn answers the input it had taken in: follow-ups wait
+        # for their own turns.
+        target = "next_step" if self._continuing else "next_turn"
         outcome: str | None = None  # None: the model is owed a request
         max_tokens_seen = False
         first = True
@@ -388,13 +484,18 @@ class Activity:
                 return "blocked"
             if not admitted and outcome is not None:
                 if self._hooks and self._hooks.turn_stopping:
-                    await _callbacks.call(self._hooks.turn_stopping, self.ports.handle)
+                    await bail(self._hooks.turn_stopping, self.ports.handle)
                 if inbox.next_step:
                     continue
                 return "max_tokens" if max_tokens_seen else outcome
             if not admitted and first:
-                return "completed"
-            first = False
+                if not self._continuing:
+                    return "completed"
+                if _answered(self._context.history):
+                    # The crash fell after the turn's last answer: it was over.
+                    self._continuing = False
+                    return "completed"
+            first = self._continuing = False
             outcome = await self._step(admitted)
             if outcome == "max_tokens":
                 max_tokens_seen = True
@@ -402,41 +503,45 @@ class Activity:
                 return outcome
 
     async def _pre_step(self, claimed: list[QueuedInput]) -> list[UserMessage] | Reject:
-        messages = [q.message for q in claimed]
-        hook = self._hooks and self._hooks.pre_step
-        if not hook:
-            return messages
-        decision = await _callbacks.call(
-            hook, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
-        )
-        if decision is None:
-            return messages
-        if isinstance(decision, Reject):
-            return decision
-        return [as_queued(m).message for m in decision]
+        # A waterfall: each listener sees the input the one before admitted.
+        for listener in listeners(self._hooks and self._hooks.pre_step):
+            decision = await _callbacks.call(
+                listener, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
+            )
+            if isinstance(decision, Reject):
+                return decision
+            if decision is not None:
+                claimed = [as_queued(m) for m in decision]
+        return [q.message for q in claimed]
 
     async def _step(self, admitted: list[UserMessage]) -> str | None:
         step = self._state.step + 1
-        await self.journal.append(StepStarted(step))
-        self.emit(StepStart, step=step)
-        for message in admitted:
-            await self.commit(message)
-        outcome = await self._step_body()
-        await self._end_step()
+        with tracing.step_span(step, self.ports.session_id):
+            await self.journal.append(StepStarted(step))
+            self.emit(StepStart, step=step)
+            for message in admitted:
+                await self.commit(message)
+            outcome = await self._step_body()
+            await self._end_step()
         return outcome
 
     async def _step_body(self) -> str | None:
-        self.state("build_context")
+        await self.state("build_context")
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests - self._mark.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
-        if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
+        if await self._compact_if_due() is not None:
             return "compaction_failed"
+        if (over := self._over_budget()) is not None:
+            self.error = over
+            return "budget"
+        await self._journal_prompt()
         request = await self._build_request()
-        self.state("call_model")
+        await self.state("call_model")
         self.requests += 1
         message = await self._continue_cut_reply(await self._call_model(request))
+        self._more_tools = bool(message.tool_calls) and not message.truncated
         if message.truncated:
             self.error = message.error
             for call in message.tool_calls:
@@ -458,6 +563,24 @@ class Activity:
             self.error = self._batch.error
         self._batch = None
         return outcome
+
+    def _over_budget(self) -> str | None:
+        """Why the next request would take the run past ``Limits.max_cost``
+        (what the run spent, plus the request's input as the compactor
+        estimates it, at the input price of the model first in line), or None."""
+        max_cost = self.spec.limits.max_cost
+        if max_cost is None:
+            return None
+        model = member(self.spec.model, 0)
+        provider, name = getattr(model, "provider", ""), getattr(model, "model", "")
+        price = self.ports.prices.price(provider, name) if isinstance(provider, str) and isinstance(name, str) else None
+        spent = self.usage.cost if self.usage.total_tokens else 0.0
+        if price is None or spent is None:
+            return f"max_cost is set but no price is known for {model_name(model)}, so the cost cannot be kept to"
+        estimate = spent + self._compactor.tokens(self._context.history) * price.input / 1_000_000
+        if estimate > max_cost:
+            return f"the next request would take the run to about ${estimate:.4f}, past max_cost ${max_cost:g}"
+        return None
 
     async def _check_output(self, message: AssistantMessage) -> str | None:
         """With typed output, the answer must parse: a valid one completes the
@@ -490,24 +613,29 @@ class Activity:
             message = await self._call_model(await self._build_request())
         return message
 
+    @property
+    def system_prompt(self) -> str:
+        """The session's system prompt: the journaled one (a restored
+        session's), else the spec's."""
+        journaled = self._state.system_prompt
+        return self.spec.system_prompt if journaled is None else journaled
+
+    async def _journal_prompt(self) -> None:
+        """Journal the system prompt before the first request built on it."""
+        if self._state.system_prompt is None:
+            prompt = self.spec.system_prompt
+            await self.journal.append(SystemPromptSet(prompt, prompt_digest(prompt)))
+
     async def _build_request(self) -> ModelRequest:
-        system_prompt = self.spec.system_prompt
+        system_prompt = self.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
-        output = self.spec.output_spec
         if not hook:
-            return ModelRequest(
-                system_prompt, self._context.messages(), tools, max_tokens=self._max_tokens, output=output
-            )
+            return ModelRequest(system_prompt, self._context.messages(), tools, **self._request_options())
         context = RequestContext(system_prompt, list(self._context.history), tools)
-        context = await _callbacks.call(hook, context) or context
-        return ModelRequest(
-            context.system_prompt,
-            project_tool_protocol(context.messages),
-            list(context.tools),
-            max_tokens=self._max_tokens,
-            output=output,
-        )
+        for listener in listeners(hook):
+            context = await _callbacks.call(listener, context) or context
+        return self._request_from(context)
 
     # -- the model request ----------------------------------------------------
 
@@ -515,14 +643,16 @@ class Activity:
         """One model request with its retries and its one protocol repair;
         returns the committed assistant message."""
         attempt = 1
-        repair: str | None = None  # the protocol-repair text, once sent
+        repair: _Repair | None = None  # the protocol repair, once sent
         compacted = False
         error = None
+        fallback = 0  # which of a FallbackModel's models takes the request
         while True:
-            model = await choose_model(self.ports, request, "step", attempt, error)
+            chosen = await choose_model(self.ports, request, "step", attempt, error)
+            model = member(chosen, fallback)
             live = self._live = LiveMessage()
             hook = self._hooks and self._hooks.on_assistant_stream
-            observe = functools.partial(_callbacks.call, hook) if hook else None
+            observe = functools.partial(bail, hook) if hook else None
             with tracing.chat_span(model, request, self.ports.session_id) as chat:
                 error = await stream_model(
                     model, request, self._on_stream_event, observe, start=self.ports.start_actor
@@ -532,6 +662,15 @@ class Activity:
                         type=CONNECTION_ERROR, message="the stream ended without a stop reason"
                     )
                 chat.answered(live.assembler, error)
+            if error is None and live.assembler.done.stop_reason == "context_overflow" and not compacted:
+                # Overflow reported in-band (Anthropic's model_context_window_exceeded):
+                # compact and retry once, as for the overflow error; when nothing
+                # could be compacted the cut message stays, its calls unrun.
+                compacted = True
+                if (await self._compact("overflow")).compacted:
+                    self._withdraw(live, "context_overflow")
+                    request = await self._rebuild_request(repair)
+                    continue
             if error is not None and error.type == CONTEXT_OVERFLOW and not compacted:
                 # The recover path: compact, rebuild the request, retry once.
                 self._withdraw(live, "context_overflow")
@@ -554,52 +693,115 @@ class Activity:
                     # Rebuilt: a prepare_context that reads the time or the inbox sees the retry.
                     request = await self._rebuild_request(repair)
                     continue
+                if (following := fallback_index(chosen, fallback, error)) is not None:
+                    self._withdraw(live, "fallback")
+                    names = model_name(model), model_name(member(chosen, following))
+                    tracing.event("agentrio.fallback", **{"from": names[0], "to": names[1], "error.type": error.type})
+                    self.emit(ModelFallback, from_model=names[0], to_model=names[1], error=error)
+                    fallback, attempt = following, 1
+                    request = await self._rebuild_request(repair)
+                    continue
                 stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"
                 message = live.assembler.interrupted(stop, str(error))
             else:
                 message = live.assembler.message()
                 if repair is None and request.tools and _writes_tool_calls_as_text(message):
                     self._withdraw(live, "protocol_repair")
-                    repair = await self._repair_text(message)
-                    request = _with_protocol_repair(request, repair)
+                    repair = await self._repair(message)
+                    base = request if repair.context is None else self._request_from(repair.context)
+                    request = _with_protocol_repair(base, repair.text)
                     continue
             self._live = None
             if message.content or error is None:
                 await self.commit(message, announced=live.announced)
-            elif live.announced:
+            else:
                 # A failed request that said nothing leaves no empty message
-                # in history: the run's error says what happened.
-                self.emit(MessageDiscard, reason=message.stop_reason)
+                # in history (providers refuse one), but a marker in the journal.
+                await self.journal.append(RequestFailed(str(error), message.stop_reason))
+                if live.announced:
+                    self.emit(MessageDiscard, reason=message.stop_reason, attempt=live.attempt)
             return message
+
+    async def _compact_if_due(self) -> str | None:
+        """At a step boundary: apply a background summary that is ready, and
+        compact (or start summarizing beside the run) when the next request
+        is past the threshold. Returns the error that stops the run, if any."""
+        failed = False
+        job = self._background
+        if job is not None and job.done.is_set():
+            self._background = None
+            outcome = await self._compactor.finish(job, self._context.history)
+            self._compacted(outcome)
+            failed = outcome.error is not None
+        if not self._compactor.due(self._context.history):
+            return None
+        if self.spec.compaction == "background" and not failed:
+            if self._background is None:
+                self._background = self._compactor.start_background(self._context.history, len(self._state.messages))
+            return None
+        return (await self._compact("threshold")).error
+
+    async def _drop_background(self) -> None:
+        job, self._background = self._background, None
+        if job is not None:
+            await self._compactor.drop(job)
 
     async def _compact(self, reason: str) -> CompactionOutcome:
         """Compact the run's history; the run goes on from what is left."""
+        await self._drop_background()  # superseded
         outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
+        self._compacted(outcome)
+        return outcome
+
+    def _compacted(self, outcome: CompactionOutcome) -> None:
         self.add_usage(outcome.usage)
         if outcome.compacted:
+            if self._mark is not None:
+                self._mark.compacted = True
             self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
         elif outcome.error:
             self.error = outcome.error
-        return outcome
 
-    async def _rebuild_request(self, repair: str | None) -> ModelRequest:
-        request = await self._build_request()
-        return request if repair is None else _with_protocol_repair(request, repair)
+    async def _rebuild_request(self, repair: _Repair | None) -> ModelRequest:
+        if repair is None:
+            return await self._build_request()
+        base = await self._build_request() if repair.context is None else self._request_from(repair.context)
+        return _with_protocol_repair(base, repair.text)
 
-    async def _repair_text(self, message: AssistantMessage) -> str:
-        """What the model is told after writing tool calls as text."""
-        hook = self._hooks and self._hooks.on_protocol_violation
-        text = await _callbacks.call(hook, message) if hook else None
-        return text or PROTOCOL_REPAIR
+    async def _repair(self, message: AssistantMessage) -> _Repair:
+        """What the model is told after writing tool calls as text: the
+        hook's text (None: the default), or a ``RequestContext`` the repair
+        request is built from instead of the step's (jai-mono:
+        ``directive.context ?? prepared``), with the default text."""
+        answer = await bail(self._hooks and self._hooks.on_protocol_violation, message)
+        if isinstance(answer, RequestContext):
+            return _Repair(PROTOCOL_REPAIR, answer)
+        return _Repair(answer or PROTOCOL_REPAIR)
+
+    def _request_from(self, context: RequestContext) -> ModelRequest:
+        return ModelRequest(
+            context.system_prompt,
+            project_tool_protocol(context.messages),
+            list(context.tools),
+            **self._request_options(),
+        )
+
+    def _request_options(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self._max_tokens,
+            "output": self.spec.output_spec,
+            "prompt_cache": self.spec.prompt_cache,
+            "cache_key": self.ports.session_id,
+        }
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
         live.assembler.feed(event)
         if isinstance(event, StreamStart):
             live.announced = True
-            self.emit(MessageStart, role="assistant")
+            self.emit(MessageStart, role="assistant", attempt=live.attempt)
         else:
-            self.emit(MessageUpdate, delta=event)
+            self.emit(MessageUpdate, delta=event, attempt=live.attempt)
             if isinstance(event, TextDelta) and self.spec.output_spec is not None:
                 self._follow_output(live, event.text)
 
@@ -614,17 +816,18 @@ class Activity:
 
     def _withdraw(self, live: LiveMessage, reason: str) -> None:
         if live.announced:
-            self.emit(MessageDiscard, reason=reason)
+            self.emit(MessageDiscard, reason=reason, attempt=live.attempt)
             tracing.event("agentrio.discard", reason=reason)
         self._live = None
 
     async def _retry_delay(self, model: Model, error: ProviderError, attempt: int) -> float | None:
         policy = getattr(model, "retry_policy", None)
         default = policy.delay(error, attempt) if policy is not None else None
-        hook = self._hooks and self._hooks.on_request_error
-        if not hook:
-            return default
-        return await _callbacks.call(hook, RequestError(self.ports.handle, error, attempt, default))
+        # A waterfall: each listener's answer is the next one's default.
+        delay = default
+        for listener in listeners(self._hooks and self._hooks.on_request_error):
+            delay = await _callbacks.call(listener, RequestError(self.ports.handle, error, attempt, delay))
+        return delay
 
     # -- settling after a cancel, a time-out or a failure ---------------------
 
@@ -662,8 +865,22 @@ class Activity:
                 await self.commit_tool_result(call, result, duration)
             await self._end_step()
         if state.turn_open:
-            self.state("done")
+            await self.state("done")
             await self._end_turn(stop)
+
+
+@attrs.frozen
+class _Repair:
+    """The one protocol repair of a request: the text sent, and the context
+    the hook gave to build the request from (None: the step's)."""
+
+    text: str
+    context: RequestContext | None = None
+
+
+def _answered(history: list[Message]) -> bool:
+    """Whether history ends with the model's final answer (no tool asked)."""
+    return bool(history) and isinstance(history[-1], AssistantMessage) and not history[-1].tool_calls
 
 
 def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:

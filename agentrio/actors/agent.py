@@ -11,7 +11,17 @@ import attrs
 import trio
 
 from .._ids import new_id
-from ..events import AgentFailed, ApprovalRequest, ChildEvent, Event, Inbox as InboxEvent, Status
+from ..events import (
+    AgentFailed,
+    AgentRestarted,
+    ApprovalRequest,
+    ChildEvent,
+    Event,
+    Status,
+    StoreFailed,
+    StoreRecovered,
+)
+from ..events import Inbox as InboxEvent
 from ..initiator import Initiator, clear_initiator, current_initiator
 from ..journal import Journal
 from ..journal.records import ActorFailed
@@ -29,16 +39,18 @@ from ..mailbox import (
     as_queued,
 )
 from ..messages import Message, ToolCall, Usage
+from ..models import BUILTIN_PRICES
 from ..supervision import RestartIntensity
 from ..tools import Tool
 from ..tools.permissions import summarize_call
 from .activity import Activity
 from .bus import EventBus, Subscription
 from .compaction import CompactionOutcome, compact_now
+from .goals import set_goal
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
-from .spec import AgentSpec, RunResult
+from .spec import ON_FAILURE, AgentSpec, RunResult
 
 log = logging.getLogger("agentrio")
 
@@ -49,8 +61,10 @@ Setup = Callable[["Agent", AgentScope], Awaitable["Callable[[], None] | None"]]
 
 T = TypeVar("T")
 
-CancelCause = Literal["user", "parent", "hook", "disposed", "lease_lost", "store_failed"]
-CANCEL_CAUSES = ("user", "parent", "hook", "disposed", "lease_lost", "store_failed")
+#: ``released``: a runtime gives the session up mid-turn, for another to
+#: continue the turn (``rt.serve``).
+CancelCause = Literal["user", "parent", "hook", "disposed", "lease_lost", "store_failed", "released"]
+CANCEL_CAUSES = ("user", "parent", "hook", "disposed", "lease_lost", "store_failed", "released")
 APPROVAL_DECISIONS = ("approve", "deny", "deny_and_stop")
 
 #: Messages that may wait in an agent's mailbox before senders wait.
@@ -71,6 +85,8 @@ class _Send:
     wakeup: bool
     #: Reply with a waiter for the result of the activity that handles it.
     wait: bool = False
+    #: With ``wait``: what a failure of its turn leaves (None: the spec's).
+    on_failure: str | None = None
 
 
 @attrs.frozen
@@ -79,6 +95,12 @@ class _Withdraw:
     is still queued."""
 
     input_id: str
+
+
+@attrs.frozen
+class _Replace:
+    input_id: str
+    message: Any
 
 
 @attrs.frozen
@@ -100,8 +122,17 @@ class _Maintain:
 
 
 @attrs.frozen
+class _SetGoal:
+    text: str
+    max_turns: int | None
+
+
+@attrs.frozen
 class _Resume:
-    """Start the pending input a restored session holds."""
+    """Start the pending input a restored session holds (first continuing
+    the turn crash repair closed, with ``continue_turn``)."""
+
+    continue_turn: bool = False
 
 
 @attrs.frozen
@@ -114,6 +145,7 @@ class _Close:
 class _RunWaiter:
     done: trio.Event = attrs.field(factory=trio.Event)
     result: RunResult | None = None
+    on_failure: str | None = None
 
     def resolve(self, result: RunResult) -> None:
         if not self.done.is_set():
@@ -168,6 +200,7 @@ class Agent:
         "_approvals",
         "_bus",
         "_closing",
+        "_continue",
         "_disposing",
         "_failed",
         "_intensity",
@@ -218,6 +251,8 @@ class Agent:
         #: Set when the agent settles; None while it is settled.
         self._settled: trio.Event | None = None
         self._wake_pending = False
+        #: Whether the next activity first continues a repaired turn.
+        self._continue = False
         self._activity: Activity | None = None
         self._closing = False  # the actor accepts no more input
         self._disposing = False  # dispose() has begun
@@ -299,6 +334,7 @@ class Agent:
 
     async def _call(self, message: Any) -> Any:
         self._check_open()
+        self._check_not_in_setup()
         try:
             return await self._mailbox.call(message)
         except (MailboxClosed, ActorStopped):
@@ -323,24 +359,31 @@ class Agent:
         """Add ``message`` as context to the next step, without waking."""
         return await self.send(message, "next_step", wakeup=False)
 
-    async def run(self, prompt: Input) -> RunResult:
+    async def run(self, prompt: Input, *, on_failure: Literal["keep", "rollback"] | None = None) -> RunResult:
         """Queue ``prompt`` as a follow-up and return the result of the turn
         that answered it, once the activity that ran it has ended. Never
         raises for a run that ended: a cancel, a limit or a provider error
         is the stop reason.
 
+        ``on_failure`` (default: the spec's, ``keep``): ``rollback`` leaves
+        history as it was before the turn when it stops aborted, on a
+        time-out or an error (``RunResult.rolled_back``); the journal keeps
+        those messages (a fork at that turn has them).
+
         Cancelling the caller withdraws the prompt if it is still queued; an
         activity already handling it goes on (``cancel`` stops it).
         """
-        async with self._prompt(prompt) as waiter:
+        if on_failure is not None and on_failure not in ON_FAILURE:
+            raise ValueError(f"on_failure must be one of {ON_FAILURE}, got {on_failure!r}")
+        async with self._prompt(prompt, on_failure) as waiter:
             await waiter.done.wait()
         return waiter.result
 
     @asynccontextmanager
-    async def _prompt(self, prompt: Input) -> AsyncIterator[_RunWaiter]:
+    async def _prompt(self, prompt: Input, on_failure: str | None = None) -> AsyncIterator[_RunWaiter]:
         """Queue ``prompt`` with a waiter for its result; leaving the block
         before it is answered withdraws the prompt if no turn took it yet."""
-        queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, wait=True))
+        queued, waiter = await self._call(_Send(as_queued(prompt), "next_turn", True, True, on_failure))
         try:
             yield waiter
         finally:
@@ -356,23 +399,31 @@ class Agent:
         turn can take it any more, because one already did."""
         return await self._call(_Withdraw(input_id))
 
+    async def replace(self, input_id: str, message: Input) -> bool:
+        """Replace a pending input (by its ``QueuedInput.id``) in place, keeping
+        its id and its waiting ``run()``; False when a turn already took it."""
+        return await self._call(_Replace(input_id, message))
+
     async def answer(self, request_id: str, decision: str, reason: str | None = None) -> None:
         """Answer an ``approval_request``: ``approve``, ``deny`` or ``deny_and_stop``."""
         if decision not in APPROVAL_DECISIONS:
             raise ValueError(f"decision must be one of {APPROVAL_DECISIONS}, got {decision!r}")
         await self._call(_Answer(request_id, decision, reason))
 
-    async def cancel(self, cause: CancelCause = "user", keep_inbox: bool = False) -> None:
+    async def cancel(self, cause: CancelCause = "user", keep_inbox: bool = False, *, reason: str | None = None) -> None:
         """Abort the running activity (if any) and cancel this agent's
         children (cause ``parent``). Unless ``keep_inbox``, pending input is
         discarded too. Returns once the abort has begun; ``wait_idle`` waits
-        for it to settle."""
+        for it to settle. A ``reason`` (for the ``hook`` cause, say: which
+        hook and why) goes with the cause: the run's ``cancel_cause`` is then
+        ``"hook: <reason>"``."""
         if cause not in CANCEL_CAUSES:
             raise ValueError(f"cause must be one of {CANCEL_CAUSES}, got {cause!r}")
         if self._stopped.is_set():
             return
+        self._check_not_in_setup()
         try:
-            await self._mailbox.call(_Cancel(cause, keep_inbox))
+            await self._mailbox.call(_Cancel(f"{cause}: {reason}" if reason else cause, keep_inbox))
         except (MailboxClosed, ActorStopped):
             pass  # nothing left to cancel
         for child in self.children():
@@ -428,10 +479,26 @@ class Agent:
         async with self._bus.subscribe() as events, self._prompt(prompt) as waiter:
             yield RunStream(events, waiter)
 
-    async def resume(self) -> None:
+    async def set_goal(self, text: str, *, max_turns: int | None = None) -> None:
+        """Pursue ``text``: turns start by themselves, one after another,
+        until the model ends a reply with ``goals.GOAL_MET``, ``max_turns``
+        turns have run, or a turn does not complete (``goal_start`` and
+        ``goal_end`` events; ``goal_set``/``goal_ended`` records). Returns once
+        the goal is journaled and its first turn queued."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("set_goal needs the goal as non-empty text")
+        if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns <= 0):
+            raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
+        await self._call(_SetGoal(text, max_turns))
+
+    async def resume(self, *, continue_turn: bool = False) -> None:
         """Start the pending input of a restored session (a restored agent
-        waits for this, or for new input, before it runs)."""
-        await self._call(_Resume())
+        waits for this, or for new input, before it runs). With
+        ``continue_turn``, the run first continues the turn that crash repair
+        closed, so that the input it had taken in gets a real answer: the
+        model sees the repaired history and the turn runs to its end (no
+        model request if the crash fell after the turn's final answer)."""
+        await self._call(_Resume(continue_turn))
 
     async def dispose(self) -> None:
         """Tear the agent down, in order: stop accepting work, dispose its
@@ -600,13 +667,22 @@ class Agent:
             case _Withdraw(input_id=input_id):
                 self._waiters.pop(input_id, None)
                 return await self.inbox.remove(input_id)
+            case _Replace(input_id=input_id, message=replacement):
+                replaced = await self.inbox.replace(input_id, replacement)
+                await self._journal.sync()  # durable when it returns
+                return replaced
             case _Cancel(cause=cause, keep_inbox=keep_inbox):
                 await self._cancel(cause, keep_inbox)
             case _Answer():
                 self._answer(message)
-            case _Resume():
-                if self.inbox:
+            case _Resume(continue_turn=continue_turn):
+                self._continue = self._continue or continue_turn
+                if self.inbox or self._continue:
                     self._wake()
+            case _SetGoal(text=text, max_turns=max_turns):
+                await set_goal(self._ports(), text, max_turns)
+                await self._journal.sync()
+                self._wake()
             case _Close():
                 self._closing = True
                 # A closing agent starts no activity, so a latched wake-up
@@ -631,7 +707,7 @@ class Agent:
         await self._journal.sync()  # accepted input survives a crash
         waiter = None
         if message.wait:
-            waiter = self._waiters[queued.id] = _RunWaiter()
+            waiter = self._waiters[queued.id] = _RunWaiter(on_failure=message.on_failure)
         if message.wakeup:
             self._wake()
         return queued, waiter
@@ -713,14 +789,20 @@ class Agent:
         if not self._wake_pending or self._closing:
             return
         self._wake_pending = False
-        if not self.inbox:
+        if _store_down(self._journal.store):
+            # Nothing could be journaled: the input stays queued until the
+            # Runtime resumes the agent once the store has recovered.
+            self._update_settled()
+            return
+        if not self.inbox and not self._continue:
             self._update_settled()
             return
         self._set_phase("running")
         # Made here, not in its task: a cancel that arrives before the task
         # first runs must find the activity to cancel.
         try:
-            activity = self._activity = Activity(self._ports())
+            activity = self._activity = Activity(self._ports(), continuing=self._continue)
+            self._continue = False
         except Exception as exc:
             log.exception("agent %s: the activity could not be made", self.id)
             activity, error = None, f"{type(exc).__name__}: {exc}"
@@ -785,7 +867,13 @@ class Agent:
             start_actor=self._nursery.start_soon,
             spawn_child=self._spawn_child,
             handle=self,
+            on_failure=self._on_failure,
+            prices=getattr(self._runtime, "prices", BUILTIN_PRICES).merged(self.spec.prices),
         )
+
+    def _on_failure(self, input_id: str | None) -> str:
+        waiter = self._waiters.get(input_id) if input_id is not None else None
+        return waiter.on_failure if waiter is not None and waiter.on_failure else self.spec.on_failure
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
         self._nursery.start_soon(self._supervise_worker, call_id, worker)
@@ -856,9 +944,15 @@ class Agent:
             except Exception:
                 log.exception("agent %s: the failure could not be journaled", self.id)
         self._bus.emit(AgentFailed, error=error, restarted=restart, escalated=not restart)
+        self._announce(AgentFailed, error=error, restarted=restart, escalated=not restart)
         if restart:
             await self._restore()
+            self._announce(AgentRestarted)
         return restart
+
+    def _announce(self, event_type: type[Event], **fields: Any) -> None:
+        """Tell the runtime's stream (``Runtime.subscribe``)."""
+        self._runtime.registry.events.emit(event_type, self, **fields)
 
     async def _restore(self) -> None:
         """Rebuild the agent's state from its journal, with crash repair."""
@@ -871,6 +965,13 @@ class Agent:
         if self._state.next_turn or self._state.next_step:
             self._wake()
 
+    def _tell_store(self, error: str | None) -> None:
+        """Tell subscribers that the store failed (``error``), or recovered."""
+        if error is None:
+            self._bus.emit(StoreRecovered)
+        else:
+            self._bus.emit(StoreFailed, error=error)
+
     def _fail_for_good(self, exc: Exception) -> None:
         if isinstance(exc, AgentStoppedForGood):
             self._failed = str(exc)  # already journaled and reported
@@ -878,6 +979,7 @@ class Agent:
             self._failed = f"{type(exc).__name__}: {exc}"
             log.error("agent %s failed for good", self.id, exc_info=exc)
             self._bus.emit(AgentFailed, error=self._failed, restarted=False, escalated=True)
+            self._announce(AgentFailed, error=self._failed, restarted=False, escalated=True)
         self._closing = True
 
     def _collect_teardown_error(self, exc_type, exc, tb) -> bool:
@@ -942,6 +1044,23 @@ class Agent:
     def _check_open(self) -> None:
         if self._closing or self._disposing:
             raise AgentDisposed(f"agent {self.id} is disposed")
+
+    def _check_not_in_setup(self) -> None:
+        """Setup composes the agent but never drives it (dsh 7.1): from its
+        task, a call that needs the actor (which serves only after setup)
+        would wait for good."""
+        if self._starting is not None and trio.lowlevel.current_task() in self._owned:
+            raise RuntimeError(
+                f"agent {self.id}: setup may compose the agent (tools, scope, listeners) but not drive "
+                "it; send input, cancel or maintain it once create() has returned"
+            )
+
+
+def _store_down(store: object) -> bool:
+    """Whether the store has failed and not recovered yet (a store that
+    cannot fail has no ``failed`` event)."""
+    failed = getattr(store, "failed", None)
+    return isinstance(failed, trio.Event) and failed.is_set()
 
 
 async def dispose_in_order(agents: Iterable[Agent]) -> list[Exception]:

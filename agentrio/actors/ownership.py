@@ -29,6 +29,9 @@ class OwnedTasks:
     def discard(self, task: trio.lowlevel.Task) -> None:
         self._tasks.discard(task)
 
+    def __contains__(self, task: trio.lowlevel.Task) -> bool:
+        return task in self._tasks
+
     def __call__(self) -> None:
         if CHECKS and trio.lowlevel.current_task() not in self._tasks:
             raise NotOwner(

@@ -15,6 +15,7 @@ import attrs
 from ..journal import Journal
 from ..mailbox import Inbox
 from ..messages import ToolCall
+from ..models import BUILTIN_PRICES, Prices
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -79,4 +80,10 @@ class ActivityPorts:
     #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
     spawn_child: Callable[..., Awaitable[Agent]]
     handle: Agent
+    #: ``on_failure(input_id)``: what a failed turn started by that input
+    #: leaves in history, ``keep`` or ``rollback`` (see ``AgentSpec.on_failure``).
+    on_failure: Callable[[str | None], str]
+    #: The prices a run's usage is costed at: the spec's over the host's
+    #: (``Runtime(prices=)``) over the built-in table.
+    prices: Prices = BUILTIN_PRICES
 

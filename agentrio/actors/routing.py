@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import _callbacks
-from ..models import Model, ModelRequest, ProviderError
+from ..models import FallbackModel, Model, ModelRequest, ProviderError
+from .hook_chain import bail
 from .spec import Route
 
 if TYPE_CHECKING:
@@ -20,9 +20,20 @@ async def choose_model(
     hooks = ports.spec.hooks
     if hooks is None or hooks.choose_model is None:
         return ports.spec.model
-    model = await _callbacks.call(hooks.choose_model, Route(ports.handle, request, purpose, attempt, error))
+    model = await bail(hooks.choose_model, Route(ports.handle, request, purpose, attempt, error))
     if model is None:
         return ports.spec.model
     if not callable(getattr(model, "stream", None)):
         raise TypeError(f"Hooks.choose_model returned {model!r}, not a model")
     return model
+
+
+def member(model: Model, index: int) -> Model:
+    """The model that takes a request at fallback ``index`` (0: the first)."""
+    return model.models[index] if isinstance(model, FallbackModel) else model
+
+
+def fallback_index(model: Model, index: int, error: ProviderError) -> int | None:
+    """The fallback index to try once ``model``'s member ``index`` failed
+    with ``error`` past its retries; None when the request fails."""
+    return model.after(index, error) if isinstance(model, FallbackModel) else None

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from ..messages import Message, ToolCall, ToolResultMessage, Usage
-from ..models import Model, ModelRequest, OutputSpec, ProviderError, ToolSpec, from_string
+from ..models import (
+    FallbackModel,
+    Model,
+    ModelRequest,
+    OutputSpec,
+    Prices,
+    ProviderError,
+    ToolSpec,
+    from_string,
+)
 from ..tools import Tool
 
 if TYPE_CHECKING:
@@ -30,6 +39,7 @@ RunStopReason = Literal[
     "blocked",
     "error",
     "output_invalid",
+    "budget",
 ]
 
 Decision = Literal["allow", "deny", "ask"]
@@ -70,6 +80,15 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
 
 
+def _positive_dollars(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {_describe(value)}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {value!r}")
+
+
 def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {_describe(value)}")
@@ -87,6 +106,22 @@ def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
 def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
+
+
+def _chain(value: Any) -> Any:
+    """A list of listeners is kept as a tuple (a chain); see ``hook_chain``."""
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _hook(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    for index, listener in enumerate(value if isinstance(value, tuple) else (value,)):
+        if listener is not None and not callable(listener):
+            where = f"{_field(instance, attribute)}[{index}]" if isinstance(value, tuple) else _field(instance, attribute)
+            raise TypeError(f"{where}: expected a function, a list of functions or None, got {_describe(listener)}")
+
+
+def _hook_field() -> Any:
+    return attrs.field(default=None, converter=_chain, validator=_hook)
 
 
 TOOL_EXECUTIONS = ("parallel", "sequential")
@@ -126,6 +161,10 @@ class Limits:
     #: valid output goes back to the model with the error before the run
     #: stops ``output_invalid``.
     output_retries: int = attrs.field(default=2, validator=_count)
+    #: US dollars the run may spend: it stops ``budget`` before a request
+    #: whose estimated input cost would take it past (and at once when the
+    #: model has no known price, so no cost could be kept to).
+    max_cost: float | None = attrs.field(default=None, validator=_positive_dollars)
 
     @tool_execution.validator
     def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -228,22 +267,31 @@ class Hooks:
       result before it is journaled or committed and may return a
       replacement (to redact or rewrite it); the journal never holds what it
       removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
-    - ``on_protocol_violation(message: AssistantMessage) -> str | None``: the
-      model wrote tool calls as text in ``message`` (discarded, and retried
-      once): what to tell it (None: the default repair text).
+    - ``on_protocol_violation(message: AssistantMessage) -> str |
+      RequestContext | None``: the model wrote tool calls as text in
+      ``message`` (discarded, and retried once): what to tell it (None: the
+      default repair text), or the context to build the repair request from
+      instead of the step's (with the default text).
     - ``choose_model(route: Route) -> Model | None``: the model for one
       request (a cheaper one for summaries, a fallback after errors); None
       keeps the spec's.
+
+    Each field may also hold a list of callables, a chain (see
+    ``hook_chain``): ``prepare_context``, ``pre_step``, ``on_request_error``
+    and ``post_tool`` are a waterfall, each listener getting what the one
+    before it left (a ``Reject`` from ``pre_step`` ends it; the request
+    error's ``default_delay`` is the previous answer); the others run
+    serially until one answers something other than None.
     """
 
-    prepare_context: Callable[[RequestContext], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    pre_step: Callable[[PreStep], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_request_error: Callable[[RequestError], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    turn_stopping: Callable[[Agent], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_assistant_stream: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    post_tool: Callable[[PostTool], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    choose_model: Callable[[Route], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
-    on_protocol_violation: Callable[[Any], MaybeAwaitable] | None = attrs.field(default=None, validator=_optional_callable)
+    prepare_context: Callable[[RequestContext], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    pre_step: Callable[[PreStep], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_request_error: Callable[[RequestError], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    turn_stopping: Callable[[Agent], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_assistant_stream: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    post_tool: Callable[[PostTool], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    choose_model: Callable[[Route], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    on_protocol_violation: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
 
 
 def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
@@ -257,15 +305,28 @@ def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> 
         raise ValueError(f"tool names must be unique; repeated: {', '.join(duplicates)}")
 
 
-def _as_model(model: Model | str) -> Model:
+def _as_model(model: Model | str | Sequence[Model | str]) -> Model:
     if isinstance(model, str):
         return from_string(model)
+    if isinstance(model, list | tuple):
+        # Models in order of preference: the next takes a request the one before failed.
+        if not model:
+            raise ValueError("AgentSpec.model: an empty list names no model")
+        return FallbackModel(*(_as_model(m) for m in model))
     if not callable(getattr(model, "stream", None)):
         raise TypeError(
             "AgentSpec.model: expected a model (an object with an async stream(request) method, "
             f"such as OpenAIChat or ScriptedModel) or a string such as 'openai:gpt-4.1', got {_describe(model)}"
         )
     return model
+
+
+def _as_prices(value: Any) -> Prices | None:
+    if value is None or isinstance(value, Prices):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"AgentSpec.prices: expected Prices or a dict of model string -> Price, got {_describe(value)}")
+    return Prices(value)
 
 
 def _middleware(instance: Any, attribute: attrs.Attribute, layers: Sequence[Any]) -> None:
@@ -311,12 +372,18 @@ def _restart_intensity(instance: Any, attribute: attrs.Attribute, value: Any) ->
 
 
 RESTARTS = ("never", "on_crash")
+#: What a turn that fails (stops aborted, on a time-out or an error) leaves
+#: in history: ``keep`` its messages (repaired: every call answered), or
+#: ``rollback`` to history as it was before the turn.
+ON_FAILURE = ("keep", "rollback")
+COMPACTIONS = ("blocking", "background")
 
 
 @attrs.frozen
 class AgentSpec:
-    """What an agent is made of. ``model`` is a model object or a string
-    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``).
+    """What an agent is made of. ``model`` is a model object, a string
+    such as ``"anthropic:claude-sonnet-4-5"`` (see ``models.from_string``),
+    or a list of them: a ``FallbackModel`` in that order.
 
     Every field is checked when the spec is made: a mistake raises
     ``TypeError``/``ValueError`` naming the field, what it expects and how
@@ -350,6 +417,16 @@ class AgentSpec:
     restart_intensity: tuple[int, float] = attrs.field(
         default=(3, 60.0), kw_only=True, converter=tuple, validator=_restart_intensity
     )
+    #: What a failed turn leaves in history (see ``ON_FAILURE``); ``keep``
+    #: by default. ``run(prompt, on_failure=...)`` chooses per prompt. A
+    #: rollback takes the turn's messages (its prompt included) out of
+    #: history, never out of the journal: a fork at that turn has them.
+    on_failure: Literal["keep", "rollback"] = attrs.field(default="keep", kw_only=True)
+    #: ``blocking``: past ``Limits.compact_at`` the step waits for the
+    #: summary. ``background``: the summary is requested beside the run and
+    #: applied at the next step boundary once ready (blocking again if it
+    #: failed). An overflow always compacts blocking.
+    compaction: Literal["blocking", "background"] = attrs.field(default="blocking", kw_only=True)
     #: A type every run must end with a value of (see ``models.OutputSpec``):
     #: the answer is parsed and converted into ``RunResult.output``. An
     #: ``OutputSpec`` is taken as it is (``OutputSpec.for_schema(schema)``:
@@ -359,6 +436,13 @@ class AgentSpec:
     #: model that says it cannot ask for it (``output_problem``) is refused
     #: here with ``ValueError``, not with a provider error in a run.
     output_spec: OutputSpec | None = attrs.field(init=False, eq=False, repr=False)
+    #: Ask providers to cache each request's prefix (Anthropic
+    #: ``cache_control`` breakpoints; OpenAI ``prompt_cache_key`` = the
+    #: session id). False: no request asks.
+    prompt_cache: bool = attrs.field(default=True, kw_only=True, validator=_instance_of(bool, "True or False"))
+    #: Prices (``{"openai:gpt-4.1": Price(...)}``) laid over the Runtime's
+    #: and the built-in table, for ``Usage.cost``.
+    prices: Prices | None = attrs.field(default=None, kw_only=True, converter=_as_prices)
 
     @output_spec.default
     def _make_output_spec(self) -> OutputSpec | None:
@@ -373,6 +457,16 @@ class AgentSpec:
         if check is not None and (problem := check(spec)):
             raise ValueError(f"AgentSpec.output_type: {problem}")
         return spec
+
+    @compaction.validator
+    def _check_compaction(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in COMPACTIONS:
+            raise ValueError(f"AgentSpec.compaction: expected one of {COMPACTIONS}, got {value!r}")
+
+    @on_failure.validator
+    def _check_on_failure(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in ON_FAILURE:
+            raise ValueError(f"AgentSpec.on_failure: expected one of {ON_FAILURE}, got {value!r}")
 
     @restart.validator
     def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:
@@ -398,9 +492,18 @@ class RunResult:
     error: str | None = None
     steps: int = attrs.field(default=0, kw_only=True)
     joined: bool = attrs.field(default=False, kw_only=True)
+    #: The turn failed and its messages were rolled back out of history
+    #: (``on_failure="rollback"``); ``new_messages`` still lists them.
+    rolled_back: bool = attrs.field(default=False, kw_only=True)
     cancel_cause: str | None = attrs.field(default=None, kw_only=True)
     #: The converted value, with ``AgentSpec.output_type`` (``text`` stays the raw answer).
     output: Any = attrs.field(default=None, kw_only=True)
+
+    @property
+    def cost(self) -> float | None:
+        """What the run cost in US dollars (``usage.cost``; None when a
+        model it used has no known price)."""
+        return self.usage.cost
 
     @property
     def text(self) -> str:

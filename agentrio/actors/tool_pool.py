@@ -30,15 +30,18 @@ from ..tools import Tool, ToolContext
 from ..tools.middleware import run_tool_call
 from ..tools.permissions import decide
 from ..tools.process import DEFAULT_GRACE
+from .hook_chain import listeners
 from .ports import ActivityPorts
 from .spec import PostTool
 
-#: How long a cancelled batch waits for its workers to end. Longer than a
-#: supervised process's TERM-to-KILL grace, so that a process that ignores
-#: TERM is dead before the run reports it aborted; only a worker that cannot
-#: be cancelled at all (a thread blocked in C) outlives it, and is reported
-#: abandoned.
-ABANDON_AFTER = DEFAULT_GRACE + 3.0
+#: How long a cancelled batch waits for its workers to end: a supervised
+#: process's TERM-to-KILL grace. By then every process tool is stopped (one
+#: that ignored TERM is being killed); a worker still running (a thread
+#: blocked in C) cannot be stopped by waiting longer, so it is reported
+#: abandoned and the abort goes on while the agent's nursery still
+#: supervises it (jai-mono: an abort is never held up by a tool).
+ABANDON_AFTER = DEFAULT_GRACE
+
 
 #: The result text of a call abandoned while still running.
 TOOL_ABANDONED = "TOOL_ABANDONED"
@@ -88,7 +91,7 @@ class BatchPorts:
     does through its activity."""
 
     agent: ActivityPorts
-    state: Callable[[str], None]
+    state: Callable[[str], Awaitable[None]]
     tool_started: Callable[[ToolCall, str | None], None]
     commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
     add_usage: Callable[[Usage], None]
@@ -100,15 +103,18 @@ class BatchPorts:
 class ToolBatch:
     """One assistant message's tool calls, from validation to commit.
 
-    Calls are validated and checked for permission in model order, then run
-    in a rolling pool of at most ``max_parallel_tool_calls`` workers; an
+    Calls are validated, then checked for permission and dispatched in model
+    order: a call starts as soon as its own check passes, while a later
+    call's check (a person's approval, say) is still pending. They run in a
+    rolling pool of at most ``max_parallel_tool_calls`` workers; an
     exclusive call is a barrier that waits for everything before it and runs
     alone (with ``Limits(tool_execution="sequential")`` every call is).
 
     Guarantees: a call is journaled as started, durably, before its body
     runs. A result is durable the moment it finishes (committed if every
-    earlier call is in, else recorded as finished), and results reach
-    history and events strictly in model order. After a cancel, ``settle``
+    earlier call is in, else recorded as finished), unless a ``post_tool``
+    hook must see it first: the hook sees results, and they are journaled,
+    in model order. Results reach history and events strictly in model order. After a cancel, ``settle``
     waits for the workers to end (``ABANDON_AFTER``), so a result says
     ``TOOL_ABORTED`` only for a call that has stopped.
     """
@@ -149,16 +155,17 @@ class ToolBatch:
         else:
             slot.tool = tool
 
-    async def _check_permission(self, slot: Slot) -> None:
-        policy = self._agent.spec.permission
-        if slot.result is not None:
-            return
+    async def _check_permission(self, slot: Slot, wave: list[tuple[Slot, Tool]]) -> list[tuple[Slot, Tool]]:
+        """Settle ``slot``'s permission; a refusal becomes its result. Before
+        a person is asked, the ``wave`` of calls waiting to start is started
+        (the wave left to fill is returned), and the answer is awaited while
+        the results of running calls are taken as they come."""
         call = slot.call
         try:
-            decision = await decide(policy, call, slot.tool)
+            decision = await decide(self._agent.spec.permission, call, slot.tool)
         except Exception as exc:
             slot.result = _error(call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}")
-            return
+            return wave
         if decision in ("deny", "deny_and_stop"):
             reason = f": {decision.reason}" if decision.reason else ""
             if decision == "deny_and_stop":
@@ -167,11 +174,14 @@ class ToolBatch:
             else:
                 slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy{reason}")
         elif decision == "ask":
+            await self._start(wave, "parallel")
+            wave = []
             await self._ask(slot, decision.reason)
+        return wave
 
     async def _ask(self, slot: Slot, why: str | None) -> None:
         call = slot.call
-        approval = await self._agent.ask(call, slot.tool, why)
+        approval = await self._while_receiving(functools.partial(self._agent.ask, call, slot.tool, why))
         tracing.event("agentrio.approval", **{"gen_ai.tool.call.id": call.id, "decision": approval.decision})
         reason = f": {approval.reason}" if approval.reason else ""
         if approval.decision == "deny":
@@ -180,22 +190,37 @@ class ToolBatch:
             slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user, and the run stopped{reason}")
             self.stop = "permission_denied"
 
+    async def _while_receiving(self, wait: Callable[[], Awaitable[Any]]) -> Any:
+        """``await wait()``, taking (and making durable) the results of the
+        running calls meanwhile, as a full pool does."""
+        answer: list[Any] = []
+
+        async def waiting() -> None:
+            answer.append(await wait())
+            self._reported.unpark()  # the batch parks only in _receive_one
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiting)
+            while not answer:
+                if self._reports:
+                    await self._receive_one()
+                else:
+                    await self._reported.park()
+        return answer[0]
+
     # -- execution ------------------------------------------------------------
 
     async def run(self) -> str | None:
         """Run the batch; returns the turn's outcome: None when the model is
         owed another request, else a stop reason."""
         state = self._ports.state
-        state("validate_tools")
+        await state("validate_tools")
         for slot in self.slots:
             self._validate(slot)
-        state("check_permission")
-        if self._agent.spec.permission is not None:
-            for slot in self.slots:
-                await self._check_permission(slot)
-                if self.stop:
-                    break
-        state("execute_tools")
+        # Checks and dispatch interleave (see ``_execute``); the machine
+        # still names both states.
+        await state("check_permission")
+        await state("execute_tools")
         try:
             await self._execute()
         finally:
@@ -204,15 +229,20 @@ class ToolBatch:
             for slot in self.slots:
                 if slot.scope is not None and slot.result is None:
                     slot.scope.cancel()
-        state("append_results")
+        await state("append_results")
         if any(slot.result.is_error for slot in self.slots):
-            state("recover")
+            await state("recover")
         if self.stop:
             return self.stop
         return "completed" if any(slot.concludes_turn for slot in self.slots) else None
 
     async def _execute(self) -> None:
+        """Check and dispatch the calls in model order: each call is checked
+        (a person asked, if the policy says so) just before it is dispatched,
+        so the calls before it run meanwhile and a call never waits for the
+        check of a later one."""
         limits = self._agent.spec.limits
+        checked = self._agent.spec.permission is not None
         wave: list[tuple[Slot, Tool]] = []  # parallel calls that start together
         for slot in self.slots:
             if self._stopped_before(slot) or slot.result is not None:
@@ -225,9 +255,18 @@ class ToolBatch:
                     f"the run reached its limit of {limits.max_tool_calls} tool calls.",
                 )
                 continue
-            # Re-read the live definition: a tool may have been replaced or
-            # become exclusive since the batch began.
-            tool = self._agent.tools.get(slot.call.name, slot.tool)
+            if checked:
+                wave = await self._check_permission(slot, wave)
+                if slot.result is not None:
+                    continue
+            # Re-read the live definition: a tool may have been replaced,
+            # removed or become exclusive since the batch began.
+            tool = self._agent.tools.get(slot.call.name)
+            if tool is None:
+                slot.result = _error(
+                    slot.call, TOOL_NOT_FOUND, f"the tool {slot.call.name!r} was removed before this call started"
+                )
+                continue
             try:
                 mode = tool.mode_for(slot.call.arguments)
             except Exception as exc:
@@ -340,12 +379,16 @@ class ToolBatch:
         for slot, outcome in reports:
             self._take(slot, outcome)
         await self._commit_ready()
-        early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
-        for slot in early:
-            await self._post(slot)
-            slot.recorded = True
-        if early:
-            await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
+        hooks = self._agent.spec.hooks
+        if hooks is None or hooks.post_tool is None:
+            # Without a post_tool hook a result is durable the moment it
+            # finishes; with one, the hook sees each result, and it is
+            # journaled, in model order (dsh 7.9), at its commit.
+            early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
+            for slot in early:
+                slot.recorded = True
+            if early:
+                await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
         await self._agent.journal.sync()
 
     def _take(self, slot: Slot, outcome: Any) -> None:
@@ -379,16 +422,18 @@ class ToolBatch:
             return
         slot.posted = True
         call = slot.call
-        try:
-            replaced = await _callbacks.call(hooks.post_tool, PostTool(self._agent.handle, call, slot.result))
-        except Exception as exc:
-            replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
-        if replaced is None:
-            return
-        if not isinstance(replaced, ToolResultMessage):
-            replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
-        # A replacement answers this call, whatever ids it was given.
-        slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
+        # A waterfall: each listener sees the result the one before left.
+        for listener in listeners(hooks.post_tool):
+            try:
+                replaced = await _callbacks.call(listener, PostTool(self._agent.handle, call, slot.result))
+            except Exception as exc:
+                replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
+            if replaced is None:
+                continue
+            if not isinstance(replaced, ToolResultMessage):
+                replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
+            # A replacement answers this call, whatever ids it was given.
+            slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
 
     async def settle(self) -> dict[str, tuple[ToolResultMessage, float]]:
         """After a cancel or a failure: wait for the cancelled workers to end,

@@ -3,22 +3,36 @@
 Each module in ``COMMANDS`` has ``register(subparsers)``, which adds its
 subcommand and sets ``handler`` (``args -> exit status``) on its parser.
 Agent commands take their shared options from ``options.add_agent_options``.
+The modules are imported when the parser is built, not with this package:
+``agentrio --version`` (``-V``) answers before any of them is loaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import NoReturn
 
 from .._errors import sole_error
-from . import acp, chat, demo, run, serve, sessions
-from .errors import CommandError
-from .options import add_global_options
+from .errors import USAGE, CommandError
 
-COMMANDS = (run, chat, sessions, acp, serve, demo)
+#: The command modules, in the order --help lists them, and what each does.
+COMMANDS = {
+    "run": "run an agent on a prompt and stream what it does",
+    "chat": "an interactive session with a coding agent",
+    "sessions": "list, show, export, fork and delete stored sessions",
+    "config": "the settings every command would use here, and where each comes from",
+    "acp": "serve the Agent Client Protocol on stdin/stdout (for editors such as Zed)",
+    "serve": "serve ACP over WebSocket, with a web console",
+    "mcp": "offer agents as MCP tools, over stdio or streamable HTTP",
+    "demo": "play an offline agent session and print its events",
+    "worker": "run sessions from a PostgreSQL store, as one worker of a fleet",
+}
+VERSION_FLAGS = ("-V", "--version")
 
 
 def version() -> str:
@@ -28,18 +42,60 @@ def version() -> str:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentrio", description="LLM agents as supervised trio actors.")
-    parser.add_argument("--version", action="version", version=f"agentrio {version()}")
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is one line (the usage is for ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _Commands:
+    """What a command module's ``register`` adds its parser to: the
+    subparsers, each command listed with its line from ``COMMANDS``."""
+
+    def __init__(self, subparsers: argparse._SubParsersAction) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **options: object) -> argparse.ArgumentParser:
+        return self._subparsers.add_parser(name, help=COMMANDS[name], **options)
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (after the global options), if any."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--db", "--model"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the arguments, only the command
+    they name is built in full (the others are a line of --help), so that
+    a command loads only what it needs."""
+    from .options import add_global_options
+
+    parser = Parser(prog="agentrio", description="LLM agents as supervised trio actors.")
+    parser.add_argument(*VERSION_FLAGS, action="version", version=f"agentrio {version()}")
     add_global_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(subparsers)
+    chosen = chosen_command(argv) if argv is not None else None
+    for command, summary in COMMANDS.items():
+        if argv is None or command == chosen:
+            importlib.import_module(f".{command}", __name__).register(_Commands(subparsers))
+        else:
+            subparsers.add_parser(command, help=summary)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:1] and given[0] in VERSION_FLAGS:
+        print(f"agentrio {version()}")
+        return 0
+    args = build_parser(given).parse_args(given)
     try:
         return args.handler(args)
     except BaseException as raised:

@@ -4,10 +4,16 @@ Type a line and press Enter. While the agent works, a line you send steers
 it (it joins the current turn before the next model request); a line that
 starts with ``>>`` is queued as a follow-up (a turn of its own, after this
 one). The queue shows under the transcript. Esc or Ctrl-C cancels the turn;
-pressed twice in a row, it leaves. Tool calls that need approval are asked
-inline: y(es), n(o), a(lways for this tool), s(top the run). Every chat is
-a stored session; ``--session ID`` resumes one (exit status 7 if another
-process has it open).
+pressed twice in a row, it leaves. The line is edited as in a shell: ←/→,
+Home/End, Ctrl-A/E/W/U/K/Y, ↑/↓ and Ctrl-R for what was sent before (in
+this chat or an earlier one); Alt-Enter or a trailing backslash starts a
+new line, and a paste is one message however many lines it has. Tool calls
+that need approval are answered with one key: y(es), n(o), a(lways: the
+tool, or for bash the command's first word or two, as shown), s(top the
+run), d(etails: the whole diff or script). Every chat is a stored
+session: ``--resume ID`` continues one (exit status 2 when the store has no
+such session, 7 when another process has it open); ``--session ID``
+continues it or starts a new session under that id.
 """
 
 from __future__ import annotations
@@ -25,43 +31,48 @@ from ..events import Event
 from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
 from .errors import CommandError
-from .live_view import LiveView, approval_question, safe
-from .options import Settings, add_agent_options, help_text
+from .line_editor import History, LineEditor
+from .live_view import LiveView, approval_question, safe, terminal_console
+from .options import Settings, add_agent_options, checked_url, help_text
+from .paths import history_file
 from .render import one_line
 from .session import (
-    APPROVAL_CHOICES,
+    APPROVAL_KEYS,
+    DETAILS,
     TerminalPolicy,
     answer_approval,
+    approval_choices,
     build_spec,
     open_agent,
     open_runtime,
     sandbox_said,
 )
 from .session_tree import session_tree
+from .sessions import titles
 from .terminal import (
-    BACKSPACE,
     CTRL_C,
     CTRL_D,
-    ENTER,
     ESC,
-    UNKNOWN,
+    Paste,
+    bracketed_paste,
     cbreak,
     keys,
     open_terminal,
     stdin_is_terminal,
 )
-from .transcript import timestamp
+from .transcript import cost_text, timestamp
 
-HELP = """\
-Enter sends a line; while the agent works it steers the current turn.
+HELP = r"""Enter sends a line; while the agent works it steers the current turn.
 >> text   queues a follow-up turn
 Esc, Ctrl-C   cancel the turn; twice in a row: quit
+Alt-Enter, or \ at the end   a new line; a paste stays one message
+Up/Down, Ctrl-R   earlier lines; Ctrl-A/E/W/U/K edit as in a shell
 /help                this help
 /sessions            the stored sessions
 /resume ID           continue a stored session
 /fork N              a new session from the first N messages of this one
 /usage               tokens used by this session
-/model [PROVIDER:MODEL]  show or change the model
+/model [PROVIDER:MODEL [URL]]  show or change the model (and its base URL)
 /clear               start a new session
 /quit                leave (Ctrl-D on an empty line too)"""
 
@@ -69,7 +80,6 @@ Esc, Ctrl-C   cancel the turn; twice in a row: quit
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "chat",
-        help="an interactive session with a coding agent",
         description=help_text(__doc__),
         epilog="slash commands:\n" + "\n".join(f"  {line}" for line in HELP.splitlines() if line[:1] == "/"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -89,15 +99,15 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 async def _main(settings: Settings, spec: AgentSpec, policy: TerminalPolicy, full: bool) -> None:
-    console = Console(highlight=False, soft_wrap=True)
+    console = terminal_console()
     async with open_runtime(settings) as rt:
-        agent = await open_agent(rt, spec, settings.session)
+        agent = await open_agent(rt, spec, settings)
         chat = Chat(rt, settings, spec, policy, console, full=full)
         await chat.serve(agent)
         console.print(
             Text(
                 f"session {chat.agent.session_id} is stored; continue it with "
-                f"agentrio chat --session {chat.agent.session_id}",
+                f"agentrio chat --resume {chat.agent.session_id}",
                 style="dim",
             )
         )
@@ -132,7 +142,7 @@ class Chat:
         self.console = console
         self.view = LiveView(console, full=full, footer=self._footer)
         self.agent: Agent
-        self.line = ""
+        self.editor = LineEditor(History(history_file()))
         self.queue: dict[str, _Queued] = {}
         self.approvals: list[Event] = []
         #: Esc / Ctrl-C presses in a row.
@@ -151,15 +161,12 @@ class Chat:
             lines.append(Text(f"  ↳ queued {kind}: {safe(one_line(queued.text, 80))}", style="magenta"))
         if self.approvals:
             lines.extend(approval_question(self.approvals[0]))
-            lines.append(Text(f"  {APPROVAL_CHOICES}", style="yellow"))
+            lines.append(Text(f"  {approval_choices(self.approvals[0])}", style="yellow"))
         elif self.interrupts:
             lines.append(Text("  press Esc or Ctrl-C again to quit", style="dim"))
         elif self.running:
             lines.append(Text("  Enter steers · >> queues a follow-up · Esc cancels", style="dim"))
-        prompt = Text("› ", style="bold cyan")
-        prompt.append(self.line)
-        prompt.append("▏", style="dim")
-        lines.append(prompt)
+        lines.extend(self.editor.render())
         return lines
 
     def say(self, text: str, style: str = "dim") -> None:
@@ -169,7 +176,7 @@ class Chat:
 
     async def serve(self, agent: Agent) -> None:
         async with open_terminal() as terminal:
-            with cbreak(terminal.fileno()), self.view.live():
+            with cbreak(terminal.fileno()), bracketed_paste(self.console.file), self.view.live():
                 # Once keys are read one by one: nothing typed from here on is echoed twice.
                 self.say(
                     f"agentrio chat · session {agent.session_id} · {self._model_name()} · /help for help"
@@ -197,7 +204,10 @@ class Chat:
         await self._nursery.start(self._follow, agent, self._follower)
 
     async def _follow(
-        self, agent: Agent, scope: trio.CancelScope, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        agent: Agent,
+        scope: trio.CancelScope,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         with scope:
             async with agent.subscribe() as events:
@@ -232,23 +242,21 @@ class Chat:
             self.view.refresh()
         self._quit.set()
 
-    async def _key(self, key: str) -> None:
-        if key in (ESC, CTRL_C):
+    async def _key(self, key: str | Paste) -> None:
+        if key == CTRL_C or (key == ESC and not self.editor.searching):
             await self._interrupt()
             return
         self.interrupts = 0
-        if self.approvals and not self.line and key.lower() in ("y", "n", "a", "s"):
+        answering = self.approvals and not self.editor.text and isinstance(key, str)
+        if answering and key.lower() in APPROVAL_KEYS:
             await self._answer(key.lower())
-        elif key == ENTER or key == "\n":
-            line, self.line = self.line, ""
+        elif answering and key.lower() == DETAILS:
+            for line in approval_question(self.approvals[0], full=True):
+                self.view.print(line)
+        elif key == CTRL_D and not self.editor.text:
+            self._quit.set()
+        elif (line := self.editor.handle(key)) is not None:
             await self._submit(line.strip())
-        elif key in BACKSPACE:
-            self.line = self.line[:-1]
-        elif key == CTRL_D:
-            if not self.line:
-                self._quit.set()
-        elif key != UNKNOWN and key.isprintable():
-            self.line += key
 
     async def _interrupt(self) -> None:
         self.interrupts += 1
@@ -258,11 +266,14 @@ class Chat:
             await self.agent.cancel()
             self.say("cancelling the turn…", "yellow")
         else:
-            self.line = ""
+            self.editor = LineEditor(History(history_file()))
 
     async def _answer(self, choice: str) -> None:
         event = self.approvals.pop(0)
         said = await answer_approval(self.agent, event, self.policy, choice)
+        # The question leaves the live region: what was asked stays in the transcript with its answer.
+        for line in approval_question(event):
+            self.view.print(line)
         self.say(f"{event.tool_name}: {said}")
 
     async def _submit(self, line: str) -> None:
@@ -307,16 +318,20 @@ class Chat:
         self.say(
             f"session {self.agent.session_id}: {usage.input_tokens:,} input, {usage.output_tokens:,} output, "
             f"{usage.cache_read_tokens:,} cache read, {usage.cache_write_tokens:,} cache write tokens"
+            f"{cost_text(usage)}"
         )
 
     async def _sessions(self, argument: str) -> None:
-        for node in session_tree(await self.rt.store.list_summaries()):
+        nodes = session_tree(await self.rt.store.list_summaries())
+        named = await titles(self.rt.store, nodes)
+        for node in nodes:
             info, summary = node.summary.info, node.summary
             mark = "*" if info.session_id == self.agent.session_id else " "
             relation = f"  {node.relation}" if node.relation != "-" else ""
+            title = f"  “{named[info.session_id]}”" if named[info.session_id] else ""
             self.say(
                 f"{mark} {node.prefix}{info.session_id}  {info.agent_name or '-'}  {summary.messages} messages  "
-                f"{timestamp(summary.updated_at)}{relation}"
+                f"{timestamp(summary.updated_at)}{relation}{title}"
             )
 
     async def _resume(self, argument: str) -> None:
@@ -355,7 +370,14 @@ class Chat:
         if not argument:
             self.say(f"model: {self._model_name()}")
             return
-        settings = attrs.evolve(self.settings, model_name=argument)
+        name, _, url = argument.partition(" ")
+        if url.strip():
+            base_url = checked_url(url.strip())
+        elif name.partition(":")[0] == (self.settings.model_name or "").partition(":")[0]:
+            base_url = self.settings.base_url
+        else:
+            base_url = None  # another provider: the endpoint given for the last one is not its
+        settings = attrs.evolve(self.settings, model_name=name, base_url=base_url)
         self.spec = attrs.evolve(self.spec, model=settings.model())
         self.settings = settings
         session_id = self.agent.session_id

@@ -23,6 +23,7 @@ from ..messages import AssistantMessage, Text, ToolCall, Usage
 from ..models import ModelRequest, ScriptedModel
 from ..supervisors import Runtime
 from ..tools.builtin import coding_tools
+from .options import help_text
 from .render import EventPrinter
 
 #: Seconds a scripted reply "thinks" before it streams, so the timing of a
@@ -34,11 +35,11 @@ FILES = {
     """Return the sum of a and b."""
     return a - b
 ''',
-    "test_calc.py": '''from calc import add
+    "test_calc.py": """from calc import add
 
 assert add(2, 3) == 5, f"add(2, 3) returned {add(2, 3)}"
 print("all tests passed")
-''',
+""",
     "README.md": "# calc\n\nA tiny calculator.\n",
 }
 
@@ -77,7 +78,9 @@ def script(thinking: float = THINKING) -> list:
     """The model's side of the session, one reply per request; each reply
     "thinks" for ``thinking`` seconds first."""
     run_tests = {"command": f"{_python()} test_calc.py"}
-    add_mul = '    return a + b\n\n\ndef mul(a, b):\n    """Return the product of a and b."""\n    return a * b\n'
+    add_mul = (
+        '    return a + b\n\n\ndef mul(a, b):\n    """Return the product of a and b."""\n    return a * b\n'
+    )
     replies = [
         (
             _reply(
@@ -138,10 +141,18 @@ async def run_demo(workspace: Path, out=sys.stdout, *, thinking: float = THINKIN
             nursery.start_soon(agent.run, "The test in test_calc.py fails. Please fix calc.py.")
             async for event in events:
                 printer(event)
-                if event.type == "message_end" and event.message.role == "user" and event.message.text.startswith("The test"):
+                if (
+                    event.type == "message_end"
+                    and event.message.role == "user"
+                    and event.message.text.startswith("The test")
+                ):
                     # The user thinks of the next task while the agent works.
                     await agent.followup(FOLLOW_UP)
-                elif event.type == "tool_execution_start" and event.tool_name == "edit" and printer.tool_calls < 4:
+                elif (
+                    event.type == "tool_execution_start"
+                    and event.tool_name == "edit"
+                    and printer.tool_calls < 4
+                ):
                     await agent.steer(STEERING)
                 elif event.type == "agent_end":
                     return event.stop_reason
@@ -161,5 +172,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("demo", help="play an offline agent session and print its events")
+    parser = subparsers.add_parser(
+        "demo",
+        description=help_text(__doc__) + "\nIt needs no API key and changes nothing outside its workspace.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.set_defaults(handler=_run)

@@ -1,15 +1,15 @@
 """The options every agent command shares, and where their values come from.
 
 ``add_agent_options(parser)`` gives a command ``--model --base-url --cwd
---permission --sandbox --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
+--permission --sandbox --resume --session --db --tools --max-turns``; ``add_db_option(parser)`` gives ``--db``
 alone. ``--db`` and ``--model`` are global too: ``agentrio --db x.db
 sessions list`` and ``agentrio sessions list --db x.db`` mean the same.
 Command parsers leave an option they were not given unset (``SUPPRESS``), so
 a value given before the command is not hidden by a default after it.
 
-``Settings.load(args)`` resolves each value, first found wins: the command
-line, the environment (``AGENTRIO_MODEL``, ``AGENTRIO_DB``), an
-``agentrio.toml`` in the working directory, the default.
+``Settings.load(args)`` takes each value from the layers of ``config``:
+the command line, the environment, the project's ``agentrio.toml``, the
+user's ``config.toml``, the default.
 ``settings.model()`` builds the adapter, refusing a missing API key before
 any request is sent.
 """
@@ -18,39 +18,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import tomllib
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import attrs
 
-from ..models import from_string
-from ..models.model_string import PROVIDERS
-from ..tools.permissions import PRESETS, Policy
-from ..tools.sandbox import MODES as SANDBOXES
-from ..tools.sandbox import Sandbox
-from .errors import CommandError
+from .config import PROJECT_FILE, Config, user_file
+from .errors import USAGE, CommandError
 
-CONFIG_FILE = "agentrio.toml"
-DEFAULT_DB = "agentrio.db"
-PERMISSIONS = tuple(PRESETS)
+if TYPE_CHECKING:
+    from ..tools.permissions import Policy
+    from ..tools.sandbox import Sandbox
+
 TOOLS = ("coding", "none")
-#: option -> environment variable
-ENVIRONMENT = {"model": "AGENTRIO_MODEL", "db": "AGENTRIO_DB"}
-#: What agentrio.toml may set, and the type of each.
-CONFIG_TYPES: dict[str, type] = {
-    "model": str,
-    "base_url": str,
-    "cwd": str,
-    "permission": str,
-    "sandbox": str,
-    "tools": str,
-    "db": str,
-    "max_turns": int,
-    "system_prompt": str,
-}
-CONFIG_KEYS = tuple(CONFIG_TYPES)
 
 
 def help_text(doc: str) -> str:
@@ -58,10 +40,34 @@ def help_text(doc: str) -> str:
     return doc.replace("``", "")
 
 
+def port_number(text: str) -> int:
+    """A TCP port for argparse: 0 (any free port) to 65535, never wrapped."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port: give 0 to 65535 (0 picks a free one)")
+    return number
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1, for argparse."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {number}")
+    return number
+
+
 def add_global_options(parser: argparse.ArgumentParser) -> None:
     """``--db`` and ``--model`` before the command."""
     parser.add_argument(
-        "--db", metavar="FILE", help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})"
+        "--db",
+        metavar="FILE",
+        help="the session store (default: $AGENTRIO_DB, else the config files, else sessions.db in the user data dir)",
     )
     parser.add_argument(
         "--model", metavar="MODEL", help="provider:model, e.g. openai:gpt-4.1 (default: $AGENTRIO_MODEL)"
@@ -73,18 +79,21 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
         "--db",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help=f"the session store (default: $AGENTRIO_DB, else {DEFAULT_DB})",
+        help="the session store (default: $AGENTRIO_DB, else the config files, else sessions.db in the user data dir)",
     )
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """The options of a command that runs an agent."""
+    # Imported here, as in the functions below: a command without an agent does not load them.
+    from ..models.model_string import PROVIDERS
+
     providers = ", ".join(f"{name}:…" for name in PROVIDERS)
     parser.add_argument(
         "--model",
         metavar="MODEL",
         default=argparse.SUPPRESS,
-        help=f"the model: {providers} (default: $AGENTRIO_MODEL, else agentrio.toml)",
+        help=f"the model: {providers} (default: $AGENTRIO_MODEL, else the config files)",
     )
     parser.add_argument(
         "--base-url",
@@ -100,13 +109,23 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--permission",
-        choices=PERMISSIONS,
+        choices=permissions(),
         default=argparse.SUPPRESS,
         help="ask before side effects (default), allow everything, or refuse side effects",
     )
     add_sandbox_option(parser, default=argparse.SUPPRESS)
-    parser.add_argument(
-        "--session", metavar="ID", default=argparse.SUPPRESS, help="continue the stored session ID"
+    stored = parser.add_mutually_exclusive_group()
+    stored.add_argument(
+        "--resume",
+        metavar="ID",
+        default=argparse.SUPPRESS,
+        help="continue the stored session ID (which must exist)",
+    )
+    stored.add_argument(
+        "--session",
+        metavar="ID",
+        default=argparse.SUPPRESS,
+        help="continue session ID, or start it under that id when it is new (said on stderr)",
     )
     add_db_option(parser)
     parser.add_argument(
@@ -116,14 +135,20 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         help="coding: read, write, edit, ls, grep, glob, bash in --cwd (default); none: no tools",
     )
     parser.add_argument(
-        "--max-turns", type=int, metavar="N", default=argparse.SUPPRESS, help="at most N model requests a run"
+        "--max-turns",
+        type=positive_int,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help="at most N model requests a run",
     )
 
 
 def add_sandbox_option(parser: argparse.ArgumentParser, default: Any = None) -> None:
+    from ..tools.sandbox import MODES
+
     parser.add_argument(
         "--sandbox",
-        choices=SANDBOXES,
+        choices=MODES,
         default=default,
         help="what commands may write: only the workspace (default where bubblewrap or Landlock works), "
         "nothing, or anything (off); no network unless off. --permission read-only implies read-only",
@@ -136,8 +161,10 @@ def resolve_sandbox(choice: str | None, permission: str) -> tuple[Sandbox | None
     read-only``, else ``workspace-write``; ``off``, with a warning, where no
     mechanism can enforce one. A sandbox chosen but not enforceable is a
     ``CommandError``."""
-    if choice is not None and choice not in SANDBOXES:
-        raise CommandError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {choice!r}")
+    from ..tools.sandbox import MODES, Sandbox
+
+    if choice is not None and choice not in MODES:
+        raise CommandError(f"sandbox must be one of {', '.join(MODES)}, got {choice!r}", status=USAGE)
     if choice == "off":
         return None, "sandbox off: commands run with all your rights"
     backend = Sandbox.backend()
@@ -149,47 +176,22 @@ def resolve_sandbox(choice: str | None, permission: str) -> tuple[Sandbox | None
     return Sandbox(mode), f"sandbox {mode} ({backend}, no network; --sandbox off lifts it)"
 
 
-def _read_config(directory: Path) -> dict[str, Any]:
-    path = directory / CONFIG_FILE
-    try:
-        with path.open("rb") as file:
-            return tomllib.load(file)
-    except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CommandError(f"{path}: {exc}") from None
+def db_path(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> str:
+    """The store's file, from every layer (``config.Config``)."""
+    return str(Config.load(args, environ)["db"])
 
 
-def _sources(args: argparse.Namespace, environ: Any) -> Callable[..., Any]:
-    """``value(name, default)``: from the command line, else the environment,
-    else the config file, else ``default``."""
-    config = _read_config(Path.cwd())
-    unknown = set(config) - set(CONFIG_KEYS)
-    if unknown:
+def checked_url(url: str | None) -> str | None:
+    """``url`` when it can be an endpoint (http or https, with a host); a usage error otherwise."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise CommandError(
-            f"{CONFIG_FILE}: unknown setting {min(unknown)!r}; known: {', '.join(CONFIG_KEYS)}"
+            f"base URL {url!r} is not an http:// or https:// address (e.g. http://localhost:8000/v1)",
+            status=USAGE,
         )
-    for key, setting in config.items():
-        expected = CONFIG_TYPES[key]
-        if not isinstance(setting, expected) or isinstance(setting, bool):
-            kind = "a string" if expected is str else "a whole number"
-            raise CommandError(f"{CONFIG_FILE}: {key} must be {kind}, got {setting!r}")
-
-    def value(name: str, default: Any = None) -> Any:
-        given = getattr(args, name, None)
-        if given is not None:
-            return given
-        variable = ENVIRONMENT.get(name)
-        if variable and environ.get(variable):
-            return environ[variable]
-        return config.get(name, default)
-
-    return value
-
-
-def db_path(args: argparse.Namespace, environ: Any = os.environ) -> str:
-    """The store's file: ``--db``, else ``$AGENTRIO_DB``, else agentrio.toml, else agentrio.db."""
-    return str(_sources(args, environ)("db", DEFAULT_DB))
+    return url
 
 
 @attrs.frozen
@@ -202,6 +204,8 @@ class Settings:
     permission: str
     session: str | None
     db: str
+    #: The session must be in the store already (``--resume``).
+    resume: bool = False
     tools: str = "coding"
     max_turns: int | None = None
     system_prompt: str | None = None
@@ -209,38 +213,45 @@ class Settings:
     sandbox: str | None = None
 
     @classmethod
-    def load(cls, args: argparse.Namespace, environ: Any = os.environ) -> Settings:
-        value = _sources(args, environ)
-        permission = value("permission", "ask")
-        if permission not in PERMISSIONS:
-            raise CommandError(f"permission must be one of {', '.join(PERMISSIONS)}, got {permission!r}")
-        tools = value("tools", "coding")
+    def load(cls, args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
+        config = Config.load(args, environ)
+        permission = config["permission"]
+        if permission not in permissions():
+            raise CommandError(
+                f"permission must be one of {', '.join(permissions())}, got {permission!r}", status=USAGE
+            )
+        tools = config["tools"]
         if tools not in TOOLS:
-            raise CommandError(f"tools must be one of {', '.join(TOOLS)}, got {tools!r}")
-        cwd = Path(value("cwd", ".")).expanduser().resolve()
+            raise CommandError(f"tools must be one of {', '.join(TOOLS)}, got {tools!r}", status=USAGE)
+        cwd = Path(config["cwd"]).expanduser().resolve()
         if not cwd.is_dir():
-            raise CommandError(f"--cwd {cwd}: not a directory")
-        max_turns = value("max_turns")
-        if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-            raise CommandError(f"max_turns must be a positive whole number, got {max_turns!r}")
+            raise CommandError(f"cwd {cwd}: not a directory", status=USAGE)
+        max_turns = config["max_turns"]
+        if max_turns is not None and max_turns < 1:
+            raise CommandError(f"max_turns must be a positive whole number, got {max_turns!r}", status=USAGE)
         return cls(
-            model_name=value("model"),
-            base_url=value("base_url"),
+            model_name=config["model"],
+            base_url=checked_url(config["base_url"]),
             cwd=cwd,
             permission=permission,
-            session=value("session"),
-            db=value("db", DEFAULT_DB),
+            session=getattr(args, "resume", None) or getattr(args, "session", None),
+            resume=getattr(args, "resume", None) is not None,
+            db=config["db"],
             tools=tools,
             max_turns=max_turns,
-            system_prompt=value("system_prompt"),
-            sandbox=value("sandbox"),
+            system_prompt=config["system_prompt"],
+            sandbox=config["sandbox"],
         )
 
     def model(self) -> Any:
         """The model adapter; a missing model or API key is a ``CommandError``."""
+        from ..models import from_string
+        from ..models.model_string import PROVIDERS
+
         if not self.model_name:
             raise CommandError(
-                f'no model: give --model provider:model, set $AGENTRIO_MODEL, or put model = "…" in {CONFIG_FILE}'
+                "no model: give --model provider:model, set $AGENTRIO_MODEL, "
+                f'or put model = "…" in {PROJECT_FILE} or {user_file()}'
             )
         options: dict[str, Any] = {}
         if self.base_url:
@@ -254,6 +265,15 @@ class Settings:
             raise CommandError(str(exc)) from None
 
 
+def permissions() -> tuple[str, ...]:
+    """The names ``--permission`` takes (``tools.permissions.PRESETS``)."""
+    from ..tools.permissions import PRESETS
+
+    return tuple(PRESETS)
+
+
 def permission_policy(permission: str) -> Policy:
     """The named preset (``tools.permissions.PRESETS``)."""
+    from ..tools.permissions import PRESETS
+
     return PRESETS[permission]

@@ -11,6 +11,7 @@ import attrs
 
 from ..events import Event
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+from .transcript import cost_text
 
 TIMELINE_WIDTH = 32
 
@@ -170,7 +171,9 @@ class EventPrinter:
     def _tool_start(self, event: Event) -> None:
         label = one_line(describe_call(event.tool_name, event.arguments), 48)
         if event.mode is not None:
-            self._spans.setdefault(event.agent_id, {})[event.tool_call_id] = _Span(label, event.mode, event.time)
+            self._spans.setdefault(event.agent_id, {})[event.tool_call_id] = _Span(
+                label, event.mode, event.time
+            )
         mode = event.mode or "not run"
         self._line(event, f"⚙ {label} {self.style.dim(f'[{mode}]')}")
 
@@ -200,7 +203,9 @@ class EventPrinter:
             length = max(1, round(sp.duration / total * TIMELINE_WIDTH))
             bar = " " * begin + "█" * min(length, TIMELINE_WIDTH - begin)
             colour = s.red if sp.is_error else (s.yellow if sp.mode == "exclusive" else s.cyan)
-            self._line(event, s.dim(f"  {sp.label:<{width}} ") + colour(f"{bar:<{TIMELINE_WIDTH}}") + s.dim("▏"))
+            self._line(
+                event, s.dim(f"  {sp.label:<{width}} ") + colour(f"{bar:<{TIMELINE_WIDTH}}") + s.dim("▏")
+            )
 
     def _summary(self, event: Event) -> None:
         s, usage = self.style, event.usage
@@ -214,7 +219,7 @@ class EventPrinter:
             colour(f"■ run {event.stop_reason}")
             + s.dim(
                 f" · {event.turns} turns · {self.requests} model requests · {self.tool_calls} tool calls"
-                f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out"
+                f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{cost_text(usage)}"
             ),
             bar=False,
         )

@@ -8,11 +8,12 @@ with --json the events stay as they are and one last line follows them,
 {"type": "output", "output": ...}.
 
 Exit codes: 0 the run completed; 1 it ended with an error (or could not
-start: a missing API key, an unreadable store); 2 a usage error; 3 it hit a
-limit (max turns, tool calls, time, tokens); 4 a person stopped it at an
+start: a missing API key, an unreadable store); 2 a usage error (an
+empty prompt, --resume of a session not in the store); 3 it hit a
+limit (max turns, tool calls, time, tokens, cost); 4 a person stopped it at an
 approval; 5 its answer never fit --output-schema (why is on stderr); 6 the
 --output-schema FILE cannot be used (missing, not JSON, not a valid JSON
-Schema, or refused by the provider); 7 the --session is open in another
+Schema, or refused by the provider); 7 the session is open in another
 process (an agentrio run, chat or serve that has not ended); 130 it was
 cancelled (Ctrl-C).
 """
@@ -32,26 +33,27 @@ from ..actors import Agent, RunResult
 from ..events import Event
 from ..messages import converter
 from ..models import OutputSpec
-from .errors import CommandError
-from .live_view import LiveView, approval_question, exit_status
+from .errors import USAGE, CommandError
+from .live_view import LiveView, approval_question, exit_status, terminal_console
 from .options import Settings, add_agent_options, help_text
 from .output_schema import add_output_schema_option, read_output_schema
 from .session import (
-    APPROVAL_CHOICES,
+    APPROVAL_KEYS,
+    DETAILS,
     TerminalPolicy,
     answer_approval,
+    approval_choices,
     build_spec,
     open_agent,
     open_runtime,
     sandbox_said,
 )
-from .terminal import open_terminal, read_line, stdin_is_terminal
+from .terminal import CTRL_C, cbreak, keys, open_terminal, stdin_is_terminal
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run an agent on a prompt and stream what it does",
         description=help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -70,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     output = read_output_schema(args.output_schema, model) if args.output_schema else None
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
-        raise CommandError("the prompt is empty")
+        raise CommandError("the prompt is empty", status=USAGE)
     # With the prompt on stdin there is nobody left there to ask.
     interactive = args.prompt != "-" and stdin_is_terminal()
     spec, policy = build_spec(settings, interactive=interactive, model=model, output=output)
@@ -86,14 +88,14 @@ def _run(args: argparse.Namespace) -> int:
 
 async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: str, args) -> str:
     async with open_runtime(settings) as rt:
-        agent = await open_agent(rt, spec, settings.session)
+        agent = await open_agent(rt, spec, settings)
         if said := sandbox_said(settings):
             print(f"agentrio: {said}", file=sys.stderr)
         if args.json:
             output: JsonOutput | TranscriptOutput = JsonOutput()
         else:
             # With typed output, stdout is for the output alone.
-            console = Console(highlight=False, soft_wrap=True, stderr=spec.output_spec is not None)
+            console = terminal_console(stderr=spec.output_spec is not None)
             output = TranscriptOutput(console, full=args.full)
         with trio.open_signal_receiver(signal.SIGINT) as interrupts:
             async with trio.open_nursery() as nursery:
@@ -102,7 +104,7 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
                 nursery.cancel_scope.cancel()
         if not args.json:
             print(
-                f"session {agent.session_id} (continue it with --session {agent.session_id})", file=sys.stderr
+                f"session {agent.session_id} (continue it with --resume {agent.session_id})", file=sys.stderr
             )
         if spec.output_spec is not None:
             _print_output(spec.output_spec, result, args)
@@ -189,16 +191,22 @@ class TranscriptOutput:
 
 
 async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
-    """Ask on the terminal about a tool call: yes, no, always for this tool, or stop the run."""
+    """Ask on the terminal about a tool call, answered by one key (``APPROVAL_KEYS``;
+    ``d`` shows the whole summary). Ctrl-C there is Ctrl-C: it cancels the run."""
     if not console.is_terminal:
         console = Console(stderr=True, highlight=False)  # the transcript goes to a file or a pipe
     for line in approval_question(event):
         console.print(line)
+    console.print(Text(f"  {approval_choices(event)}", style="yellow"))
     async with open_terminal() as terminal:
-        while True:
-            console.print(Text(f"  {APPROVAL_CHOICES}: ", style="yellow"), end="")
-            answer = await read_line(terminal)
-            choice = (answer or "n").strip().lower()[:1]
-            if choice in "ynas" and choice:
-                break
-    await answer_approval(agent, event, policy, choice)
+        with cbreak(terminal.fileno()):
+            async for key in keys(terminal):
+                if key == CTRL_C:
+                    signal.raise_signal(signal.SIGINT)  # the run's own Ctrl-C handling takes it from here
+                elif key == DETAILS:
+                    for line in approval_question(event, full=True):
+                        console.print(line)
+                elif isinstance(key, str) and key.lower() in APPROVAL_KEYS:
+                    said = await answer_approval(agent, event, policy, key.lower())
+                    console.print(Text(f"  {event.tool_name}: {said}", style="dim"))
+                    return

@@ -4,8 +4,12 @@ session, and the permission policy a person answers."""
 from __future__ import annotations
 
 import logging
+import re
+import shlex
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import attrs
 
@@ -19,7 +23,7 @@ from ..tools import Tool
 from ..tools.builtin import coding_tools
 from ..tools.permissions import Decision, Policy, decide
 from ..tracing.otlp import exporting_from_env
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .options import Settings, permission_policy, resolve_sandbox
 
 #: The exit status of a command whose session is open for writing elsewhere
@@ -32,18 +36,72 @@ SYSTEM_PROMPT = (
 )
 
 
+#: Shell syntax that runs more than one command or redirects: such a command
+#: is never allowed by an "always" given for a prefix.
+_COMPOUND = re.compile(r"[;&|<>`\n]|\$\(")
+#: Commands whose second word is a subcommand (``git status``, ``npm test``).
+_WITH_SUBCOMMANDS = frozenset(
+    ("git", "gh", "npm", "npx", "pnpm", "yarn", "cargo", "go", "pip", "pip3", "uv", "poetry", "docker")
+    + ("kubectl", "helm", "make", "just", "dotnet", "mvn", "gradle", "bundle", "rake", "terraform")
+    + ("systemctl", "brew", "apt", "apt-get")
+)
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9_:-]*")
+
+
+def command_prefix(command: str) -> str:
+    """What "always" allows of a shell command: its first word, and its
+    subcommand for a tool that has them (``git status``, ``ls``, ``touch``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if len(words) > 1 and words[0] in _WITH_SUBCOMMANDS and _SUBCOMMAND.fullmatch(words[1]):
+        return " ".join(words[:2])
+    return " ".join(words[:1])
+
+
+@attrs.frozen
+class AlwaysRule:
+    """A person's "always": every call of ``tool``, or, for a shell tool,
+    the simple commands that start with ``prefix``."""
+
+    tool: str
+    prefix: str | None = None
+
+    @classmethod
+    def for_call(cls, call: ToolCall) -> AlwaysRule:
+        command = call.arguments.get("command")
+        if call.name == "bash" and isinstance(command, str) and command_prefix(command):
+            return cls(call.name, command_prefix(command))
+        return cls(call.name)
+
+    def allows(self, call: ToolCall) -> bool:
+        if call.name != self.tool:
+            return False
+        if self.prefix is None:
+            return True
+        command = call.arguments.get("command")
+        if not isinstance(command, str) or _COMPOUND.search(command):
+            return False
+        words = command.split()
+        return words[: len(self.prefix.split())] == self.prefix.split()
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.prefix} …" if self.prefix else f"{self.tool}, every call"
+
+
 @attrs.define
 class TerminalPolicy:
-    """The settings' policy, except that tools a person allowed "always" run
-    without asking, and that with nobody to ask (``interactive=False``) an
-    ask is a refusal that says why."""
+    """The settings' policy, except that calls a person allowed "always"
+    (``AlwaysRule``) run without asking, and that with nobody to ask
+    (``interactive=False``) an ask is a refusal that says why."""
 
     base: Policy
     interactive: bool
-    always: set[str] = attrs.field(factory=set)
+    always: list[AlwaysRule] = attrs.field(factory=list)
 
     async def __call__(self, call: ToolCall, tool: Tool) -> Decision:
-        if tool.name in self.always:
+        if any(rule.allows(call) for rule in self.always):
             return Decision("allow")
         decision = await decide(self.base, call, tool)
         if decision == "ask" and not self.interactive:
@@ -84,18 +142,26 @@ def sandbox_said(settings: Settings) -> str | None:
     return resolve_sandbox(settings.sandbox, settings.permission)[1] if settings.tools == "coding" else None
 
 
-APPROVAL_CHOICES = "[y]es / [n]o / [a]lways for this tool / [s]top"
+#: The keys that answer an approval, one press each; ``DETAILS`` shows the whole summary first.
+APPROVAL_KEYS = ("y", "n", "a", "s")
+DETAILS = "d"
+
+
+def approval_choices(event: Event) -> str:
+    """The answers to ``event``, each on its key."""
+    return f"y yes · n no · a always: {AlwaysRule.for_call(event.call)} · s stop the run · d details"
 
 
 async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, choice: str) -> str:
-    """Answer ``event`` with a person's ``choice`` (``y``, ``n``, ``a`` or
-    ``s``); what was decided, for the transcript. An approval settled
-    meanwhile (the run was cancelled) is left alone."""
+    """Answer ``event`` with a person's ``choice`` (one of ``APPROVAL_KEYS``);
+    what was decided, for the transcript. An approval settled meanwhile (the
+    run was cancelled) is left alone."""
+    rule = AlwaysRule.for_call(event.call)
     if choice == "a":
-        policy.always.add(event.tool_name)
+        policy.always.append(rule)
     decision, reason, said = {
         "y": ("approve", None, "allowed"),
-        "a": ("approve", None, f"allowed, and {event.tool_name} from now on"),
+        "a": ("approve", None, f"allowed, and from now on: {rule}"),
         "n": ("deny", "the person at the terminal said no", "refused"),
         "s": ("deny_and_stop", "the person at the terminal stopped the run", "refused; the run stops"),
     }[choice]
@@ -110,6 +176,10 @@ async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, ch
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """A Runtime on the settings' store; store errors are told plainly.
     Spans are exported while it runs when an OTLP endpoint is set."""
+    try:
+        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot make the store's folder: {exc}") from None
     try:
         with logging_to(log_path(settings.db)):
             async with exporting_from_env(), SQLiteStore(settings.db) as store, Runtime(store) as rt:
@@ -141,12 +211,27 @@ def logging_to(path: str) -> Iterator[None]:
         handler.close()
 
 
-async def open_agent(rt: Runtime, spec: AgentSpec, session_id: str | None) -> Agent:
-    """The agent of ``session_id``: restored when the store holds it, else
-    new. A session open in another process is a one-line error (exit status
-    ``SESSION_HELD_STATUS``)."""
+async def open_agent(rt: Runtime, spec: AgentSpec, settings: Settings) -> Agent:
+    """The agent of the settings' session: restored when the store holds it,
+    else new, and then said on stderr ("new session ID"), so that a
+    mistyped id is seen; with ``resume`` a session not in the store is a
+    usage error. A session open in another process is a one-line error
+    (exit status ``SESSION_HELD_STATUS``)."""
+    session_id = settings.session
     try:
-        return await rt.create(spec, session_id=session_id)
+        stored = session_id is not None and any(
+            info.session_id == session_id for info in await rt.store.list_sessions()
+        )
+        if settings.resume and not stored:
+            raise CommandError(
+                f"no session {session_id!r} in {settings.db} (agentrio sessions list shows them; "
+                "--session ID starts a new one)",
+                status=USAGE,
+            )
+        agent = await rt.create(spec, session_id=session_id)
+        if not stored:
+            print(f"new session {agent.session_id}", file=sys.stderr, flush=True)
+        return agent
     except SessionHeld as exc:
         raise CommandError(str(exc), status=SESSION_HELD_STATUS) from None
     except StoreError as exc:

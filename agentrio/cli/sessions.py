@@ -1,30 +1,41 @@
-"""agentrio sessions: list, show, export, fork and delete the sessions of a store."""
+"""agentrio sessions: list, show, export, fork and delete the sessions of a store.
+
+Exit codes: 0 done; 1 the store or the session is not there, or the store
+cannot be read; 2 a usage error (a fork --as an id already taken, say).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..journal import ForkRefused, SessionInfo, SessionNotFound, SQLiteStore, StoreError, StoreNotFound
+from ..journal import (
+    ForkRefused,
+    SessionExists,
+    SessionInfo,
+    SessionNotFound,
+    SQLiteStore,
+    StoreError,
+    StoreNotFound,
+)
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from ..messages import converter
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
-from .transcript import timestamp, transcript
+from .transcript import timestamp, title, transcript
 
 DB_VARIABLE = "AGENTRIO_DB"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "sessions", help="list, show, export, fork and delete stored sessions", description=help_text(__doc__)
-    )
+    parser = subparsers.add_parser("sessions", description=help_text(__doc__))
     # --db may come before the command, before the action or after it.
     add_db_option(parser)
     store = argparse.ArgumentParser(add_help=False)
@@ -34,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser(
         "list",
         parents=[store],
-        help="one line a session, as a tree",
-        description="One line a session: the sessions of child agents under the agent that spawned them, "
+        help="one line a session, as a tree, with its title",
+        description="One line a session, titled by the first line of its first prompt: the sessions of child agents under the agent that spawned them, "
         "forks under the session they were cut from. A session whose parent was deleted is at the top, "
         "its PARENT marked [deleted].",
     )
@@ -62,7 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cut.add_argument("--at-turn", type=int, metavar="T", help="keep the history as it was when turn T ended")
     fork.add_argument("--as", dest="fork_id", metavar="NEW_ID", help="the new session's id")
     fork.add_argument(
-        "--repair", action="store_true", help="close a turn still open as crash repair would, instead of refusing"
+        "--repair",
+        action="store_true",
+        help="close a turn still open as crash repair would, instead of refusing",
     )
     fork.set_defaults(handler=_handler(fork_from))
 
@@ -99,13 +112,41 @@ def _handler(
             trio.run(open_and_run, args)
         except StoreNotFound:
             raise CommandError(f"no store at {args.db} (give --db, or set ${DB_VARIABLE})") from None
+        except SessionExists as exc:
+            raise CommandError(f"{exc}: give --as an id not taken", status=USAGE) from None
         except SessionNotFound:
             raise CommandError(f"no session {args.session_id!r} in {args.db}") from None
         except (StoreError, ForkRefused) as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(f"{exc}{_read_only_hint(args.db)}") from None
         return 0
 
     return handler
+
+
+def _read_only_hint(db: str) -> str:
+    """Why a store on a read-only filesystem cannot be opened, when it is on one."""
+    try:
+        read_only = bool(os.statvfs(os.path.dirname(os.path.abspath(db))).f_flag & os.ST_RDONLY)
+    except OSError:
+        return ""
+    if not read_only:
+        return ""
+    return (
+        " (its folder is on a read-only filesystem, and SQLite writes beside a store even to read it: "
+        "copy the store somewhere writable and give that --db)"
+    )
+
+
+async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:
+    """Each session's title (``transcript.title``), read from its journal."""
+    found = {}
+    for node in nodes:
+        session_id = node.summary.info.session_id
+        try:
+            found[session_id] = title((await store.load_session(session_id))[1])
+        except SessionNotFound:  # deleted meanwhile
+            found[session_id] = ""
+    return found
 
 
 async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
@@ -113,11 +154,12 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
     if not nodes:
         print(f"no sessions in {args.db}", file=sys.stderr)
         return
+    named = await titles(store, nodes)
     if args.json:
         for node in nodes:
-            print(json.dumps(_as_json(node), ensure_ascii=False))
+            print(json.dumps(_as_json(node, named), ensure_ascii=False))
         return
-    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT")]
+    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT", "TITLE")]
     for node in nodes:
         info = node.summary.info
         rows.append(
@@ -130,6 +172,7 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
                 str(len(node.children)),
                 str(len(node.forks)),
                 node.relation,
+                named[info.session_id] or "-",
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -137,9 +180,10 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
-def _as_json(node: Node) -> dict[str, object]:
+def _as_json(node: Node, named: dict[str, str]) -> dict[str, object]:
     return {
         **converter.unstructure(node.summary.info, SessionInfo),
+        "title": named[node.summary.info.session_id],
         "messages": node.summary.messages,
         "updated_at": node.summary.updated_at,
         "children": list(node.children),
@@ -176,7 +220,12 @@ async def export_session(store: SQLiteStore, args: argparse.Namespace) -> None:
 
 async def fork_from(store: SQLiteStore, args: argparse.Namespace) -> None:
     fork = await fork_session(
-        store, args.session_id, at_message=args.at, at_turn=args.at_turn, fork_id=args.fork_id, repair=args.repair
+        store,
+        args.session_id,
+        at_message=args.at,
+        at_turn=args.at_turn,
+        fork_id=args.fork_id,
+        repair=args.repair,
     )
     print(fork.info.session_id)
     print(

@@ -8,10 +8,26 @@ from collections.abc import Iterable, Iterator
 
 from ..journal import SessionInfo, SessionState
 from ..journal.records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
-from ..messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage
+from ..messages import (
+    AssistantMessage,
+    Document,
+    Image,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 #: Lines of a tool result shown unless the whole transcript is asked for.
 RESULT_LINES = 12
+
+
+def cost_text(usage: Usage) -> str:
+    """`` · $0.0123`` for a usage of known cost; nothing when it is unknown."""
+    return "" if usage.cost is None else f" · ${usage.cost:.4f}"
 
 
 def timestamp(seconds: float) -> str:
@@ -26,6 +42,7 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
     yield f"session {info.session_id}, created {timestamp(info.created_at)}"
     if info.parent_session_id is not None:
         yield f"forked from {info.parent_session_id} with its first {info.seed_length} messages"
+    yield f"[N] numbers the messages: agentrio sessions fork {info.session_id} --at N keeps the first N"
     state = SessionState()
     for record in records:
         state.apply(record)
@@ -34,7 +51,8 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
                 yield ""
                 yield f"--- turn {turn} ---"
             case MessageAppended(message=message):
-                yield from _message(message, full)
+                number = len(state.messages) + len(state.step_messages)
+                yield from _message(message, full, f"[{number}] ")
             case TurnEnded(turn=turn, stop_reason=stop_reason):
                 yield f"--- turn {turn} ended: {stop_reason} ---"
             case Compacted():
@@ -42,6 +60,7 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
                     f"--- compacted ({record.reason}): the first {record.first_kept} messages of history "
                     f"replaced by a summary, about {record.tokens_before} -> {record.tokens_after} tokens ---"
                 )
+                yield "(the numbers from here count the history as it is now, the summary as [1])"
                 yield from _block("summary: ", _cut(record.summary.text, full))
     yield ""
     if state.turn_open:
@@ -52,38 +71,63 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
     usage = state.usage
     yield (
         f"usage: {usage.input_tokens} input, {usage.output_tokens} output, "
-        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens"
+        f"{usage.cache_read_tokens} cache read, {usage.cache_write_tokens} cache write tokens{cost_text(usage)}"
     )
 
 
-def _message(message: Message, full: bool) -> Iterator[str]:
+def title(records: Iterable[Record], limit: int = 50) -> str:
+    """What a session is about: the first line of its first prompt ("" before there is one)."""
+    for record in records:
+        if isinstance(record, MessageAppended) and isinstance(record.message, UserMessage):
+            lines = [line for line in record.message.text.splitlines() if line.strip()]
+            text = " ".join(lines[0].split()) if lines else ""
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+    return ""
+
+
+def _message(message: Message, full: bool, number: str) -> Iterator[str]:
     if isinstance(message, AssistantMessage):
-        yield from _assistant(message)
+        yield from _assistant(message, number)
     elif isinstance(message, ToolResultMessage):
         status = " error" if message.is_error else ""
         yield from _block(
-            f"  <- {message.tool_name} ({message.tool_call_id}){status}: ", _cut(message.text, full)
+            f"{number}  <- {message.tool_name} ({message.tool_call_id}){status}: ",
+            _cut(message.text, full) + _media(message.content),
         )
     else:
-        yield from _block("user: ", message.text)
+        yield from _block(f"{number}user: ", message.text + _media(message.content))
 
 
-def _assistant(message: AssistantMessage) -> Iterator[str]:
+def _media(content: str | list) -> str:
+    """A note of each image and document: their bytes are not text to show."""
+    if isinstance(content, str):
+        return ""
+    notes = [
+        f"[{part.media_type}{' ' + part.name if getattr(part, 'name', None) else ''}, {len(part.data):,} bytes]"
+        for part in content
+        if isinstance(part, Image | Document)
+    ]
+    return "".join(f"\n{note}" for note in notes)
+
+
+def _assistant(message: AssistantMessage, number: str) -> Iterator[str]:
     label = (
         "assistant" if message.stop_reason in ("stop", "tool_use") else f"assistant [{message.stop_reason}]"
     )
-    if not any(isinstance(part, Text) for part in message.content):
-        yield f"{label}:"
+    texts = [part for part in message.content if isinstance(part, Text)]
+    pad = " " * len(number)
+    if not texts:
+        yield f"{number}{label}:"
     for part in message.content:
         if isinstance(part, Text):
-            yield from _block(f"{label}: ", part.text)
+            yield from _block(f"{number if part is texts[0] else pad}{label}: ", part.text)
         elif isinstance(part, Thinking):
-            yield from _block("  (thinking) ", "[redacted]" if part.redacted else part.text)
+            yield from _block(f"{pad}  (thinking) ", "[redacted]" if part.redacted else part.text)
         elif isinstance(part, ToolCall):
             arguments = part.raw_arguments if part.raw_arguments is not None else json.dumps(part.arguments)
-            yield f"  -> {part.name} {arguments} ({part.id})"
+            yield f"{pad}  -> {part.name} {arguments} ({part.id})"
     if message.error:
-        yield f"  error: {message.error}"
+        yield f"{pad}  error: {message.error}"
 
 
 def _block(prefix: str, text: str) -> Iterator[str]:

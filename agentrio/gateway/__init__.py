@@ -1,6 +1,8 @@
 """Agent sessions for other programs: the Agent Client Protocol (ACP) over
 stdio (``serve_stdio``) and over WebSocket with a web console
-(``serve_websocket``), on a ``SessionHub`` opened by ``open_hub``."""
+(``serve_websocket``), on a ``SessionHub`` opened by ``open_hub``; and
+agents offered as MCP tools (``mcp_serve.serve_mcp``, the optional ``mcp``
+extra)."""
 
 from __future__ import annotations
 

@@ -4,14 +4,23 @@ the connection, and a buffer of appends that it commits in batches."""
 from __future__ import annotations
 
 import functools
+import logging
+import math
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 import trio
 
-from .store import StoreError
+from .store import StoreError, StoreUnavailable
 from .thread import DatabaseThread, Result
+
+log = logging.getLogger(__name__)
+
+#: A failed store retries after this many seconds, then twice as long each
+#: time, up to ``RETRY_MAX`` between two tries: bounded, and never a busy loop.
+RETRY_FIRST = 0.1
+RETRY_MAX = 1.0
 
 
 class Batch(Protocol):
@@ -35,10 +44,17 @@ class BufferedStore(Generic[D, B]):
     ``async with store`` opens it; the block that opened it closes it, after
     committing what is buffered, and blocks entered meanwhile in the same
     task nest. A store opened by one task can be used, and entered, by
-    others until then. A failed commit fails the store: every barrier after
-    it raises, and so does the close if no caller was told; ``failed`` is
-    set at once (a new event each time the store is opened), so that a
-    ``Runtime`` stops its agents' work before anything more acts unrecorded.
+    others until then. A failed commit (or a lost connection,
+    ``StoreUnavailable``) fails the store: ``failed`` is set at once, so that
+    a ``Runtime`` stops its agents' work before anything more acts
+    unrecorded, and every append and barrier raises ``StoreError`` naming the
+    store until it recovers. The store keeps the batch that failed and
+    retries it, with backoff (``RETRY_FIRST`` doubling up to ``RETRY_MAX``
+    seconds, reconnecting first where the subclass can): once it commits,
+    ``failed`` is a new unset event and ``recovered`` is set (a new unset
+    one at the next failure), and nothing appended before the failure is
+    lost. Closing a store that is still failed raises its failure, unless a
+    caller was told.
 
     A subclass says how to open its database (``_connect``, run in the
     thread), which batch to start (``_new_batch``), how to commit one
@@ -77,8 +93,18 @@ class BufferedStore(Generic[D, B]):
         self._failure: StoreError | None = None
         #: Whether a caller has been told of the failure.
         self._failure_told = False
-        #: Set once a write has failed.
+        #: Set once a write has failed (a new event once the store recovers).
         self.failed = trio.Event()
+        #: Set once a failed store has recovered (a new event at each failure).
+        self.recovered = trio.Event()
+        #: The batch whose commit failed, and the appends it covers: retried
+        #: before anything else is written.
+        self._retry: tuple[B, int] | None = None
+        self._recovering: trio.CancelScope | None = None
+        #: The wait before the next retry, and when the store last recovered:
+        #: a store failing again soon after goes on from its last wait.
+        self._backoff = RETRY_FIRST
+        self._recovered_at = -math.inf
 
     # -- for subclasses -------------------------------------------------------
 
@@ -107,10 +133,34 @@ class BufferedStore(Generic[D, B]):
     async def _closing(self) -> None:
         """Runs in the thread's last moments, after the last commit."""
 
+    def _reconnect(self, db: D) -> None:
+        """In the store's thread, before a failed store retries: make the
+        database reachable again (raise if it is not)."""
+
+    async def _recovering_hook(self) -> None:
+        """Runs once a failed store's retried batch is committed, before it
+        counts as recovered (raise if it cannot)."""
+
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(db, *args)`` in the store's thread."""
+        """``fn(db, *args)`` in the store's thread. A lost database fails the
+        store (``StoreUnavailable``), which then retries by itself."""
         db = self._check_usable()
-        return await self._thread.call(fn, db, *args)
+        try:
+            return await self._thread.call(fn, db, *args)
+        except StoreUnavailable as exc:
+            if self._nursery is not None:  # (closing, nothing more is written anyway)
+                self._fail(exc)
+            raise
+
+    @property
+    def failure(self) -> StoreError | None:
+        """Why the store is failed, while it is."""
+        return self._failure
+
+    async def until_usable(self) -> None:
+        """Wait while the store is failed (returns at once if it is not)."""
+        while self._failure is not None:
+            await self.recovered.wait()
 
     # -- opening and closing --------------------------------------------------
 
@@ -134,6 +184,8 @@ class BufferedStore(Generic[D, B]):
         try:
             with trio.CancelScope(shield=True):
                 self._serving.cancel()  # before the thread ends: it may call into it
+                if self._recovering is not None:
+                    self._recovering.cancel()
                 failure = await self._close()
         finally:
             nursery.cancel_scope.cancel()  # the flusher; the thread has ended
@@ -145,6 +197,7 @@ class BufferedStore(Generic[D, B]):
     async def _open(self) -> None:
         if self.failed.is_set():
             self.failed = trio.Event()
+        self.recovered, self._retry = trio.Event(), None
         thread = DatabaseThread(self._name)
         async with AsyncExitStack() as stack:
             nursery = await stack.enter_async_context(trio.open_nursery())
@@ -207,15 +260,17 @@ class BufferedStore(Generic[D, B]):
             return
         batch, upto = self._batch, self._buffered
         self._batch, self._writing = self._new_batch(), True
-        self._thread.submit(self._commit(self._db, batch), (), functools.partial(self._written, upto))
+        self._thread.submit(self._commit(self._db, batch), (), functools.partial(self._written, upto, batch))
 
-    def _written(self, upto: int, result: Result) -> None:
+    def _written(self, upto: int, batch: B | None, result: Result) -> None:
         self._writing = False
         value, error = result
         if error is None:
             self._committed_upto = upto
             self._committed(value)
         else:
+            if batch is not None:
+                self._retry = (batch, upto)
             self._fail(error)
         done, self._commit_done = self._commit_done, None
         if done is not None:
@@ -238,24 +293,67 @@ class BufferedStore(Generic[D, B]):
             if not self._try_commit_here(self._db, self._batch):
                 return
         except Exception as exc:
-            self._written(upto, (None, exc))
+            self._written(upto, None, (None, exc))  # the batch stays buffered
             return
         self._batch = self._new_batch()
-        self._written(upto, (None, None))
+        self._written(upto, None, (None, None))
 
     def _fail(self, error: BaseException) -> None:
+        """Fail the store (once: a failed store stays failed until it
+        recovers) and start retrying."""
+        if self._failure is not None:
+            return
         if isinstance(error, StoreError):
             self._failure = error
         else:  # raising here would end the trio run
             self._failure = StoreError(f"{self!r}: a write failed: {error!r}")
             self._failure.__cause__ = error
+        log.warning("%r failed, retrying every %.1f s at most: %s", self, RETRY_MAX, self._failure)
+        if self.recovered.is_set():
+            self.recovered = trio.Event()
         self.failed.set()
+        now = trio.current_time()
+        if now - self._recovered_at > 10 * RETRY_MAX:
+            self._backoff = RETRY_FIRST
+        if self._nursery is not None:
+            self._recovering = trio.CancelScope()
+            self._nursery.start_soon(self._recover, self._recovering, now)
+
+    async def _recover(self, scope: trio.CancelScope, since: float) -> None:
+        """Retry until the database is reachable and what failed to commit
+        is committed, then the store is usable again."""
+        with scope:
+            while True:
+                await trio.sleep(self._backoff)
+                self._backoff = min(self._backoff * 2, RETRY_MAX)
+                while self._writing:  # a batch still on its way is retried first, if it fails
+                    await self._next_commit()
+                try:
+                    await self._thread.call(self._reconnect, self._db)
+                    if self._retry is None and self._batch:  # a commit in the trio thread failed
+                        self._retry, self._batch = (self._batch, self._buffered), self._new_batch()
+                    if self._retry is not None:
+                        batch, upto = self._retry
+                        value = await self._thread.call(self._commit(self._db, batch))
+                        self._retry, self._committed_upto = None, upto
+                        self._committed(value)
+                    await self._recovering_hook()
+                except Exception as exc:
+                    log.debug("%r: still failed: %s", self, exc)
+                    continue
+                break
+            self._failure, self._failure_told, self._recovering = None, False, None
+            self._recovered_at = trio.current_time()
+            self.failed = trio.Event()
+            self.recovered.set()
+            log.warning("%r recovered after %.1f s", self, trio.current_time() - since)
+            self._write()
 
     def _check_usable(self) -> D:
         if self._failure is not None:
             self._failure_told = True
             raise StoreError(
-                f"the store failed, nothing more can be written: {self._failure}"
+                f"{self!r} failed: nothing more is written until it recovers: {self._failure}"
             ) from self._failure
         if self._db is None:
             raise StoreError(

@@ -39,6 +39,7 @@ from .records import (
     MessageAppended,
     Record,
     StepEnded,
+    StateEntered,
     StepStarted,
     ToolCallStarted,
     TurnEnded,
@@ -101,7 +102,7 @@ def _flat_mirror(cls: type) -> tuple[type[Mirror], Callable[[Any], Any], bool]:
 #: mirrors write them as the converter does, in a third of the time.
 _FLAT = {
     cls: _flat_mirror(cls)
-    for cls in (TurnStarted, StepStarted, ToolCallStarted, StepEnded, TurnEnded, ActorFailed)
+    for cls in (TurnStarted, StepStarted, ToolCallStarted, StepEnded, TurnEnded, ActorFailed, StateEntered)
 }
 
 
@@ -191,5 +192,7 @@ def with_history(state: SessionState, kept: list[Message]) -> SessionState:
     """``state`` given its history: ``kept`` are the session's message
     records after the first ``state.replaced`` (those a compaction summed
     up), up to the snapshot."""
+    if state.rolled_back:  # less those a rollback took back
+        kept = [kept[offset] for offset in state.kept_records(state.replaced, len(kept))]
     state.messages = [state.summary, *kept] if state.summary is not None else kept
     return state

@@ -38,10 +38,19 @@ class Lease:
     """A session held by a store. ``token`` is the fencing token every write
     carries: taking a session over increments it, so that the writes of a
     former holder are refused. ``lost`` is set once the store learns that
-    the lease is gone (``error`` then says why)."""
+    the lease is gone (``error`` then says why).
+
+    ``confirmed_until`` is the holder's own view of when the lease ends
+    (``time.monotonic()``): a lease taken or renewed by a request sent at
+    ``t`` runs to at least ``t + lease`` on the database's clock, so that
+    the holder never thinks it holds a lease another may already take."""
 
     session_id: str
     holder: str
     token: int
+    confirmed_until: float
     lost: trio.Event = attrs.field(factory=trio.Event)
     error: LeaseLost | None = None
+
+    def confirm(self, until: float) -> None:
+        self.confirmed_until = max(self.confirmed_until, until)

@@ -19,11 +19,17 @@ from ..mailbox.items import QueuedInput, Target
 from .records import (
     ActorFailed,
     Compacted,
+    GoalEnded,
+    GoalSet,
     InboxSpliced,
     MessageAppended,
     Record,
+    RequestFailed,
+    RolledBack,
+    StateEntered,
     StepEnded,
     StepStarted,
+    SystemPromptSet,
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
@@ -44,8 +50,9 @@ class SessionState:
     history the agent finished writing. Messages appended outside a step (a
     fork's seed) are committed at once. Either way ``messages`` is the
     compaction ``summary`` (when there was one) followed by the journal's
-    ``MessageAppended`` records from the ``replaced``-th on, in order, and
-    ``step_messages`` the rest: snapshots rely on it.
+    ``MessageAppended`` records from the ``replaced``-th on, in order, less
+    those in the ``rolled_back`` ranges, and ``step_messages`` the rest:
+    snapshots rely on it.
     """
 
     messages: list[Message] = attrs.field(factory=list)
@@ -66,6 +73,19 @@ class SessionState:
     #: many message records it stands for.
     summary: UserMessage | None = None
     replaced: int = 0
+    #: Ranges ``[start, end)`` of message records (from the ``replaced``-th
+    #: on) that a rollback took back out of history, in order.
+    rolled_back: list[tuple[int, int]] = attrs.field(factory=list)
+    #: The goal being pursued (None: none), its turn budget and the turns
+    #: it has taken so far.
+    goal: str | None = None
+    goal_max_turns: int | None = None
+    goal_turns: int = 0
+    #: The state the step state machine entered last (None: never ran).
+    machine_state: str | None = None
+    #: The system prompt journaled last (None: none yet), and its digest.
+    system_prompt: str | None = None
+    system_prompt_digest: str | None = None
     #: Ids pending in either queue, derived from them (rebuilt when None, as
     #: after decoding a snapshot), so a splice checks uniqueness in O(items).
     _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
@@ -80,19 +100,42 @@ class SessionState:
     @property
     def message_records(self) -> int:
         """How many message records the committed history reaches to."""
-        return self.replaced + len(self.messages) - (self.summary is not None)
+        taken = sum(end - start for start, end in self.rolled_back)
+        return self.replaced + len(self.messages) - (self.summary is not None) + taken
 
     def written_by(self, record: int) -> Message | None:
         """The message that the ``record``-th message record (counting from
         0) wrote, while history holds it: committed, or in the open step.
-        None for a message a compaction replaced, or a record not written."""
+        None for a message a compaction replaced or a rollback took back, or
+        a record not written."""
         committed = self.message_records
         if record >= committed:
             index = record - committed
             return self.step_messages[index] if index < len(self.step_messages) else None
         head = self.summary is not None
         index = record - self.replaced + head
+        for start, end in self.rolled_back:
+            if record < start:
+                break
+            if record < end:
+                return None
+            index -= end - start
         return self.messages[index] if index >= head else None
+
+    def kept_records(self, first: int, count: int) -> list[int]:
+        """Which of the ``count`` message records from the ``first``-th on
+        history holds (the others a rollback took back), as offsets from it."""
+        dropped = {r for start, end in self.rolled_back for r in range(start, end)}
+        return [r - first for r in range(first, first + count) if r not in dropped]
+
+    def _record_of(self, index: int) -> int:
+        """The message record that wrote ``messages[index]`` (the record the
+        next message would take, for ``len(messages)``)."""
+        record = self.replaced + index - (self.summary is not None)
+        for start, end in self.rolled_back:
+            if start <= record:
+                record += end - start
+        return record
 
     def open_calls(self) -> list[ToolCall]:
         """Calls of the open step that have no result yet, in model order."""
@@ -110,6 +153,12 @@ class SessionState:
                 (self.step_messages if self.step_open else self.messages).append(message)
             case ToolCallStarted(tool_call_id=call_id):
                 self.started_calls.add(call_id)
+            case GoalSet(text=text, max_turns=max_turns):
+                self.goal, self.goal_max_turns, self.goal_turns = text, max_turns, 0
+            case GoalEnded():
+                self.goal = None
+            case StateEntered(name=name):
+                self.machine_state = name
             case StepStarted(step=step):
                 self.step, self.step_open = step, True
             case StepEnded():
@@ -124,6 +173,8 @@ class SessionState:
                 self.turn, self.turn_open = turn, True
             case TurnEnded():
                 self.turn_open = False
+                if self.goal is not None:
+                    self.goal_turns += 1
             case ToolCallFinished(result=result):
                 self.finished_results[result.tool_call_id] = result
             case Compacted(summary=summary, first_kept=first_kept, usage=usage):
@@ -131,12 +182,25 @@ class SessionState:
                     raise JournalCorrupt(
                         f"compaction up to message {first_kept} of a history of {len(self.messages)}"
                     )
-                self.replaced += first_kept - (self.summary is not None)
+                self.replaced = self._record_of(first_kept)
+                self.rolled_back = [r for r in self.rolled_back if r[0] >= self.replaced]
                 self.summary = summary
                 self.messages[:first_kept] = [summary]
                 self.usage = self.usage + usage
-            case ActorFailed():
+            case ActorFailed() | RequestFailed():
                 pass
+            case SystemPromptSet(prompt=prompt, digest=digest):
+                self.system_prompt, self.system_prompt_digest = prompt, digest
+            case RolledBack(first=first):
+                head = self.summary is not None
+                if self.step_open or not head <= first <= len(self.messages):
+                    raise JournalCorrupt(f"rollback to message {first} of a history of {len(self.messages)}")
+                start, end = self._record_of(first), self.message_records
+                if start < end:
+                    # Ranges inside the new one are part of it.
+                    self.rolled_back = [r for r in self.rolled_back if r[0] < start]
+                    self.rolled_back.append((start, end))
+                    del self.messages[first:]
             case _:
                 raise JournalCorrupt(f"unknown record {record!r}")
 

@@ -7,6 +7,7 @@ usage) is a projection of the records.
 
 from __future__ import annotations
 
+import hashlib
 from typing import ClassVar
 
 import attrs
@@ -93,10 +94,89 @@ class StepEnded:
 class TurnEnded:
     turn: int
     stop_reason: str
-    #: Who cancelled the turn, when it was aborted.
+    #: Who cancelled the turn, when it was aborted (``"crash"``: crash
+    #: repair closed it, see ``repair.CRASH``).
     cancel_cause: str | None = None
+    #: What went wrong, when the stop reason is an error.
+    error: str | None = None
 
     type: ClassVar[str] = "turn_ended"
+
+
+@attrs.frozen
+class RolledBack:
+    """Committed history from message ``first`` on is taken back (a failed
+    turn, with ``on_failure="rollback"``): history is as it was before it.
+    The records that wrote those messages stay in the journal, so a fork at
+    the turn they ended gets them back."""
+
+    first: int
+    #: The turn whose messages were taken back.
+    turn: int = 0
+
+    type: ClassVar[str] = "rolled_back"
+
+
+@attrs.frozen
+class StateEntered:
+    """The step state machine entered state ``name`` (``build_context``,
+    ``call_model``, ..., ``done``): its transitions are durable, so a
+    restored session knows where its last step was."""
+
+    name: str
+
+    type: ClassVar[str] = "state"
+
+
+@attrs.frozen
+class RequestFailed:
+    """A model request failed without a word (its stop reason is ``error``,
+    or ``context_overflow``): history gets no empty message, the journal
+    this marker, saying why."""
+
+    error: str
+    stop_reason: str = "error"
+
+    type: ClassVar[str] = "request_failed"
+
+
+@attrs.frozen
+class GoalSet:
+    """A goal the agent keeps starting turns for (``Agent.set_goal``), at
+    most ``max_turns`` of them (None: until it is met)."""
+
+    text: str
+    max_turns: int | None = None
+
+    type: ClassVar[str] = "goal_set"
+
+
+@attrs.frozen
+class GoalEnded:
+    """The goal ended: ``met``, ``max_turns``, or the stop reason of the
+    turn that did not complete; ``turns`` it took."""
+
+    reason: str
+    turns: int
+
+    type: ClassVar[str] = "goal_ended"
+
+
+@attrs.frozen
+class SystemPromptSet:
+    """The system prompt the session's requests are built on from here on
+    (before any ``prepare_context`` hook), written once per change; a
+    restored session goes on with it. ``digest``: ``prompt_digest(prompt)``."""
+
+    prompt: str
+    digest: str
+
+    type: ClassVar[str] = "system_prompt_set"
+
+
+def prompt_digest(prompt: str) -> str:
+    """A short hash naming a system prompt."""
+    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 Record = (
@@ -110,6 +190,12 @@ Record = (
     | ActorFailed
     | StepEnded
     | TurnEnded
+    | RolledBack
+    | SystemPromptSet
+    | StateEntered
+    | GoalSet
+    | GoalEnded
+    | RequestFailed
 )
 
 register_tagged_union(Record, "type")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, Self
@@ -26,6 +27,12 @@ class StoreError(Exception):
     session: only ``SessionNotFound`` is."""
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot be reached just now: a lost connection, a server
+    restarting, a statement that timed out. The store retries by itself
+    (``failed``, then ``recovered``)."""
+
+
 class StoreNotFound(StoreError):
     """There is no store at this place, and it was not to be created."""
 
@@ -45,6 +52,36 @@ class ForeignDatabase(StoreError):
 
 class SchemaTooNew(StoreError):
     """The store was written by a newer version of agentrio."""
+
+
+#: The longest session id (or agent name) a store takes, in bytes of UTF-8.
+MAX_ID_BYTES = 256
+
+
+def check_id(value: str, what: str = "session id") -> str:
+    """``value`` if it may name a session (``what``: or an agent): a
+    non-empty string of valid Unicode (no lone surrogate), at most
+    ``MAX_ID_BYTES`` bytes of UTF-8, without control characters (NUL,
+    newlines). Else ``ValueError`` saying which rule it breaks."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"a {what} must be a non-empty string, got {value!r}")
+    shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} {shown} is not valid Unicode (it holds a lone surrogate)") from None
+    if size > MAX_ID_BYTES:
+        raise ValueError(f"{what} {shown} is {size} bytes long: at most {MAX_ID_BYTES} bytes of UTF-8")
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        raise ValueError(f"{what} {shown} holds a control character (NUL, a newline...): not allowed")
+    return value
+
+
+def check_info(info: SessionInfo) -> None:
+    """The ids of a session about to be created."""
+    check_id(info.session_id)
+    if info.agent_name is not None:
+        check_id(info.agent_name, "agent name")
 
 
 @attrs.frozen

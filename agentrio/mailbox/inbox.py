@@ -124,6 +124,18 @@ class Inbox:
                     return True
         return False
 
+    async def replace(self, input_id: str, message: Input) -> bool:
+        """Put ``message`` in the place of the pending input ``input_id``,
+        under the same id (whoever waits for it gets the replacement's
+        answer); False when it is no longer pending."""
+        for target in TARGETS:
+            for index, item in enumerate(self._queues(target)):
+                if item.id == input_id:
+                    replacement = QueuedInput(input_id, as_queued(message).message)
+                    await self.splice(target, index, 1, [replacement], reason="replace")
+                    return True
+        return False
+
     async def clear(self) -> list[QueuedInput]:
         """Discard every pending input."""
         removed: list[QueuedInput] = []

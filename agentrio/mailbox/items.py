@@ -16,7 +16,7 @@ TARGETS: tuple[Target, ...] = ("next_step", "next_turn")
 
 #: Why the inbox changed. ``remove`` and ``clear`` discard input; a ``claim``
 #: hands it to a turn.
-SpliceReason = Literal["send", "claim", "remove", "clear", "restore"]
+SpliceReason = Literal["send", "claim", "remove", "clear", "restore", "replace"]
 DISCARDING_REASONS = frozenset({"remove", "clear"})
 
 

@@ -2,6 +2,7 @@
 
 from .checks import json_data, json_problem
 from .converter import converter, register_tagged_union
+from .media import MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, Document, Image
 from .messages import (
     TRUNCATED_STOP_REASONS,
     AssistantMessage,
@@ -30,6 +31,8 @@ from .usage import Usage
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_IMAGE_BYTES",
     "PERMISSION_DENIED",
     "TOOL_ABORTED",
     "TOOL_FAILED",
@@ -40,6 +43,8 @@ __all__ = [
     "TOOL_RESULT_MISSING",
     "TRUNCATED_STOP_REASONS",
     "AssistantMessage",
+    "Document",
+    "Image",
     "Message",
     "Part",
     "StopReason",

@@ -8,6 +8,8 @@ own, so ``converter.structure(converter.unstructure(x), Union)`` round-trips.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime
 import functools
 import typing
@@ -26,6 +28,20 @@ from .parts import Part
 from .schema import is_pydantic_model, is_union, json_schema
 
 converter = cattrs.Converter()
+
+
+def _structure_bytes(data: Any, _: Any) -> bytes:
+    if not isinstance(data, str):
+        raise ValueError(f"expected base64 text, got {type(data).__name__}")
+    try:
+        return base64.b64decode(data, validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"not base64: {exc}") from None
+
+
+# Bytes (an image's, a document's) are base64 text in JSON.
+converter.register_unstructure_hook(bytes, lambda data: base64.b64encode(data).decode("ascii"))
+converter.register_structure_hook(bytes, _structure_bytes)
 
 
 def register_tagged_union(union: Any, tag: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from .checks import is_bool, is_optional_str, is_str, json_data, parts_of
-from .parts import Part, Text, Thinking, ToolCall
+from .parts import Document, Image, Part, Text, Thinking, ToolCall
 from .usage import Usage
 
 StopReason = Literal["stop", "tool_use", "max_tokens", "context_overflow", "error", "aborted"]
@@ -21,9 +21,11 @@ TRUNCATED_STOP_REASONS: frozenset[str] = frozenset(
 _STOP_REASONS = typing.get_args(StopReason)
 
 _is_content = parts_of(Text, Thinking, ToolCall)
+#: A tool result may hold images and documents as well.
+_is_result_content = parts_of(Text, Thinking, ToolCall, Image, Document)
 #: The check of a field that takes a str or a list of parts
 #: (``UserMessage.content``; tools use it for ``ToolResult.content``).
-is_str_or_parts = parts_of(Text, Thinking, ToolCall, string=True)
+is_str_or_parts = parts_of(Text, Thinking, ToolCall, Image, Document, string=True)
 
 
 def _is_stop_reason(instance: Any, attribute: Any, value: Any) -> None:
@@ -88,7 +90,7 @@ class AssistantMessage:
 class ToolResultMessage:
     tool_call_id: str = attrs.field(validator=is_str)
     tool_name: str = attrs.field(validator=is_str)
-    content: list[Part] = attrs.field(factory=list, validator=_is_content)
+    content: list[Part] = attrs.field(factory=list, validator=_is_result_content)
     is_error: bool = attrs.field(default=False, validator=is_bool)
     #: Data for a UI or a log, never sent to a model. Kept as plain JSON data:
     #: anything else becomes what JSON makes of it, or its ``repr``.

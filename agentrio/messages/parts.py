@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import attrs
 
 from .checks import is_bool, is_json_object, is_optional_str, is_str
+from .media import Document, Image
 
 
 @attrs.frozen
@@ -51,4 +52,4 @@ class ToolCall:
     type: ClassVar[str] = "tool_call"
 
 
-Part = Text | Thinking | ToolCall
+Part = Text | Thinking | ToolCall | Image | Document

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections import abc
 import enum
 import inspect
 import re
@@ -26,6 +25,7 @@ import sys
 import types
 import typing
 import uuid
+from collections import abc
 from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal, Union
 

@@ -30,6 +30,7 @@ from what it accepts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ import attrs
 import msgspec
 
 from .checks import json_problem
+from .media import Document, Image
 from .messages import AssistantMessage, Message, StopReason, ToolResultMessage, UserMessage
 from .parts import Part, Text, Thinking, ToolCall
 from .usage import Usage, counted
@@ -123,7 +125,36 @@ class _ToolCall(Mirror, tag_field="type", tag=ToolCall.type):
         return cls(part.id, part.name, part.arguments, part.raw_arguments)
 
 
-_Part = _Text | _Thinking | _ToolCall
+class _Image(Mirror, tag_field="type", tag=Image.type):
+    # msgspec reads and writes bytes as base64 text, as the converter does.
+    data: bytes
+    media_type: str
+
+    def build(self) -> Image:
+        # Made through the class: its checks (type, size, magic bytes) are
+        # worth their cost on a part this large.
+        return Image(self.data, self.media_type)
+
+    @classmethod
+    def of(cls, part: Image) -> _Image:
+        return cls(part.data, part.media_type)
+
+
+class _Document(Mirror, tag_field="type", tag=Document.type):
+    data: bytes
+    media_type: str
+    name: str | None
+
+    def build(self) -> Document:
+        return Document(self.data, self.media_type, self.name)
+
+    @classmethod
+    def of(cls, part: Document) -> _Document:
+        return cls(part.data, part.media_type, part.name)
+
+
+_AssistantPart = _Text | _Thinking | _ToolCall
+_Part = _AssistantPart | _Image | _Document
 
 
 def _parts(parts: list[Part]) -> list[_Part]:
@@ -135,13 +166,19 @@ class _Usage(Mirror):
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+    cost: float | None
 
     def build(self) -> Usage:
-        return counted(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
+        cost = self.cost
+        if cost is not None and not (math.isfinite(cost) and cost >= 0):
+            raise ValueError("not a cost")
+        return counted(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens, cost)
 
     @classmethod
     def of(cls, usage: Usage) -> _Usage:
-        return cls(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+        return cls(
+            usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.cost
+        )
 
 
 class _UserMessage(Mirror, tag_field="role", tag=UserMessage.role):
@@ -160,7 +197,7 @@ class _UserMessage(Mirror, tag_field="role", tag=UserMessage.role):
 
 
 class _AssistantMessage(Mirror, tag_field="role", tag=AssistantMessage.role):
-    content: list[_Part]
+    content: list[_AssistantPart]
     stop_reason: StopReason
     usage: _Usage
     model: str
@@ -230,6 +267,8 @@ MIRRORS: dict[type, type[msgspec.Struct]] = {
     Text: _Text,
     Thinking: _Thinking,
     ToolCall: _ToolCall,
+    Image: _Image,
+    Document: _Document,
     Usage: _Usage,
     UserMessage: _UserMessage,
     AssistantMessage: _AssistantMessage,

@@ -18,11 +18,13 @@ from .events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from .fallback import FallbackModel
 from .http import open_http_client, shared_http_client
 from .model_string import from_string
 from .openai_chat import OpenAIChat
 from .openai_responses import OpenAIResponses
 from .output import OUTPUT_TOOL, OutputInvalid, OutputSpec
+from .prices import BUILTIN_PRICES, Price, Prices
 from .provider_errors import CONNECTION_ERROR, CONTEXT_OVERFLOW
 from .request import Model, ModelRequest, ToolSpec
 from .retry import RetryPolicy
@@ -30,11 +32,13 @@ from .scripted import ScriptedModel, message_events
 from .validation import request_problems
 
 __all__ = [
+    "BUILTIN_PRICES",
     "CONNECTION_ERROR",
     "CONTEXT_OVERFLOW",
     "OUTPUT_TOOL",
     "Anthropic",
     "Done",
+    "FallbackModel",
     "MessageAssembler",
     "Model",
     "ModelRequest",
@@ -42,6 +46,8 @@ __all__ = [
     "OpenAIResponses",
     "OutputInvalid",
     "OutputSpec",
+    "Price",
+    "Prices",
     "ProviderError",
     "RetryPolicy",
     "ScriptedModel",

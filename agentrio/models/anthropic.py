@@ -55,7 +55,7 @@ class Anthropic(SSEModel):
             max_tokens=request.max_tokens or self.max_tokens,
             temperature=self.temperature,
             thinking_budget=self.thinking_budget,
-            prompt_cache=self.prompt_cache,
+            prompt_cache=self.prompt_cache and request.prompt_cache,
         )
 
     def output_problem(self, output: OutputSpec) -> str | None:

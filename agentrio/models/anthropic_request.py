@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..messages import Text, Thinking, ToolCall, ToolResultMessage, UserMessage
+from ..messages import Document, Image, Part, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
 from .history import projected_history, replayable_parts
+from .media import base64_text, has_media
 from .output import OUTPUT_TOOL, OutputSpec
 from .request import ModelRequest, ToolSpec
 
@@ -36,8 +37,40 @@ def _assistant_block(part: Text | Thinking | ToolCall) -> dict[str, Any] | None:
     return {"type": "thinking", "thinking": part.text, "signature": part.signature}
 
 
+def _content_block(part: Part) -> dict[str, Any] | None:
+    if isinstance(part, Text):
+        return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, Image):
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": part.media_type, "data": base64_text(part)},
+        }
+    if isinstance(part, Document):
+        if part.media_type == "text/plain":
+            source = {"type": "text", "media_type": "text/plain", "data": part.text}
+        else:
+            source = {"type": "base64", "media_type": part.media_type, "data": base64_text(part)}
+        block: dict[str, Any] = {"type": "document", "source": source}
+        if part.name:
+            block["title"] = part.name
+        return block
+    return None
+
+
+def _content_blocks(parts: list[Part]) -> list[dict[str, Any]]:
+    return [block for part in parts if (block := _content_block(part)) is not None]
+
+
+def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
+    if not has_media(message.content):
+        return [{"type": "text", "text": message.text}]
+    return _content_blocks(message.content)
+
+
 def _tool_result_block(message: ToolResultMessage) -> dict[str, Any]:
-    block = {"type": "tool_result", "tool_use_id": tool_use_id(message.tool_call_id), "content": message.text}
+    # Images and documents travel inside the tool_result, as blocks.
+    content = _content_blocks(message.content) if has_media(message.content) else message.text
+    block = {"type": "tool_result", "tool_use_id": tool_use_id(message.tool_call_id), "content": content}
     if message.is_error:
         block["is_error"] = True
     return block
@@ -51,7 +84,7 @@ def anthropic_messages(request: ModelRequest, *, provider: str) -> list[dict[str
         if isinstance(message, ToolResultMessage):
             user_blocks.append(_tool_result_block(message))
         elif isinstance(message, UserMessage):
-            user_blocks.append({"type": "text", "text": message.text})
+            user_blocks += _user_blocks(message)
         else:
             if user_blocks:
                 messages.append({"role": "user", "content": user_blocks})

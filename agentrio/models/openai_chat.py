@@ -16,6 +16,13 @@ from .sse_model import SSEModel, option
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
+def cache_key(request: ModelRequest, prompt_cache: bool | None, base_url: str) -> str | None:
+    """The ``prompt_cache_key`` to send with ``request``, or None."""
+    if prompt_cache is None:
+        prompt_cache = base_url.rstrip("/") == OPENAI_BASE_URL
+    return request.cache_key if prompt_cache and request.prompt_cache else None
+
+
 def bearer_headers(api_key: str | None) -> dict[str, str]:
     # Local servers need no key: then no authorization header is sent.
     return {"authorization": f"Bearer {api_key}"} if api_key else {}
@@ -37,6 +44,12 @@ class OpenAIChat(SSEModel):
     #: strict variant (see ``agentrio.models.strict``).
     strict_tools: bool = option(default=True)
 
+    #: Send ``prompt_cache_key`` (the request's ``cache_key``, the session
+    #: id) so that OpenAI routes a conversation's requests to the same
+    #: cache. None: only to OpenAI's own ``base_url`` (a compatible server
+    #: may refuse a field it does not know).
+    prompt_cache: bool | None = option(default=None)
+
     path: ClassVar[str] = "/chat/completions"
 
     def headers(self) -> dict[str, str]:
@@ -52,6 +65,7 @@ class OpenAIChat(SSEModel):
             reasoning_effort=self.reasoning_effort,
             system_role=self.system_role,
             strict_tools=self.strict_tools,
+            prompt_cache_key=cache_key(request, self.prompt_cache, self.base_url),
         )
 
     def new_mapper(self) -> ChatStreamMapper:

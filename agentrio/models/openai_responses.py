@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .openai_chat import OPENAI_BASE_URL, bearer_headers
+from .openai_chat import OPENAI_BASE_URL, bearer_headers, cache_key
 from .openai_responses_request import responses_request_body
 from .openai_responses_stream import ResponsesStreamMapper
 from .request import ModelRequest
@@ -30,6 +30,8 @@ class OpenAIResponses(SSEModel):
     #: Send a tool with ``strict: true`` when its schema has a lossless
     #: strict variant (see ``agentrio.models.strict``).
     strict_tools: bool = option(default=True)
+    #: Send ``prompt_cache_key`` (see ``OpenAIChat.prompt_cache``).
+    prompt_cache: bool | None = option(default=None)
 
     path: ClassVar[str] = "/responses"
 
@@ -47,6 +49,7 @@ class OpenAIResponses(SSEModel):
             reasoning_summary=self.reasoning_summary,
             store=self.store,
             strict_tools=self.strict_tools,
+            prompt_cache_key=cache_key(request, self.prompt_cache, self.base_url),
         )
 
     def new_mapper(self) -> ResponsesStreamMapper:

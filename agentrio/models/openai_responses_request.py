@@ -11,8 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..messages import AssistantMessage, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
+from ..messages import (
+    AssistantMessage,
+    Document,
+    Image,
+    Part,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from .history import arguments_json, projected_history, replayable_parts
+from .media import data_uri, document_text, file_name, has_media
 from .openai_chat_request import json_schema_format
 from .request import ModelRequest, ToolSpec
 from .strict import openai_strict
@@ -44,24 +55,53 @@ def _assistant_items(message: AssistantMessage, provider: str) -> list[dict[str,
     for part in replayable_parts(message, provider):
         if isinstance(part, Text):
             items.append(
-                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": part.text}]}
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": part.text}],
+                }
             )
         elif isinstance(part, ToolCall):
             items.append(
-                {"type": "function_call", "call_id": part.id, "name": part.name, "arguments": arguments_json(part)}
+                {
+                    "type": "function_call",
+                    "call_id": part.id,
+                    "name": part.name,
+                    "arguments": arguments_json(part),
+                }
             )
         elif (reasoning := _reasoning_item(part)) is not None:
             items.append(reasoning)
     return items
 
 
+def _input_part(part: Part) -> dict[str, Any] | None:
+    if isinstance(part, Text):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, Image):
+        return {"type": "input_image", "image_url": data_uri(part)}
+    if isinstance(part, Document):
+        if part.media_type == "text/plain":
+            return {"type": "input_text", "text": document_text(part)}
+        return {"type": "input_file", "filename": file_name(part), "file_data": data_uri(part)}
+    return None
+
+
+def _input_content(content: str | list[Part], text: str) -> str | list[dict[str, Any]]:
+    """Text alone as a string; with images or documents, a list of input parts."""
+    if not has_media(content):
+        return text
+    return [item for part in content if (item := _input_part(part)) is not None]
+
+
 def responses_input(request: ModelRequest, *, provider: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in projected_history(request):
         if isinstance(message, UserMessage):
-            items.append({"role": "user", "content": message.text})
+            items.append({"role": "user", "content": _input_content(message.content, message.text)})
         elif isinstance(message, ToolResultMessage):
-            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": message.text})
+            output = _input_content(message.content, message.text)
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
         else:
             items += _assistant_items(message, provider)
     return items
@@ -78,6 +118,7 @@ def responses_request_body(
     reasoning_summary: str | None = None,
     store: bool = False,
     strict_tools: bool = True,
+    prompt_cache_key: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
@@ -100,4 +141,6 @@ def responses_request_body(
     reasoning = {"effort": reasoning_effort, "summary": reasoning_summary}
     if reasoning := {k: v for k, v in reasoning.items() if v is not None}:
         body["reasoning"] = reasoning
+    if prompt_cache_key is not None:
+        body["prompt_cache_key"] = prompt_cache_key
     return body

@@ -29,13 +29,18 @@ class ModelRequest:
     each adapter turns it into its provider's mechanism (see
     ``agentrio.models.output``), and the answer's text is the JSON to give
     ``output.parse``. ``max_tokens``, when set, is the output budget of this
-    request, in place of the adapter's own."""
+    request, in place of the adapter's own. ``prompt_cache`` lets the
+    adapter ask its provider to cache the request's prefix (where the
+    adapter's own ``prompt_cache`` allows it); ``cache_key`` names the
+    conversation for providers that route by it (the session id)."""
 
     system_prompt: str
     messages: list[Message]
     tools: list[ToolSpec] = attrs.field(factory=list)
     output: OutputSpec | None = attrs.field(default=None, kw_only=True)
     max_tokens: int | None = attrs.field(default=None, kw_only=True)
+    prompt_cache: bool = attrs.field(default=True, kw_only=True)
+    cache_key: str | None = attrs.field(default=None, kw_only=True)
 
 
 class Model(Protocol):

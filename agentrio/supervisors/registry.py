@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from .lifecycle import Listener, RuntimeEvents
 
 if TYPE_CHECKING:
     from ..actors.agent import Agent
@@ -19,6 +22,15 @@ class AgentRegistry:
         self._agents: dict[str, Agent] = {}
         #: Children by parent id, in creation order (dicts keep it).
         self._children: dict[str, dict[str, Agent]] = {}
+        #: The runtime's lifecycle events (see ``lifecycle``).
+        self.events = RuntimeEvents()
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` synchronously for every lifecycle event
+        of this runtime's agents (``agent_created``, ``agent_ended``,
+        ``agent_failed``, ``agent_restarted``); returns the function that
+        stops it. The listener must not block or raise."""
+        return self.events.listen(listener)
 
     def __contains__(self, agent_id: str) -> bool:
         return agent_id in self._agents

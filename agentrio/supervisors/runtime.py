@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 
 import trio
 
 from .._errors import sole_error
 from .._ids import new_id
-from ..actors.agent import Agent, Setup, dispose_in_order
+from ..actors.agent import Agent, AgentDisposed, Setup, dispose_in_order
 from ..actors.scope import AgentScope
 from ..actors.spec import AgentSpec, RunResult
-from ..journal import Journal, LoadedSession, MemoryStore, SessionInfo, SessionNotFound, SessionState, Store
+from ..events import AgentCreated, AgentEnded
+from ..journal import (
+    Journal,
+    LoadedSession,
+    MemoryStore,
+    SessionExists,
+    SessionHeld,
+    SessionInfo,
+    SessionNotFound,
+    SessionState,
+    Store,
+)
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
+from ..models.prices import BUILTIN_PRICES, Price, Prices
+from .fleet import STOP_GRACE, Fleet, Specs
+from .lifecycle import RuntimeSubscription
 from .registry import AgentRegistry
 from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
 
@@ -32,8 +46,13 @@ class Runtime:
     already is) and closed last. An error raised in the block leaves it as
     raised, not in an exception group."""
 
-    def __init__(self, store: Store | None = None, *, resume: bool = False) -> None:
+    def __init__(
+        self, store: Store | None = None, *, resume: bool = False, prices: Mapping[str, Price] | None = None
+    ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
+        #: What its agents' usage is costed at: ``prices`` over the built-in
+        #: table (a spec's own ``prices`` go over these).
+        self.prices: Prices = BUILTIN_PRICES.merged(prices)
         #: Restored agents start their pending input at once (else they wait
         #: for ``agent.resume()`` or new input).
         self.resume = resume
@@ -51,9 +70,8 @@ class Runtime:
             await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
-            failed = getattr(self.store, "failed", None)
-            if isinstance(failed, trio.Event):
-                self._nursery.start_soon(self._stop_on_store_failure, failed)
+            if isinstance(getattr(self.store, "failed", None), trio.Event):
+                self._nursery.start_soon(self._stop_on_store_failure)
             self._stack = stack.pop_all()
         return self
 
@@ -72,6 +90,7 @@ class Runtime:
                     errors += await dispose_in_order(reversed(self.registry.agents))
         finally:
             self._watching.cancel()
+            self.registry.events.close()
             self._nursery = None
             try:
                 suppress = await self._stack.__aexit__(exc_type, exc, tb)
@@ -85,20 +104,50 @@ class Runtime:
             raise ExceptionGroup("tearing down the runtime failed", errors)
         return suppress
 
-    async def _stop_on_store_failure(self, failed: trio.Event) -> None:
+    async def _stop_on_store_failure(self) -> None:
         """Once a write of the store has failed, nothing more is journaled:
         every live agent's work is cancelled at once (cause
         ``store_failed``), so that no tool goes on acting unrecorded; its
-        tools' processes are stopped, and its run ends ``error`` naming the
-        failure. (A store with a ``failed`` event: ``SQLiteStore``,
-        ``PostgresStore``.)"""
+        tools' processes are stopped, its run ends ``error`` naming the
+        store, and it emits ``store_failed``. Its queued input stays queued,
+        and it starts nothing until the store has recovered (the store
+        retries with backoff); then it emits ``store_recovered`` and takes
+        its queued input. (A store with a ``failed`` event, recovering
+        with ``until_usable``: ``SQLiteStore``, ``PostgresStore``.)"""
+        store = self.store
         with self._watching:
-            await failed.wait()
-            for agent in reversed(self.registry.agents):  # children first
-                try:
-                    await agent.cancel("store_failed", keep_inbox=True)
-                except Exception:
-                    log.exception("agent %s: its work could not be stopped after the store failed", agent.id)
+            while True:
+                await store.failed.wait()
+                error = f"{store!r} failed: {getattr(store, 'failure', None) or 'a write was refused'}"
+                for agent in reversed(self.registry.agents):  # children first
+                    agent._tell_store(error)
+                    try:
+                        await agent.cancel("store_failed", keep_inbox=True)
+                    except Exception:
+                        log.exception(
+                            "agent %s: its work could not be stopped after the store failed", agent.id
+                        )
+                until_usable = getattr(store, "until_usable", None)
+                if until_usable is None:
+                    return  # a store that does not recover
+                await until_usable()
+                for agent in self.registry.agents:
+                    agent._tell_store(None)
+                    try:
+                        await agent.resume()
+                    except AgentDisposed:
+                        pass
+
+    @asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[RuntimeSubscription]:
+        """``async with rt.subscribe() as events: async for event in events``:
+        the runtime's lifecycle events from now on (``agent_created`` once an
+        agent is published, ``agent_ended`` once it left the registry,
+        ``agent_failed``, ``agent_restarted``), each with ``agent_id``,
+        ``name``, ``parent_id`` and ``session_id``. Bounded: see
+        ``RuntimeSubscription``. Iteration ends when the Runtime closes."""
+        async with self.registry.events.subscribe() as events:
+            yield events
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -128,10 +177,12 @@ class Runtime:
         unregistered, everything setup opened is closed, and the error is
         raised here.
 
-        A session that another runtime holds is refused with ``SessionHeld``;
-        with ``wait=True`` and a store that leases sessions across hosts
-        (``acquire``), this waits until the holder lets it go (or its lease
-        runs out) and takes it over then."""
+        A session that another runtime holds is refused with ``SessionHeld``
+        naming the holder; with ``wait=True`` this waits until the holder
+        lets it go (or, for a store that leases sessions across hosts, its
+        lease runs out) and takes it over then. So do runtimes racing to
+        create a new id: one creates it, the others get ``SessionHeld``, or
+        with ``wait=True`` wait and then open it."""
         nursery = self.nursery
         # A fresh id names no stored session: there is nothing to load.
         stored = bool(session_id)
@@ -144,19 +195,21 @@ class Runtime:
         try:
             # One writer per session: another runtime on this store (in this
             # process; across hosts, the store's lease) is refused at once.
-            await self.store.claim_session(session_id)
-            if wait and (acquire := getattr(self.store, "acquire", None)) is not None:
-                try:
-                    await acquire(session_id, wait=True)
-                except SessionNotFound:
-                    pass  # created below, with its lease
-            loaded = await self._load(session_id) if stored else None
+            await self._claim(session_id, wait)
+            loaded = await self._open(session_id, wait) if stored else None
             if loaded is None:
                 info = SessionInfo(
                     session_id, agent_name=spec.name, spawned_by=parent.session_id if parent else None
                 )
-                await self.store.create_session(info)
-                loaded = LoadedSession(info, SessionState(), 0)
+                try:
+                    await self.store.create_session(info)
+                    loaded = LoadedSession(info, SessionState(), 0)
+                except SessionExists:
+                    # Another runtime created it meanwhile: it holds it now
+                    # (``SessionHeld`` naming it), or it is waited for.
+                    loaded = await self._open(session_id, wait)
+                    if loaded is None:
+                        raise
             agent = await self._start(spec, loaded, parent, nursery, setup)
         except BaseException:
             with trio.CancelScope(shield=True):
@@ -167,6 +220,31 @@ class Runtime:
         if self.resume:
             await agent.resume()
         return agent
+
+    async def _claim(self, session_id: str, wait: bool) -> None:
+        """Claim the session, or with ``wait`` (and a store that claims
+        without leases) wait until its writer lets it go."""
+        delay = 0.05
+        while True:
+            try:
+                await self.store.claim_session(session_id)
+                return
+            except SessionHeld:
+                if not wait or hasattr(self.store, "acquire"):
+                    raise
+            await trio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _open(self, session_id: str, wait: bool) -> LoadedSession | None:
+        """The stored session (None if there is none), its lease taken,
+        waited for with ``wait`` (a store that leases sessions)."""
+        acquire = getattr(self.store, "acquire", None)
+        if wait and acquire is not None:
+            try:
+                await acquire(session_id, wait=True)
+            except SessionNotFound:
+                return None  # created by the caller, with its lease
+        return await self._load(session_id)
 
     async def _load(self, session_id: str) -> LoadedSession | None:
         """The stored session, or None when the store has none by that id
@@ -238,6 +316,7 @@ class Runtime:
         except BaseException:
             self.registry.remove(agent)
             raise
+        self.registry.events.emit(AgentCreated, agent)
         return agent
 
     async def dispose(self, agent: Agent) -> None:
@@ -250,8 +329,43 @@ class Runtime:
         cancelled)."""
         with trio.CancelScope(shield=True):
             for agent in agents:
-                self.registry.remove(agent)
+                if self.registry.get(agent.id) is agent:
+                    self.registry.remove(agent)
+                    self.registry.events.emit(AgentEnded, agent)
                 await self.store.release_session(agent.session_id)
+
+
+    async def serve(
+        self,
+        specs: Specs,
+        *,
+        max_sessions: int = 100,
+        idle_release: float = 30.0,
+        grace: float = STOP_GRACE,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run as a worker of a fleet sharing this runtime's ``PostgresStore``,
+        until cancelled (run it in a scope of its own: cancelling the
+        Runtime's nursery would abort the turns instead of leaving them to
+        be continued). ``specs`` maps spec names to ``AgentSpec`` (or to a
+        callable returning one; AgentSpecs alone are keyed by their names).
+
+        It claims sessions of those specs that have input posted
+        (``store.submit``, ``post_input``) or were left by a holder that
+        died, and that no live lease holds, at most ``max_sessions`` at a
+        time and a bounded batch per claim (``FOR UPDATE SKIP LOCKED``: it
+        never waits for another worker, and workers share the work). Each
+        is restored with crash repair; a turn that a crash (or a worker
+        giving it up) cut short is continued, so that its input gets a real
+        answer; then its input is taken in, exactly once. A session idle for
+        ``idle_release`` seconds is given up for any runtime to take next.
+        It wakes on the notification of new input and when the earliest
+        lease of another worker runs out, never polling. A session whose
+        spec no worker knows stays pending and is logged. Once cancelled,
+        it lets running turns end within ``grace`` seconds, cuts the others
+        short for the next worker to continue, and gives every session up."""
+        fleet = Fleet(self, specs, max_sessions=max_sessions, idle_release=idle_release, grace=grace)
+        await fleet.serve(task_status=task_status)
 
 
 def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:

@@ -5,24 +5,31 @@ Loaded by ``_reaper.py`` from its own directory (the shim runs with
 ``python -I -S``: no site-packages, so no third-party binding either, which
 is why the two kernel interfaces are spoken through ``ctypes``: a few
 syscalls and two structures, stable kernel ABI). It imports nothing from
-agentrio. ``POLICY`` (JSON, built by ``sandbox.Confinement``):
+agentrio, and nothing slow to import either: it runs for every command.
+A policy (built by ``sandbox.Confinement``, passed to the shim as one
+argument by ``encode``) has these fields:
 
-- ``"sockets"``: ``null``, or the address families left to ``socket(2)``
+- ``"sockets"``: None, or the address families left to ``socket(2)``
   (``"unix"``, ``"netlink"``); every other family fails with
   ``ENETUNREACH`` (a seccomp filter), so no socket can connect anywhere,
   loopback included; ``io_uring_setup`` fails too (its own socket opcode
   would pass the filter). A process of another architecture (a 32-bit
   binary, x32) is killed: its syscalls would pass the filter unchecked.
-- ``"landlock"``: ``null``, or ``{"read": [...], "write": [...], "dev":
-  [...], "tcp": bool}``: the calling process may only read under
-  ``read``, write under ``write``, read and write existing files under
-  ``dev`` (``/dev``: ``/dev/null`` and the like), and with ``tcp`` false no
-  TCP bind or connect at all (ABI 4 and later). From ABI 6 it also cannot
+- ``"bwrap_sockets"``: the same, for the command that ``bwrap`` starts
+  (which installs the filter), not for the shim nor ``bwrap``.
+- ``"landlock"``: None, or ``{"read": [...], "write": [...], "dev": [...],
+  "tcp": bool}``: the calling process may only read under ``read``, write
+  under ``write``, read and write the existing files ``dev`` (``/dev/null``
+  and the like, never a disk), and with ``tcp`` false no TCP bind or
+  connect at all (ABI 4 and later). From ABI 6 it also cannot
   signal, nor reach the abstract sockets of, processes outside its domain.
 
 Both need ``no_new_privs``, which is set first: nothing started under the
-shim can gain privileges through a set-user-id program. Every failure
-raises ``OSError``: the shim then reports it and never starts the command.
+shim can gain privileges through a set-user-id program. With Landlock, a
+process with capabilities (root) drops them all first, bounding set
+included: Landlock does not stop a capability such as loading a kernel
+module or raw I/O. Every failure raises ``OSError``: the shim then reports
+it and never starts the command.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import struct
 
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 
@@ -57,13 +66,13 @@ _NR, _ARCH, _ARG0 = 0, 4, 16
 
 
 def seccomp_supported() -> bool:
-    return platform.machine() in _AUDIT_ARCH
+    return os.uname().machine in _AUDIT_ARCH
 
 
 def socket_filter(families: list[str]) -> bytes:
     """A seccomp program (struct sock_filter[]) letting ``socket(2)`` make only
     ``families``; any other socket, and ``io_uring_setup``, fail."""
-    machine = platform.machine()
+    machine = os.uname().machine
     if machine not in _AUDIT_ARCH:
         raise OSError(errno.ENOSYS, f"no socket filter for the {machine} architecture")
     allowed = [_FAMILIES[f] for f in families]
@@ -157,6 +166,18 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+# -- capabilities -------------------------------------------------------------
+
+
+def _drop_capabilities() -> None:
+    cap = 0
+    while _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # EINVAL past the last one
+        cap += 1
+    _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before Linux 4.3: none then
+    header = struct.pack("=Ii", _CAPABILITY_VERSION_3, 0)
+    _check(_libc.capset(header, bytes(24)), "capset")  # effective, permitted, inheritable: none
+
+
 # -- both ---------------------------------------------------------------------
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -170,10 +191,55 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def apply(policy: dict) -> None:
-    """Confine the calling (single-threaded) process and its future children."""
+#: Between fields, and between the items of a list (no path holds them).
+_FIELDS, _ITEMS = "\x1e", "\x1f"
+
+
+def encode(policy: dict) -> str:
+    """``policy`` as one command-line argument: parsed without ``json``,
+    whose import would cost the shim more than the rest of its start."""
+    fields = []
+    for key, value in policy.items():
+        if isinstance(value, dict):
+            fields += [
+                f"{key}.{k}={_ITEMS.join(v) if isinstance(v, list) else int(v)}" for k, v in value.items()
+            ]
+        elif value is not None:
+            fields.append(f"{key}={_ITEMS.join(value)}")
+    return _FIELDS.join(fields)
+
+
+def decode(text: str) -> dict:
+    """The policy ``encode`` gave ``text`` for."""
+    policy: dict = {"sockets": None, "landlock": None}
+    for field in filter(None, text.split(_FIELDS)):
+        key, _, value = field.partition("=")
+        outer, _, inner = key.partition(".")
+        items = value.split(_ITEMS) if value else []
+        if not inner:
+            policy[outer] = items
+        else:
+            section = policy[outer] = policy[outer] or {}
+            section[inner] = value == "1" if inner == "tcp" else items
+    return policy
+
+
+def apply(policy: dict, command: list[str]) -> list[str]:
+    """Confine the calling (single-threaded) process and its future children;
+    the command to start: ``command``, or with ``"bwrap_sockets"`` the
+    ``bwrap`` command given the socket filter to install on what it runs
+    (``--seccomp FD``: bwrap itself needs a socket to bring loopback up)."""
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if (landlock := policy.get("landlock")) is not None:
+        if os.geteuid() == 0:
+            _drop_capabilities()
         _landlock(landlock["read"], landlock["write"], landlock["dev"], landlock["tcp"])
     if (families := policy.get("sockets")) is not None:
         _install_filter(socket_filter(families))
+    if (families := policy.get("bwrap_sockets")) is not None:
+        read, write = os.pipe()  # the program is far smaller than a pipe's buffer
+        os.write(write, socket_filter(families))
+        os.close(write)
+        os.set_inheritable(read, True)
+        return [command[0], "--seccomp", str(read), *command[1:]]
+    return command

@@ -2,8 +2,8 @@
 
 Run as a script (``python -I -S _reaper.py STATUS_FD GRACE RUNNER POLICY --
 ARGV...``, with STATUS_FD ``-`` when nobody reads the command's end, RUNNER
-the pid of the process that starts the shim, and POLICY ``-`` or the JSON
-confinement of a sandbox (``_confine.py``), which the shim applies to itself
+the pid of the process that starts the shim, and POLICY ``-`` or the
+confinement of a sandbox (encoded by ``_confine.py``), which the shim applies to itself
 before it starts ARGV, so that the whole tree inherits it; it imports
 nothing from agentrio, so it starts fast). It makes itself a child
 subreaper (Linux), starts ARGV, and so stays the ancestor of everything the
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
     try:
         if policy != "-":
-            _confine(policy)
+            command = _confine(policy, command)
         child = os.posix_spawnp(
             command[0],
             command,
@@ -110,18 +110,16 @@ def _become_subreaper() -> None:
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _confine(policy: str) -> None:
-    import importlib.util
-    import json
-
-    # Loaded by path: the package's directory must not shadow anything on sys.path.
-    spec = importlib.util.spec_from_file_location(
-        "_confine", os.path.join(os.path.dirname(__file__), "_confine.py")
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.apply(json.loads(policy))
+def _confine(policy: str, command: list[str]) -> list[str]:
+    # Imported from this file's directory for the time of this import only
+    # (no file there is named like a module it imports): importlib.util
+    # would cost more than the import itself.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import _confine  # type: ignore[import-not-found]
+    finally:
+        del sys.path[0]
+    return _confine.apply(_confine.decode(policy), command)
 
 
 def _report(fd: int | None, status: str | None) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from ..messages import TOOL_INPUT_INVALID
 from ..messages.schema import SchemaBuilder, json_default, parse_docstring
 from ..messages.typed import InvalidValue, convert, dump
-from .tool import ExecutionMode, Tool, ToolContext, ToolResult
+from .tool import ExecutionMode, Tool, ToolContext, ToolResult, is_content
 
 __all__ = ["as_json_result", "parse_docstring", "tool"]
 
@@ -87,10 +87,14 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
     )
 
 
-def as_json_result(value: Any) -> ToolResult | str:
+def as_json_result(value: Any) -> Any:
     """What a decorated tool returned, as the model will read it: a
-    ``ToolResult`` or a string as they are, any other value as JSON."""
+    ``ToolResult``, a string, an image or document, or a list of parts
+    holding one, as they are; any other value (a list of strings
+    included) as JSON."""
     if isinstance(value, (ToolResult, str)):
+        return value
+    if is_content(value) and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
         return value
     return json.dumps(dump(value), ensure_ascii=False)
 

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ..messages import PERMISSION_DENIED, TOOL_INPUT_INVALID, ToolCall
-from .tool import Tool, ToolContext, ToolResult
+from .tool import Tool, ToolContext, ToolResult, tool_result
 
 CallNext = Callable[[], Awaitable[ToolResult]]
 Middleware = Callable[["ToolCallContext", CallNext], Awaitable[ToolResult]]
@@ -43,14 +43,6 @@ class ToolCallContext:
     args: dict[str, Any]
     agent_id: str
     session_id: str
-
-
-def as_tool_result(value: object) -> ToolResult:
-    if isinstance(value, ToolResult):
-        return value
-    if isinstance(value, str):
-        return ToolResult(value)
-    raise TypeError(f"a tool must return a ToolResult or a str, got {type(value).__name__}")
 
 
 _MISSING = object()
@@ -86,8 +78,8 @@ async def run_tool_call(
     get a copy, so nothing they do can change the call in history."""
     try:
         if not middleware:  # nothing can rewrite the arguments: no onion to build
-            return as_tool_result(await tool.execute(_copy(args), tool_ctx))
-        return as_tool_result(await _through(tool, call, args, middleware, tool_ctx))
+            return tool_result(await tool.execute(_copy(args), tool_ctx))
+        return tool_result(await _through(tool, call, args, middleware, tool_ctx))
     except ToolRefused as refused:
         return ToolResult(f"refused: {refused.reason}", is_error=True, error_code=PERMISSION_DENIED)
     except ToolFatal as fatal:
@@ -117,7 +109,7 @@ async def _through(
                 is_error=True,
                 error_code=TOOL_INPUT_INVALID,
             )
-        return as_tool_result(await tool.execute(ctx.args, tool_ctx))
+        return tool_result(await tool.execute(ctx.args, tool_ctx))
 
     call_next: CallNext = execute
     for layer in reversed(middleware):

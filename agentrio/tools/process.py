@@ -54,7 +54,7 @@ def supervised(
     process that started it dies, every process the command started, in
     whatever group or session, gets TERM, then KILL ``grace`` seconds later.
     ``status_fd``: a pipe's write end (passed to the shim) on which the shim
-    says how the command ended. ``policy``: the confinement (JSON, see
+    says how the command ended. ``policy``: the confinement (encoded, see
     ``_confine.py``) the shim applies to itself before it starts ``argv``."""
     fd = "-" if status_fd is None else str(status_fd)
     return [sys.executable, "-I", "-S", _REAPER, fd, str(grace), str(os.getpid()), policy or "-", "--", *argv]

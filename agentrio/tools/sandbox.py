@@ -21,8 +21,9 @@ Two mechanisms, the first usable one wins (``Sandbox.backend()``):
   ``network=False``, from ABI 6 no signals to processes outside.
 
 With ``network=False`` both add a seccomp filter under which ``socket(2)``
-makes only Unix sockets (and, inside bubblewrap's empty network namespace,
-netlink ones), so no connection is possible, to loopback neither. Each
+makes no socket at all (``socketpair`` still works), so no connection is
+possible: to loopback neither, nor to a Unix socket of a daemon outside
+(the session bus, which could start commands unconfined, or Docker's). Each
 command gets a private temporary directory, writable and handed to it as
 ``TMPDIR`` (also ``TMP`` and ``TEMP``), removed once the command is over.
 The confinement is applied by the supervising shim to itself before it
@@ -33,7 +34,6 @@ tree, no survivors, capped output) hold inside as outside.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
@@ -60,6 +60,18 @@ SYSTEM_PATHS = tuple(
     )
 )
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+#: The device files a command may write under Landlock (bubblewrap makes a
+#: ``/dev`` of its own with these alone); never a disk.
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+)
 #: How long the check that a mechanism works may take.
 _PROBE_TIMEOUT = 10.0
 
@@ -72,7 +84,10 @@ class SandboxUnavailable(RuntimeError):
 def _paths(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
     if isinstance(paths, (str, os.PathLike)):
         raise TypeError("expected a sequence of paths, got a single path; wrap it in a tuple")
-    return tuple(os.path.realpath(p) for p in paths)
+    real = tuple(os.path.realpath(p) for p in paths)
+    if any(c in path for path in real for c in "\x1e\x1f"):
+        raise ValueError("a sandbox path may not hold the ASCII separators \\x1e or \\x1f")
+    return real
 
 
 def _optional_paths(paths: Iterable[str | os.PathLike[str]] | None) -> tuple[str, ...] | None:
@@ -124,7 +139,7 @@ class Sandbox:
         writable path that is no directory."""
         if self.mode == "off":
             return None
-        write = () if self.mode == "read-only" else (os.path.realpath(cwd), *self.writable)
+        write = () if self.mode == "read-only" else _paths((cwd, *self.writable))
         for path in write:
             if not os.path.isdir(path):
                 raise ValueError(f"sandbox: writable path {path} is not a directory")
@@ -165,15 +180,16 @@ class Confinement:
             policy["landlock"] = {
                 "read": list(self.readable or ("/",)),
                 "write": list(writable),
-                "dev": ["/dev"],
+                "dev": list(DEVICES),
                 "tcp": self.network,
             }
             if not self.network:
-                policy["sockets"] = ["unix"]
-            return list(argv), json.dumps(policy)
+                policy["sockets"] = []
+            return list(argv), _confine.encode(policy)
         if not self.network:
-            policy["sockets"] = ["unix", "netlink"]  # bwrap brings loopback up over netlink
-        return [*_bwrap_options(self.network, self.readable, writable, cwd), "--", *argv], json.dumps(policy)
+            policy["bwrap_sockets"] = []
+        bwrap = _bwrap_options(self.network, self.readable, writable, cwd)
+        return [*bwrap, "--", *argv], _confine.encode(policy)
 
     def environment(self, env: Mapping[str, str] | None, temp: str) -> dict[str, str]:
         """``env`` (None: this process's) with the temporary directory."""

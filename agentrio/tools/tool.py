@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ..messages import TOOL_FAILED, Part, Text, ToolResultMessage, Usage, is_str_or_parts
+from ..messages import TOOL_FAILED, Document, Image, Part, Text, ToolResultMessage, Usage, is_str_or_parts
 from ..messages.checks import is_optional_str
 from ..models import ToolSpec
 from .process import ProcessResult, run_process
@@ -49,6 +49,34 @@ class ToolResult:
             details=self.details,
             error_code=(self.error_code or TOOL_FAILED) if self.is_error else None,
         )
+
+
+#: What a tool may return besides a ``ToolResult`` or a str.
+MEDIA = (Image, Document)
+
+
+def is_content(value: object) -> bool:
+    """Whether ``value`` is content a tool may return as it is: a str, an
+    ``Image``/``Document``, or a list of ``str | Text | Image | Document``."""
+    if isinstance(value, str | Image | Document):
+        return True
+    return type(value) is list and all(isinstance(item, str | Text | Image | Document) for item in value)
+
+
+def tool_result(value: object) -> ToolResult:
+    """What a tool returned, as a ``ToolResult``: one as it is, content
+    (``is_content``) as its parts; anything else is a ``TypeError``."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(value)
+    if is_content(value):
+        items = value if isinstance(value, list) else [value]
+        return ToolResult([Text(item) if isinstance(item, str) else item for item in items])
+    raise TypeError(
+        "a tool must return a ToolResult, a str, an Image or Document, or a list of "
+        f"str/Text/Image/Document, got {type(value).__name__}"
+    )
 
 
 @attrs.define(eq=False)

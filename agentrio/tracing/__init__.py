@@ -11,7 +11,9 @@ Spans live in the task that does the work and are made current there, so
 that the trio tasks started from it (tool workers, the model stream, a child
 agent's actor and, from it, the child's runs) inherit them through their
 copied ``contextvars``: ``invoke_agent`` in a run's task, ``chat`` around a
-model request, ``execute_tool`` in a tool worker.
+model request, ``execute_tool`` in a tool worker. With ``turn_spans`` the
+trace follows the state machine (QueryEngine): ``invoke_agent`` -> ``turn``
+-> ``step`` -> ``chat`` / ``execute_tool``.
 """
 
 from __future__ import annotations
@@ -44,19 +46,30 @@ class _NoSpan:
     def finished(self, outcome: Any) -> None:
         pass
 
+    def ended(self, stop_reason: str) -> None:
+        pass
+
 
 NO_SPAN = _NoSpan()
 
 
-def instrument(tracer_provider: Any = None, *, capture_content: bool = False, provider_traceparent: bool = False) -> None:
+def instrument(
+    tracer_provider: Any = None,
+    *,
+    capture_content: bool = False,
+    provider_traceparent: bool = False,
+    turn_spans: bool = False,
+) -> None:
     """Emit spans for every run, model request and tool call from now on.
 
     ``tracer_provider`` defaults to OpenTelemetry's global one. With
     ``capture_content`` the spans also carry messages, tool arguments and
     results (the conventions' opt-in content attributes); without it they
     carry none. With ``provider_traceparent`` model requests send the W3C
-    ``traceparent`` header to the provider. Calling it again replaces the
-    previous settings. Needs ``pip install 'agentrio[otel]'``."""
+    ``traceparent`` header to the provider. With ``turn_spans`` each turn
+    and each step is a span of its own (``turn {n}``, ``step {n}``), under
+    which the requests and tool calls nest (and the run's events land). Calling it
+    again replaces the previous settings. Needs ``pip install 'agentrio[otel]'``."""
     global _active
     try:
         from . import _otel
@@ -65,7 +78,10 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False, pr
             "tracing needs the OpenTelemetry API: pip install 'agentrio[otel]'"
         ) from exc
     _active = _otel.Tracing(
-        tracer_provider, capture_content=capture_content, provider_traceparent=provider_traceparent
+        tracer_provider,
+        capture_content=capture_content,
+        provider_traceparent=provider_traceparent,
+        turn_spans=turn_spans,
     )
 
 
@@ -90,6 +106,22 @@ def run_span(agent_name: str, agent_id: str, session_id: str) -> Any:
     return _active.run_span(agent_name, agent_id, session_id)
 
 
+def turn_span(turn: int, session_id: str) -> Any:
+    """``turn {turn}`` for one turn of a run; ``ended(stop_reason)``
+    records how it ended."""
+    if _active is None or not _active.turn_spans:
+        return NO_SPAN
+    return _active.turn_span(turn, session_id)
+
+
+def step_span(step: int, session_id: str) -> Any:
+    """``step {step}``: one step of a turn (a model request, with its
+    retries, and the tool calls it produced)."""
+    if _active is None or not _active.turn_spans:
+        return NO_SPAN
+    return _active.step_span(step, session_id)
+
+
 def chat_span(model: Any, request: Any, session_id: str) -> Any:
     """``chat {model}`` for one model request; ``answered(assembler, error)``
     records the response."""
@@ -109,7 +141,8 @@ def tool_span(call: Any, session_id: str) -> Any:
 def event(name: str, **attributes: Any) -> None:
     """Add an event to the current span (a run's, in its own task). The
     runtime's events: ``agentrio.retry`` (``attempt``, ``delay``,
-    ``error.type``), ``agentrio.discard`` (``reason``), ``agentrio.approval``
+    ``error.type``), ``agentrio.fallback`` (``from``, ``to``, ``error.type``),
+    ``agentrio.discard`` (``reason``), ``agentrio.approval``
     (``gen_ai.tool.call.id``, ``decision``)."""
     if _active is not None:
         _active.event(name, attributes)

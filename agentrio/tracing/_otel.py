@@ -87,6 +87,18 @@ class RunSpan(_Current):
             self._fail(result.stop_reason, result.stop_reason + why)
 
 
+class TurnSpan(_Current):
+    """``turn``: one turn of a run; ``step`` spans use the base class."""
+
+    __slots__ = ()
+
+    def ended(self, stop_reason: str) -> None:
+        self._outcome = True
+        self._span.set_attribute("agentrio.stop_reason", stop_reason)
+        if stop_reason != "completed":
+            self._fail(stop_reason, stop_reason)
+
+
 class ChatSpan(_Current):
     """``chat``: one model request."""
 
@@ -131,10 +143,13 @@ class ToolSpan(_Current):
 class Tracing:
     """The hooks' implementation while instrumented (see ``agentrio.tracing``)."""
 
-    def __init__(self, tracer_provider: Any = None, *, capture_content: bool, provider_traceparent: bool) -> None:
+    def __init__(
+        self, tracer_provider: Any = None, *, capture_content: bool, provider_traceparent: bool, turn_spans: bool = False
+    ) -> None:
         self.tracer = trace.get_tracer("agentrio", tracer_provider=tracer_provider)
         self.capture_content = capture_content
         self.provider_traceparent = provider_traceparent
+        self.turn_spans = turn_spans
 
     def run_span(self, agent_name: str, agent_id: str, session_id: str) -> RunSpan:
         span = self.tracer.start_span(
@@ -148,6 +163,14 @@ class Tracing:
             },
         )
         return RunSpan(span, self.capture_content)
+
+    def turn_span(self, turn: int, session_id: str) -> TurnSpan:
+        attributes = {"agentrio.turn": turn, "gen_ai.conversation.id": session_id}
+        return TurnSpan(self.tracer.start_span(f"turn {turn}", attributes=attributes), self.capture_content)
+
+    def step_span(self, step: int, session_id: str) -> _Current:
+        attributes = {"agentrio.step": step, "gen_ai.conversation.id": session_id}
+        return _Current(self.tracer.start_span(f"step {step}", attributes=attributes), self.capture_content)
 
     def chat_span(self, model: Any, request: Any, session_id: str) -> ChatSpan:
         name = str(getattr(model, "model", "") or "")

@@ -125,7 +125,9 @@ class CommandLine:
         self.children.append(terminal)
         return terminal
 
-    async def run(self, *args: str, model: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    async def run(
+        self, *args: str, model: bool = True, env: dict | None = None
+    ) -> subprocess.CompletedProcess:
         """Run the command with pipes, not a terminal, on stdin, stdout and
         stderr: what it writes to each stays apart."""
         with trio.fail_after(PATIENCE):
@@ -151,7 +153,14 @@ async def cli(nursery, tmp_path):
         if not key.startswith(("AGENTRIO_", "OPENAI_", "ANTHROPIC_"))
         and key not in ("NO_COLOR", "COLUMNS", "LINES")
     }
-    env.update(PYTHONPATH=str(ROOT), TERM="xterm-256color", OPENAI_API_KEY="test-key")
+    # The user's own files (config, history, the default store) stay out of reach.
+    env.update(
+        PYTHONPATH=str(ROOT),
+        TERM="xterm-256color",
+        OPENAI_API_KEY="test-key",
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
     command_line = CommandLine(server, workspace, tmp_path / "sessions.db", env)
     yield command_line
     for terminal in command_line.children:

@@ -73,7 +73,7 @@ async def test_esc_cancels_the_turn_and_keeps_the_history_and_twice_quits(cli):
     term.send(ESC)
     await term.expect_text("press Esc or Ctrl-C again to quit")
     term.send(ESC)
-    await term.expect_text("continue it with agentrio chat --session esc")
+    await term.expect_text("continue it with agentrio chat --resume esc")
     assert await term.wait() == 0
 
 
@@ -86,7 +86,7 @@ async def test_an_approval_is_answered_inline(cli):
     await term.expect_text("/help for help")
     term.type_line("Write hello.txt")
     await term.expect(r"\? allow write: Create hello.txt")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool")
+    await term.expect_text("y yes · n no · a always: write, every call · s stop the run · d details")
     term.send("y")
     await term.expect(r"✓ write hello.txt")
     await term.expect_text("Wrote hello.txt.")
@@ -150,7 +150,7 @@ async def test_fork_clear_and_model_switch_the_session_the_chat_talks_to(cli):
     await term.expect_text("unknown command /nope; /help lists them")
     term.interrupt()
     term.interrupt()
-    await term.expect(r"continue it with agentrio chat --session \S+")
+    await term.expect(r"continue it with agentrio chat --resume \S+")
     assert await term.wait() == 0
 
     def history(n: int) -> list[str]:
@@ -218,11 +218,11 @@ async def test_session_resumes_a_stored_chat_with_a_recap_and_help_lists_the_com
     term.type_line("The door code is 4711.")
     await term.expect_text("Noted: the door code is 4711.")
     term.type_line("/quit")
-    await term.expect_text("continue it with agentrio chat --session door")
+    await term.expect_text("continue it with agentrio chat --resume door")
     assert await term.wait() == 0
 
     cli.server.add(AssistantMessage([Text("It is 4711.")]))
-    term = cli.spawn("chat", "--session", "door")
+    term = cli.spawn("chat", "--resume", "door")
     await term.expect_text("agentrio chat · session door")
     await term.expect_text("› The door code is 4711.")
     await term.expect_text("Noted: the door code is 4711.")
@@ -274,5 +274,83 @@ async def test_resume_of_a_session_open_elsewhere_says_so_and_the_chat_goes_on(c
         term.type_line("Are you there?")
         await term.expect_text("Still here.")
         term.type_line("/quit")
-        await term.expect_text("continue it with agentrio chat --session mine")
+        await term.expect_text("continue it with agentrio chat --resume mine")
         assert await term.wait() == 0
+
+
+LEFT, RIGHT, HOME, END, UP, DOWN = "\x1b[D", "\x1b[C", "\x1b[H", "\x1b[F", "\x1b[A", "\x1b[B"
+CTRL_A, CTRL_E, CTRL_K, CTRL_U, CTRL_W, CTRL_R = "\x01", "\x05", "\x0b", "\x15", "\x17", "\x12"
+
+
+def _sent(cli) -> list[str]:
+    return [_last_user(request) for request in cli.server.requests]
+
+
+async def test_the_line_is_edited_with_arrows_home_end_and_readline_keys(cli):
+    cli.server.add(*(AssistantMessage([Text(f"Answer {i}.")]) for i in range(1, 4)))
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    # abc ←← X → aXbc; Home, then "<", End, then ">".
+    term.send("abc" + LEFT + LEFT + "X" + HOME + "<" + END + ">\r")
+    await term.expect_text("Answer 1.")
+    await term.expect(r"■ completed")
+    # Ctrl-W drops the word before the cursor, Ctrl-U the line before it, Ctrl-K the rest.
+    term.send("first second third" + CTRL_W + "last" + CTRL_A + CTRL_K + "kept " + CTRL_E + " end\r")
+    await term.expect_text("Answer 2.")
+    await term.expect(r"■ completed")
+    term.send("throw this away" + CTRL_U + "only this\r")
+    await term.expect_text("Answer 3.")
+    await term.expect(r"■ completed")
+    assert _sent(cli) == ["<aXbc>", "kept  end", "only this"]
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+
+async def test_a_bracketed_paste_is_one_message_and_lines_continue_with_alt_enter_or_a_backslash(cli):
+    cli.server.add(AssistantMessage([Text("Got the paste.")]), AssistantMessage([Text("Got both lines.")]))
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    # The chat asked the terminal to mark pastes.
+    assert "\x1b[?2004h" in term.raw
+    term.send("Review: \x1b[200~line one\r\nline two\rline three\x1b[201~")
+    await term.expect_text("line three")
+    assert cli.server.requests == []  # a paste is not sent: Enter sends it
+    term.send("\r")
+    await term.expect_text("Got the paste.")
+    await term.expect(r"■ completed")
+    term.send("top\\\r")
+    term.send("middle\x1b\rbottom\r")
+    await term.expect_text("Got both lines.")
+    await term.expect(r"■ completed")
+    assert _sent(cli) == ["Review: line one\nline two\nline three", "top\nmiddle\nbottom"]
+    assert len(cli.server.requests) == 2
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+
+async def test_history_is_recalled_with_up_and_ctrl_r_in_the_next_chat(cli):
+    cli.server.add(*(AssistantMessage([Text(f"Answer {i}.")]) for i in range(1, 5)))
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    for line in ("alpha question", "beta question"):
+        term.type_line(line)
+        await term.expect(r"■ completed")
+    term.type_line("/quit")
+    assert await term.wait() == 0
+
+    term = cli.spawn("chat")
+    await term.expect_text("/help for help")
+    # ↑ three times reaches the oldest line (past /quit), ↓ comes back one; edit it and send.
+    term.send(UP + UP + UP + DOWN + " again\r")
+    await term.expect_text("Answer 3.")
+    await term.expect(r"■ completed")
+    term.send(CTRL_R + "alph")
+    await term.expect_text("alpha question")
+    term.send("\r")  # takes the match into the line
+    term.send(" once more\r")
+    await term.expect_text("Answer 4.")
+    assert _sent(cli)[2:] == ["beta question again", "alpha question once more"]
+    term.type_line("/quit")
+    assert await term.wait() == 0
+    history = (cli.workspace.parent / "data" / "agentrio" / "history").read_text().splitlines()
+    assert history[-2:] == ['"alpha question once more"', '"/quit"']

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from agentrio.cli import build_parser, main
+from agentrio.cli.config import Config
 from agentrio.cli.options import Settings
 from agentrio.models import OpenAIChat
 
@@ -23,6 +24,8 @@ def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for variable in ("AGENTRIO_MODEL", "AGENTRIO_DB", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 
 
 def test_global_options_work_before_or_after_the_command_and_the_later_one_wins():
@@ -56,32 +59,61 @@ def test_a_local_server_needs_no_api_key_but_a_provider_does(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("config", "argv", "error"),
+    ("config", "argv", "status", "error"),
     [
-        ("", ["run", "hi"], "no model: give --model provider:model"),
-        ("", ["run", "hi", "--model", "openai:gpt-4.1"], "OPENAI_API_KEY is not set"),
-        ("", ["run", "hi", "--model", "gpt-4.1"], "expected 'provider:model'"),
-        ("", ["run", "hi", "--model", "openai:m", "--cwd", "nowhere"], "not a directory"),
-        ('modle = "x"\n', ["run", "hi"], "agentrio.toml: unknown setting 'modle'"),
-        ("model = [\n", ["run", "hi"], "agentrio.toml"),
-        ("max_turns = 0\n", ["run", "hi"], "max_turns must be a positive whole number"),
-        ("cwd = 3\n", ["run", "hi", "--model", "openai:m"], "agentrio.toml: cwd must be a string, got 3"),
-        ("max_turns = true\n", ["run", "hi"], "agentrio.toml: max_turns must be a whole number, got True"),
-        ('system_prompt = ["be brief"]\n', ["run", "hi"], "agentrio.toml: system_prompt must be a string"),
-        ("db = 7\n", ["sessions", "list"], "agentrio.toml: db must be a string, got 7"),
+        ("", ["run", "hi"], 1, "no model: give --model provider:model"),
+        ("", ["run", "hi", "--model", "openai:gpt-4.1"], 1, "OPENAI_API_KEY is not set"),
+        ("", ["run", "hi", "--model", "gpt-4.1"], 1, "expected 'provider:model'"),
+        ("", ["run", "hi", "--model", "openai:m", "--cwd", "nowhere"], 2, "not a directory"),
+        ('modle = "x"\n', ["run", "hi"], 2, "agentrio.toml: unknown setting 'modle'"),
+        ("model = [\n", ["run", "hi"], 2, "agentrio.toml"),
+        ("max_turns = 0\n", ["run", "hi"], 2, "max_turns must be a positive whole number"),
+        ("cwd = 3\n", ["run", "hi", "--model", "openai:m"], 2, "agentrio.toml: cwd must be a string, got 3"),
+        ("max_turns = true\n", ["run", "hi"], 2, "agentrio.toml: max_turns must be a whole number, got True"),
+        ('system_prompt = ["be brief"]\n', ["run", "hi"], 2, "agentrio.toml: system_prompt must be a string"),
+        ("db = 7\n", ["sessions", "list"], 2, "agentrio.toml: db must be a string, got 7"),
+        ('permission = "maybe"\n', ["serve"], 2, "permission must be one of"),
     ],
 )
-def test_mistakes_are_one_line_errors(tmp_path, capsys, config, argv, error):
+def test_mistakes_are_one_line_errors(tmp_path, capsys, config, argv, status, error):
     if config:
         (tmp_path / "agentrio.toml").write_text(config)
-    assert main(argv) == 1
+    assert main(argv) == status
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("agentrio: error: ") and error in err and err.count("\n") == 1
+
+
+def test_settings_come_in_layers_user_file_project_file_found_upward_environment_flags(tmp_path, monkeypatch):
+    user = tmp_path / "config" / "agentrio" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('model = "openai:user"\nmax_turns = 5\npermission = "read-only"\n')
+    project = tmp_path / "project"
+    (project / "src" / "deep").mkdir(parents=True)
+    (project / "agentrio.toml").write_text('model = "openai:project"\ndb = "store.db"\n')
+    monkeypatch.chdir(project / "src" / "deep")
+    config = Config.load(build_parser().parse_args(["run", "hi"]), {})
+    assert (config["model"], config["max_turns"], config["permission"]) == ("openai:project", 5, "read-only")
+    # A path a file sets is relative to that file.
+    assert config["db"] == str(project / "store.db")
+    assert config.values["model"].origin == str(project / "agentrio.toml")
+    assert config.values["max_turns"].origin == str(user)
+    environ = {"AGENTRIO_MODEL": "openai:env"}
+    config = Config.load(build_parser().parse_args(["run", "hi", "--permission", "allow"]), environ)
+    assert (config["model"], config.values["model"].origin) == ("openai:env", "$AGENTRIO_MODEL")
+    assert (config["permission"], config.values["permission"].origin) == ("allow", "--permission")
+
+
+def test_every_command_uses_one_default_store_in_the_user_data_directory(tmp_path):
+    default = str(tmp_path / "data" / "agentrio" / "sessions.db")
+    for argv in (["run", "hi"], ["chat"], ["sessions", "list"], ["serve"], ["acp"], ["config"]):
+        assert Config.load(build_parser().parse_args(argv), {})["db"] == default
+    assert Config.load(build_parser().parse_args(["acp"]), {"AGENTRIO_DB": "x.db"})["db"] == "x.db"
 
 
 def test_version_and_sessions_with_the_global_db(tmp_path):
     version = subprocess.run(
         [sys.executable, "-m", "agentrio", "--version"],
+        check=False,
         capture_output=True,
         text=True,
         cwd=tmp_path,

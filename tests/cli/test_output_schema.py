@@ -93,7 +93,8 @@ async def test_json_with_no_answer_that_fits_exits_5_with_the_reason_on_stderr(c
     done = await run_typed(cli, schema_file(cli, CITY), "--json")
     assert done.returncode == 5
     assert json.loads(done.stdout.decode().splitlines()[-1])["stop_reason"] == "output_invalid"
-    assert done.stderr.decode().startswith("agentrio: no answer fit city.json: ")
+    new, why = done.stderr.decode().splitlines()
+    assert new.startswith("new session ") and why.startswith("agentrio: no answer fit city.json: ")
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,14 @@ async def test_run_streams_text_and_tool_calls_and_exits_0_when_completed(cli):
     assert "second line" in last[-1]["content"]
 
 
+async def test_a_run_of_a_priced_model_shows_what_it_cost(cli):
+    cli.server.add(AssistantMessage([Text("Hello.")], usage=Usage(1_000_000, 100_000)))
+    term = cli.spawn("run", "Hi", "--model", "openai:gpt-4.1", "--base-url", cli.server.base_url, model=False)
+    # gpt-4.1: $2 a million tokens in, $8 a million out.
+    await term.expect(r"■ completed · 1 turn · 1,000,000 tokens in, 100,000 out · \$2\.8000")
+    assert await term.wait() == 0
+
+
 async def test_ctrl_c_during_a_tool_exits_130_and_leaves_a_restorable_provider_valid_session(cli):
     cli.server.add(AssistantMessage([Text("Running it."), ToolCall("c1", "bash", {"command": "sleep 30"})]))
     term = cli.spawn("run", "Run the slow command.", "--permission", "allow", "--session", "slow")
@@ -143,7 +151,10 @@ async def test_the_prompt_can_come_from_stdin_and_then_asking_refuses_clearly(cl
     assert cli.server.requests[0].body["messages"][-1]["content"] == "Write out.txt please."
 
 
-async def test_ask_takes_yes_no_and_always_for_this_tool_from_the_terminal(cli):
+CHOICES = "y yes · n no · a always: write, every call · s stop the run · d details"
+
+
+async def test_ask_takes_yes_no_and_always_for_this_tool_on_one_key(cli):
     calls = [ToolCall(f"c{i}", "write", {"path": f"f{i}.txt", "content": str(i)}) for i in range(4)]
     cli.server.add(
         AssistantMessage([calls[0]]),
@@ -154,20 +165,46 @@ async def test_ask_takes_yes_no_and_always_for_this_tool_from_the_terminal(cli):
     )
     term = cli.spawn("run", "Write four files.")
     await term.expect(r"\? allow write")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
-    term.type_line("y")
+    await term.expect_text(CHOICES)
+    term.send("\r")  # Enter is no answer: the question stays
+    term.send("y")  # one key, no Enter
+    await term.expect_text("write: allowed")
     await term.expect(r"✓ write f0.txt")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
-    term.type_line("n")
+    await term.expect_text(CHOICES)
+    term.send("n")
     await term.expect(r"✗ write f1.txt")
-    await term.expect_text("[y]es / [n]o / [a]lways for this tool / [s]top:")
-    term.type_line("a")
+    await term.expect_text(CHOICES)
+    term.send("a")
     await term.expect(r"✓ write f2.txt")
     await term.expect(r"✓ write f3.txt")  # not asked again
     await term.expect_text("Wrote what I was allowed to.")
     assert await term.wait() == 0
     assert sorted(p.name for p in cli.workspace.iterdir()) == ["f0.txt", "f2.txt", "f3.txt"]
-    assert term.text.count("[a]lways for this tool") == 3
+    assert term.text.count(CHOICES) == 3
+
+
+async def test_always_for_bash_holds_for_the_command_prefix_shown_and_never_for_a_compound_command(cli):
+    (cli.workspace / "notes.txt").write_text("n\n")
+    commands = ["ls -a", "ls -l", "ls && touch bad", "touch worse"]
+    cli.server.add(
+        *(AssistantMessage([ToolCall(f"c{i}", "bash", {"command": c})]) for i, c in enumerate(commands)),
+        AssistantMessage([Text("Done listing.")]),
+    )
+    term = cli.spawn("run", "List the files.")
+    await term.expect(r"\? allow bash: ls -a")
+    await term.expect_text("a always: bash ls …")
+    term.send("a")
+    await term.expect(r"✓ bash ls -a")
+    await term.expect(r"✓ bash ls -l")  # the prefix holds
+    await term.expect(r"\? allow bash: ls && touch bad")  # a compound command is asked
+    term.send("n")
+    await term.expect(r"\? allow bash: touch worse")
+    await term.expect_text("a always: bash touch …")
+    term.send("n")
+    await term.expect_text("Done listing.")
+    assert await term.wait() == 0
+    assert not (cli.workspace / "bad").exists() and not (cli.workspace / "worse").exists()
+    assert term.text.count("? allow bash") == 3
 
 
 async def test_session_continues_a_stored_session(cli):
@@ -197,8 +234,8 @@ async def test_stop_at_an_approval_ends_the_run_with_exit_4(cli):
     cli.server.add(AssistantMessage([ToolCall("c1", "bash", {"command": "rm -rf build"})]))
     term = cli.spawn("run", "Clean up.")
     await term.expect(r"\? allow bash: ")
-    await term.expect_text("[s]top:")
-    term.type_line("s")
+    await term.expect_text("a always: bash rm … · s stop the run")
+    term.send("s")
     await term.expect(r"■ permission_denied")
     assert await term.wait() == 4
     assert len(cli.server.requests) == 1
@@ -220,7 +257,7 @@ async def test_escape_sequences_from_the_model_or_a_tool_are_shown_not_obeyed(cl
 async def test_ctrl_c_while_a_question_waits_cancels_the_run(cli):
     cli.server.add(AssistantMessage([ToolCall("c1", "bash", {"command": "make install"})]))
     term = cli.spawn("run", "Install it.", "--session", "asked")
-    await term.expect_text("[s]top:")
+    await term.expect_text("s stop the run · d details")
     term.interrupt()
     await term.expect(r"■ aborted")
     assert await term.wait() == 130

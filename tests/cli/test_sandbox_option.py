@@ -63,3 +63,31 @@ async def test_chat_says_its_sandbox_under_its_header(cli):
     await term.expect_text(f"sandbox read-only ({Sandbox.backend()}, no network")
     term.type_line("/quit")
     assert await term.wait() == 0
+
+
+def test_agentrio_toml_may_set_the_sandbox_and_the_command_line_wins(tmp_path, monkeypatch):
+    from agentrio.cli.options import Settings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agentrio.toml").write_text('sandbox = "read-only"\n')
+
+    def load(*argv: str) -> Settings:
+        return Settings.load(build_parser().parse_args(["run", "x", *argv]), {})
+
+    assert load().sandbox == "read-only"
+    assert load("--sandbox", "off").sandbox == "off"
+    (tmp_path / "agentrio.toml").write_text('sandbox = "none"\n')
+    with pytest.raises(CommandError, match="sandbox must be one of read-only, workspace-write, off"):
+        resolve_sandbox(load().sandbox, "ask")
+
+
+def test_acp_and_serve_sessions_get_coding_tools_in_the_sandbox(tmp_path, monkeypatch):
+    from agentrio.gateway import AgentFactory
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    factory = AgentFactory("openai:gpt-4.1", None, "allow", None, Sandbox("read-only"))
+    factory.check()
+    bash = next(t for t in factory(tmp_path).tools if t.name == "bash")
+    assert "may write only in $TMPDIR and have no network" in bash.description
+    unsandboxed = next(t for t in AgentFactory("openai:gpt-4.1")(tmp_path).tools if t.name == "bash")
+    assert "sandbox" not in unsandboxed.description

@@ -15,6 +15,7 @@ from agentrio.journal.records import (
     InboxSpliced,
     MessageAppended,
     Record,
+    RolledBack,
     StepEnded,
     StepStarted,
     ToolCallStarted,
@@ -55,6 +56,7 @@ def journals(draw, max_turns: int = 4) -> list[Record]:
         for _ in range(draw(st.integers(0, 2))):
             send()
         add(TurnStarted(turn))
+        start, summary = len(state.messages), state.summary
         if state.next_turn:
             add(InboxSpliced("next_turn", 0, 1, [], "claim"))
         for _ in range(draw(st.integers(1, 3))):
@@ -72,4 +74,6 @@ def journals(draw, max_turns: int = 4) -> list[Record]:
                         add(MessageAppended(ToolResultMessage(call.id, call.name, [Text("ok")])))
             add(StepEnded(state.step))
         add(TurnEnded(turn, "completed"))
+        if state.summary is summary and len(state.messages) > start and draw(st.booleans()):
+            add(RolledBack(start, turn))  # a failed turn, with on_failure="rollback"
     return records[: draw(st.integers(0, len(records)))]

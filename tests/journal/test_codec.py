@@ -42,6 +42,8 @@ from agentrio.journal.records import (
 from agentrio.mailbox import TARGETS, InboxSpliced, QueuedInput, SpliceReason
 from agentrio.messages import (
     AssistantMessage,
+    Document,
+    Image,
     Message,
     Text,
     Thinking,
@@ -51,8 +53,10 @@ from agentrio.messages import (
     UserMessage,
     converter,
     is_str_or_parts,
+    media,
 )
 from agentrio.messages import messages as message_classes
+from agentrio.messages import usage as usage_module
 from agentrio.messages.checks import (
     MAX_JSON_DEPTH,
     is_bool,
@@ -105,7 +109,18 @@ _CHECKS_THE_WIRE_MAKES = {
         "arguments": (is_json_object, None),
         "raw_arguments": (is_optional_str, None),
     },
-    Usage: {name: (is_count, None) for name in attrs.fields_dict(Usage)},
+    # Built through their classes, whose checks (these and the ones after
+    # init: type, size, magic bytes) run in full.
+    Image: {"data": (media._is_bytes, None), "media_type": (media._is_media_type, None)},
+    Document: {
+        "data": (media._is_bytes, None),
+        "media_type": (media._is_media_type, None),
+        "name": (is_optional_str, None),
+    },
+    Usage: {
+        **{name: (is_count, None) for name in attrs.fields_dict(Usage) if name != "cost"},
+        "cost": (usage_module.is_cost, None),
+    },
     UserMessage: {"content": (is_str_or_parts, None)},
     AssistantMessage: {
         "content": (_content, None),
@@ -118,7 +133,7 @@ _CHECKS_THE_WIRE_MAKES = {
     ToolResultMessage: {
         "tool_call_id": (is_str, None),
         "tool_name": (is_str, None),
-        "content": (_content, None),
+        "content": (message_classes._is_result_content, None),
         "is_error": (is_bool, None),
         "details": (None, json_data),
         "error_code": (is_optional_str, None),

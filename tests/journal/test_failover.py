@@ -4,6 +4,8 @@ sent from one reaches the session the other holds."""
 
 from __future__ import annotations
 
+import re
+
 import signal
 
 import pytest
@@ -61,7 +63,10 @@ async def test_a_holder_paused_past_its_lease_writes_nothing_after_the_takeover(
                 await taker.append("s1", [MessageAppended(UserMessage(f"taker {n}"))])
                 await taker.sync("s1")
                 line = await read_line(child, stderr)
-                assert line.startswith(f"REFUSED {n} LeaseLost: session 's1' was taken over"), line
+                # (Found by the holder's own lease clock, or by the refused commit.)
+                assert re.match(
+                    f"REFUSED {n} LeaseLost: session 's1' (was taken over|is no longer held)", line
+                )
         await child.stdin.aclose()
         assert await read_line(child, stderr) == "DONE"
         assert await child.wait() == 0

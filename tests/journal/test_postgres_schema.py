@@ -14,10 +14,11 @@ from agentrio.journal import (
     SchemaTooNew,
     SessionInfo,
     SessionState,
+    StoreCorrupt,
     StoreError,
     StoreNotFound,
 )
-from agentrio.journal.codec import encode_record
+from agentrio.journal.codec import encode_record, encode_state
 from agentrio.journal.postgres.database import Database
 from agentrio.journal.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -33,7 +34,7 @@ def tables(dsn, schema="agentrio") -> list[str]:
 async def test_a_new_database_becomes_a_store_in_its_own_schema(dsn):
     async with PostgresStore(dsn) as store:
         await store.create_session(SessionInfo("s1"), tool_turns(1))
-    assert tables(dsn) == ["inputs", "leases", "records", "sessions", "snapshots", "store"]
+    assert tables(dsn) == ["blobs", "inputs", "leases", "records", "sessions", "snapshots", "store"]
     assert tables(dsn, "public") == []
     async with PostgresStore(dsn, schema="other") as store:
         assert await store.list_sessions() == []
@@ -83,11 +84,11 @@ async def test_a_database_that_cannot_be_reached_is_a_store_error(dsn, error):
             pass
 
 
-async def test_a_session_id_postgresql_cannot_hold_is_a_store_error(dsn):
+async def test_a_session_id_postgresql_cannot_hold_is_refused(dsn):
     async with PostgresStore(dsn) as store:
-        with pytest.raises(StoreError, match="NUL"):
+        with pytest.raises(ValueError, match="NUL"):
             await store.create_session(SessionInfo("bad\x00id"))
-        with pytest.raises(StoreError, match="NUL"):
+        with pytest.raises(ValueError, match="NUL"):
             await store.load_state("bad\x00id")
         await store.create_session(SessionInfo("fine"))  # the store goes on
         assert [info.session_id for info in await store.list_sessions()] == ["fine"]
@@ -99,7 +100,7 @@ async def test_any_schema_name_postgresql_holds_is_a_store_of_its_own(dsn):
         await store.create_session(SessionInfo("s1"), tool_turns(1))
         follower_sees = await store.next_records("s1", 0)
     assert len(follower_sees) == len(tool_turns(1))
-    assert len(tables(dsn, odd)) == 6
+    assert len(tables(dsn, odd)) == 7
     for schema in ("", "x" * 56):
         with pytest.raises(ValueError, match="schema must be a name of 1 to 55 bytes"):
             PostgresStore(dsn, schema=schema)
@@ -153,9 +154,42 @@ async def test_a_store_from_before_agent_names_keeps_its_sessions_and_names_new_
         assert list(old.messages) == SessionState.replay(records).messages
         child = await rt.create(AgentSpec("child", ScriptedModel([])), parent=old)
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(2,)]
+        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(4,)]
     async with PostgresStore(dsn) as store:
         *before, new = await store.list_sessions()
     # The old rows as they were, without the fields they never had.
     assert before == [SessionInfo("old", 1.0), SessionInfo("fork", 2.0, "old", 4)]
     assert (new.session_id, new.agent_name, new.spawned_by) == (child.session_id, "child", "old")
+
+
+async def test_records_from_before_checksums_get_them_and_damage_is_found(dsn):
+    options = {"schema": "agentrio", "holder": "test", "lease_seconds": 1.0, "create": True}
+    Database(dsn, **options, migrations=MIGRATIONS[:2]).close()
+    records = tool_turns(2)
+    state = SessionState.replay(records)
+    with psycopg.connect(dsn) as conn:
+        conn.execute("INSERT INTO agentrio.sessions VALUES ('old', 1.0, NULL, 0, 'a', NULL)")
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO agentrio.records VALUES ('old', %s, %s, 2.0, %s)",
+                [(seq, r.type, encode_record(r)) for seq, r in enumerate(records, 1)],
+            )
+        conn.execute(
+            "INSERT INTO agentrio.snapshots VALUES ('old', %s, %s, %s)",
+            (len(records), state.message_records, encode_state(state)),
+        )
+    async with PostgresStore(dsn) as store:
+        assert (await store.load_session("old"))[1] == records  # checksums made, and they hold
+        assert (await store.load_state("old")).state.messages == state.messages
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM agentrio.records WHERE checksum IS NULL").fetchone() == (0,)
+        # One stored message changed behind the store's back.
+        conn.execute(
+            "UPDATE agentrio.records SET data = replace(data, 'prompt 1', 'pay 900 EUR') WHERE seq = 5"
+        )
+        conn.execute("UPDATE agentrio.snapshots SET state = state || ' '")
+    async with PostgresStore(dsn) as store:
+        with pytest.raises(StoreCorrupt, match="session 'old': record 5 is damaged"):
+            await store.load_session("old")
+        with pytest.raises(StoreCorrupt, match="session 'old': its snapshot is damaged"):
+            await store.load_state("old")

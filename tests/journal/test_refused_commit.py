@@ -45,7 +45,9 @@ async def test_a_commit_refused_while_a_command_runs_stops_it_and_ends_the_run_i
         # the command (SIGTERM; nothing waited for it to end on its own).
         assert (end, stop_reason) == ("END", "error")
         assert float(elapsed) < GRACE + 1.0
-        assert error.startswith("StoreError: the store failed, nothing more can be written"), error
+        assert error.startswith("StoreError: SQLiteStore(") and "failed: nothing more is written" in error, (
+            error
+        )
         assert sleepers(marker) == []
         assert await child.wait() == 0, stderr.read_text()
     finally:

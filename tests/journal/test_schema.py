@@ -290,7 +290,7 @@ async def test_a_store_from_before_checksums_gets_them_and_keeps_its_journal(db)
         loaded = await store.load_state("s1")
     assert (loaded.state, loaded.unsnapshotted) == (SessionState.replay(records), 13)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
         conn.execute("UPDATE records SET checksum = checksum + 1 WHERE seq = 20")
     conn.close()
     async with SQLiteStore(db) as store:
@@ -319,7 +319,7 @@ async def test_a_store_from_before_agent_names_keeps_its_sessions_and_names_new_
         assert list(old.messages) == SessionState.replay(records).messages
         child = await rt.create(AgentSpec("child", ScriptedModel([])), parent=old)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
     conn.close()
     async with SQLiteStore(db) as store:
         *before, new = await store.list_sessions()

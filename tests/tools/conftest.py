@@ -4,6 +4,7 @@ from typing import Any
 import pytest
 
 from agentrio.tools import Tool, ToolContext, ToolResult
+from agentrio.tools.tool import tool_result
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def call(ctx: ToolContext):
     async def call(tool: Tool, **args: Any) -> ToolResult:
         assert tool.argument_errors(args) == []
         result = await tool.execute(args, ctx)
-        return result if isinstance(result, ToolResult) else ToolResult(result)
+        return tool_result(result)
 
     return call
 

@@ -1,7 +1,17 @@
 import tracemalloc
 
+import pytest
+
+from agentrio import Image
+from agentrio.messages import MAX_IMAGE_BYTES
 from agentrio.tools.builtin import read
 from agentrio.tools.builtin.reading import MAX_LINE_CHARS
+
+#: The smallest whole PNG: one transparent pixel.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
 
 
 async def test_lines_come_numbered(workspace, call):
@@ -63,9 +73,33 @@ async def test_offset_past_the_end(workspace, call):
 
 
 async def test_binary_file(workspace, call):
-    (workspace / "blob.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (workspace / "blob.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00")
     result = await call(read(workspace), path="blob.bin")
     assert result.is_error and "blob.bin is a binary file" in result.content
+
+
+@pytest.mark.parametrize(
+    "name, data, media_type",
+    [
+        ("shot.png", PNG, "image/png"),
+        ("photo.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)), "image/jpeg"),
+        ("anim.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;", "image/gif"),
+        ("pic.webp", b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10", "image/webp"),
+    ],
+)
+async def test_an_image_file_is_read_as_an_image_with_its_exact_bytes(
+    workspace, call, name, data, media_type
+):
+    (workspace / name).write_bytes(data)
+    result = await call(read(workspace), path=name)
+    assert not result.is_error
+    assert result.content == [Image(data, media_type)]
+
+
+async def test_an_image_too_large_for_any_provider_is_refused(workspace, call):
+    (workspace / "huge.png").write_bytes(PNG + bytes(MAX_IMAGE_BYTES))
+    result = await call(read(workspace), path="huge.png")
+    assert result.is_error and "huge.png is an image over" in result.content
 
 
 async def test_undecodable_file(workspace, call):
@@ -102,5 +136,8 @@ async def test_reading_a_huge_single_line_file_holds_only_a_chunk_of_it(workspac
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert result.content == f"     1\t{'z' * MAX_LINE_CHARS} [... {20_000_000 - MAX_LINE_CHARS:,} more characters on this line]"
+    assert (
+        result.content
+        == f"     1\t{'z' * MAX_LINE_CHARS} [... {20_000_000 - MAX_LINE_CHARS:,} more characters on this line]"
+    )
     assert peak < 2_000_000  # the file is 20 MB

@@ -1,6 +1,7 @@
 """MCP tool servers over stdio, with real server processes: the time server
 of the ``mcp-server-time`` package, and a server that crashes mid-call."""
 
+import base64
 import os
 import sys
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import mcp.types as mcp_types
 import pytest
 
-from agentrio import AgentSpec, Limits, ScriptedModel, Text
+from agentrio import AgentSpec, Image, Limits, ScriptedModel, Text
 from agentrio.supervisors import ChildRestart, Escalation
 from agentrio.tools.mcp import ServerDidNotStart, mcp_server, provider_names
 from agentrio.tools.tool import TOOL_NAME
@@ -230,6 +231,19 @@ async def test_a_server_that_never_answers_times_out():
         async with mcp_server(sys.executable, never_answers, startup_timeout=0.3):
             pytest.fail("entered the block")
     assert our_children() == before
+
+
+def test_an_image_block_becomes_an_image_part_the_model_sees():
+    png = b"\x89PNG\r\n\x1a\n" + bytes(8)
+    result = tool_result(
+        mcp_types.CallToolResult(
+            content=[
+                mcp_types.TextContent(type="text", text="A screenshot:"),
+                mcp_types.ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
+            ]
+        )
+    )
+    assert result.content == [Text("A screenshot:"), Image(png, "image/png")]
 
 
 def test_results_become_text_with_structured_content_as_details():

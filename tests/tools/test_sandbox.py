@@ -4,6 +4,7 @@ write, reach and leave behind."""
 
 import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 import trio
 
 from agentrio import AgentSpec, Runtime, Sandbox, SandboxUnavailable, ScriptedModel
+from agentrio.events import Event
+from agentrio.messages import converter
 from agentrio.tools import sandbox as sandbox_module
 from agentrio.tools.builtin import coding_tools
 from agentrio.tools.mcp import mcp_server
@@ -25,7 +28,8 @@ def _usable(mechanism: str):
     reason = sandbox_module._unusable(mechanism)
     if reason is None:
         return mechanism
-    if os.environ.get("CI") and mechanism == "bubblewrap":
+    if os.environ.get("CI") and mechanism == "bubblewrap" and shutil.which("bwrap") is None:
+        # Installing it is CI's job (.ci/run); a kernel that refuses namespaces is not.
         pytest.fail(f"CI must test the bubblewrap sandbox: {reason}", pytrace=False)
     return pytest.param(
         mechanism, marks=pytest.mark.skip(reason=f"{mechanism} cannot sandbox here: {reason}")
@@ -73,6 +77,9 @@ async def test_writes_outside_the_workspace_fail_and_leave_nothing(workspace, me
     assert temp.startswith("/") and not Path(temp).exists()  # removed once the command ended
     assert ("path", f"{outside}/new") in denied(events)
     assert ("path", str(stray)) in denied(events)
+    event = next(e for e in events if e.type == "sandbox_denied")
+    assert converter.structure(converter.unstructure(event, Event), Event) == event
+    assert event.tool_name == "bash" and refusal in event.line
     assert not any(target and target.startswith(str(workspace) + "/") for _, target in denied(events))
 
 
@@ -133,6 +140,32 @@ async def test_network_off_cannot_reach_a_loopback_listener(workspace, mechanism
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("network", [False, True])
+async def test_network_off_cannot_reach_a_unix_socket_outside_either(tmp_path, workspace, mechanism, network):
+    # A daemon's socket (the session bus, Docker's) could run commands unconfined.
+    path = str(tmp_path / "daemon.sock")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen()
+        listener.setblocking(False)
+        connect = (
+            f"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); s.sendall(b'hello')"
+        )
+        result, _ = await run_bash(
+            workspace, Sandbox(mechanism=mechanism, network=network), f'{sys.executable} -c "{connect}"'
+        )
+        if network:
+            connection, _ = listener.accept()  # the command connected and wrote before it ended
+            with connection:
+                connection.setblocking(True)
+                assert connection.recv(5) == b"hello"
+        else:
+            with pytest.raises(BlockingIOError):
+                listener.accept()  # nobody connected
+            assert result.is_error and "Network is unreachable" in result.text
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 async def test_a_background_child_can_neither_escape_nor_outlive_the_call(workspace, mechanism):
     marker = unique_duration()
     late = workspace.parent / "outside" / "late"
@@ -145,6 +178,33 @@ async def test_a_background_child_can_neither_escape_nor_outlive_the_call(worksp
     assert_all_gone(processes_with(marker))
     await trio.sleep(0.5)  # past the moment the detached child would have written
     assert not late.exists() and not (workspace / "escaped").exists()
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_a_confined_command_cannot_signal_processes_outside(workspace, mechanism):
+    if mechanism == "landlock" and sandbox_module._confine.landlock_abi() < 6:
+        pytest.skip("Landlock scopes signals from ABI 6")
+    result, _ = await run_bash(
+        workspace,
+        Sandbox(mechanism=mechanism),
+        f"kill -0 {os.getpid()} && echo reached; kill -0 $$ && echo self",
+    )
+    assert "reached" not in result.text and "self" in result.text
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_a_confined_command_has_no_capabilities_and_only_harmless_devices(workspace, mechanism):
+    result, _ = await run_bash(
+        workspace,
+        Sandbox(mechanism=mechanism),
+        "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; echo x > /dev/null && echo null; echo x > /dev/shm/x",
+    )
+    lines = result.text.splitlines()
+    assert lines[:2] == ["CapPrm:\t0000000000000000", "CapEff:\t0000000000000000"]
+    if mechanism == "landlock":  # bubblewrap leaves the bounding set; no_new_privs keeps it unusable
+        assert lines[2] == "CapBnd:\t0000000000000000"
+    assert lines[3] == "null"
+    assert not Path("/dev/shm/x").exists() or mechanism == "bubblewrap"  # bubblewrap's /dev/shm is its own
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -255,3 +315,32 @@ def test_denials_are_read_from_the_forms_programs_print(tmp_path):
     ]
     bubblewrap = sandbox_module.Confinement("bubblewrap", True, (), None)
     assert denials(bubblewrap, "/", "x: Permission denied\nNetwork is unreachable") == []
+
+
+def test_a_policy_reaches_the_shim_as_it_was_built():
+    from agentrio.tools import _confine
+
+    landlock = {"read": ["/", "/a b"], "write": ["/w"], "dev": ["/dev"], "tcp": False}
+    for policy in (
+        {"sockets": ["unix"], "landlock": landlock},
+        {"sockets": None, "landlock": {**landlock, "tcp": True, "write": []}},
+        {"sockets": None, "landlock": None, "bwrap_sockets": []},
+        {"sockets": [], "landlock": None},
+        {"sockets": None, "landlock": None},
+    ):
+        assert _confine.decode(_confine.encode(policy)) == policy
+
+
+def test_the_model_is_told_what_the_sandbox_allows(workspace):
+    def told(sandbox):
+        return coding_tools(workspace, sandbox=sandbox)[-1].description.partition("inspect files.")[2]
+
+    assert (
+        told(Sandbox("read-only"))
+        == " Commands run in a sandbox: they may write only in $TMPDIR and have no network."
+    )
+    assert (
+        told(Sandbox(network=True))
+        == " Commands run in a sandbox: they may write only in the workspace, $TMPDIR."
+    )
+    assert told(Sandbox("off")) == told(None) == ""

@@ -3,14 +3,19 @@ store's own thread."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import psycopg
 from psycopg import errors, sql
 
+from ..blobs import refers_to_blobs, restore
+from ..checksum import snapshot_checksum, text_checksum
 from ..ownership import LeaseHeld
 from ..records import MessageAppended, Record
 from ..rows import SESSION_COLUMNS, RowDecoder, session_row
@@ -20,21 +25,33 @@ from ..store import (
     SessionInfo,
     SessionNotFound,
     SessionSummary,
+    StoreCorrupt,
     StoreError,
     StoreNotFound,
+    StoreUnavailable,
 )
+from .connection import bound_statements, connect, describe, lost, redacted, unavailable
 from .listener import Listener
-from .schema import MIGRATIONS, check_identity, migrate
+from .schema import MIGRATIONS, Step, check_identity, migrate
 
-#: A row of the records table: ``(session_id, seq, kind, written_at, JSON)``.
-RecordRow = tuple[str, int, str, float, str]
+T = TypeVar("T")
+
+#: A connection idle this long (seconds) is checked before it is used again.
+IDLE_CHECK = 1.0
+
+#: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
+#: checksum)``.
+RecordRow = tuple[str, int, str, float, str, int]
 #: session id, the seq of the last record it covers, its message count, the
-#: encoded state without its history.
-SnapshotRow = tuple[str, int, int, str]
+#: encoded state without its history, its checksum.
+SnapshotRow = tuple[str, int, int, str, int]
 #: A held session and its fencing token.
 Held = tuple[str, int]
 
 MESSAGE = MessageAppended.type
+#: A record as read back: its seq, kind, JSON and stored checksum.
+StoredRecord = tuple[int, str, str, int]
+_STORED = "seq, kind, data, checksum"
 
 _RENEW = """
     UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
@@ -54,17 +71,19 @@ WITH held AS (
     RETURNING leases.session_id
 ), written AS (
     INSERT INTO records
-    SELECT * FROM unnest(%(r0)s::text[], %(r1)s::bigint[], %(r2)s::text[], %(r3)s::float8[], %(r4)s::text[])
-        AS r(session_id, seq, kind, written_at, data)
+    SELECT * FROM unnest(%(r0)s::text[], %(r1)s::bigint[], %(r2)s::text[], %(r3)s::float8[], %(r4)s::text[],
+                         %(r5)s::bigint[])
+        AS r(session_id, seq, kind, written_at, data, checksum)
     WHERE r.session_id IN (SELECT session_id FROM held)
     RETURNING session_id
 ), snapshotted AS (
     INSERT INTO snapshots
-    SELECT * FROM unnest(%(s0)s::text[], %(s1)s::bigint[], %(s2)s::integer[], %(s3)s::text[])
-        AS s(session_id, seq, message_count, state)
+    SELECT * FROM unnest(%(s0)s::text[], %(s1)s::bigint[], %(s2)s::integer[], %(s3)s::text[], %(s4)s::bigint[])
+        AS s(session_id, seq, message_count, state, checksum)
     WHERE s.session_id IN (SELECT session_id FROM held)
     ON CONFLICT (session_id) DO UPDATE
-    SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state
+    SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state,
+        checksum = excluded.checksum
 ), consumed AS (
     DELETE FROM inputs USING unnest(%(c0)s::text[], %(c1)s::bigint[]) AS c(session_id, id)
     WHERE inputs.id = c.id AND inputs.session_id = c.session_id
@@ -90,6 +109,8 @@ class Batch:
     snapshots: list[SnapshotRow] = attrs.Factory(list)
     #: Remote inputs taken in: ``(session_id, input id)``.
     consumed: list[tuple[str, int]] = attrs.Factory(list)
+    #: The blobs the records refer to (see ``journal.blobs``), by key.
+    blobs: dict[str, bytes] = attrs.Factory(dict)
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots or self.consumed)
@@ -124,46 +145,98 @@ class Database:
         holder: str,
         lease_seconds: float,
         create: bool,
-        migrations: Sequence[tuple[str, ...]] = MIGRATIONS,
+        migrations: Sequence[tuple[Step, ...]] = MIGRATIONS,
     ) -> None:
         self.holder = holder
         self.lease_seconds = lease_seconds
         self.channels = Channels.of(schema)
+        self.where = describe(dsn)
+        self._dsn, self._schema = dsn, schema
+        self._rows = _CheckedRows(self.where, self._blob)
+        #: Whether the last write may have committed though it failed (its
+        #: connection was lost before the answer came).
+        self._maybe_written = False
+        self._conn = self._connect()
+        self._used_at = time.monotonic()
         try:
-            self.where = _describe(dsn)
-            self._rows = RowDecoder(self.where)
-        except psycopg.ProgrammingError as exc:
-            raise StoreError(f"not a PostgreSQL connection string: {exc}") from None
-        with self.translated():
-            self._conn = psycopg.connect(dsn, autocommit=True)
-            try:
-                self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
-                # A process paused inside a commit holds its sessions' lease
-                # rows, and so would block their takeover: the server ends
-                # such a transaction (and the connection) after a lease.
-                self._conn.execute(
-                    "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-                    (f"{max(1000, round(lease_seconds * 1000))}ms",),
-                )
+            with self.translated():
                 with self._conn.transaction():
                     version = check_identity(self._conn, self.where, schema, migrations)
                 if version < len(migrations):
                     if version == 0 and not create:
                         raise StoreNotFound(f"no store in schema {schema!r} of {self.where}")
                     migrate(self._conn, self.where, schema, migrations)
-            except BaseException:
-                self._conn.close()
-                raise
+                bound_statements(self._conn, lease_seconds)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _connect(self) -> psycopg.Connection:
+        conn = connect(self._dsn, self.lease_seconds, self.where)
+        try:
+            with self.translated(conn):
+                conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self._schema)))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def reconnect(self) -> None:
+        """Make sure the connection works, opening a new one if it was lost
+        (a restarted server, a network cut): ``StoreUnavailable`` while the
+        server cannot be reached."""
+        if not (self._conn.closed or self._conn.broken):
+            try:
+                self._conn.execute("SELECT 1")
+                return
+            except psycopg.Error as exc:
+                if not lost(exc, self._conn):
+                    raise StoreError(f"{self.where}: {redacted(str(exc), self._dsn)}") from exc
+        self._conn.close()
+        conn = self._connect()
+        with self.translated(conn):
+            bound_statements(conn, self.lease_seconds)
+        self._conn = conn
+
+    def abandon(self) -> None:
+        """End the connection under a call that waits on it (from another
+        thread): the call fails, and the next use opens a new connection."""
+        try:
+            fd = self._conn.pgconn.socket
+            with socket.socket(fileno=os.dup(fd)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, psycopg.Error):
+            pass  # already closed
+
+    def fresh(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(self, *args)``, on a connection checked first (and opened
+        again if it was lost) when it was idle for ``IDLE_CHECK`` seconds: a
+        server restarted meanwhile costs the caller nothing."""
+        if time.monotonic() - self._used_at > IDLE_CHECK:
+            self.reconnect()
+        try:
+            return fn(self, *args)
+        finally:
+            self._used_at = time.monotonic()
 
     @contextmanager
-    def translated(self) -> Iterator[None]:
+    def translated(self, conn: psycopg.Connection | None = None) -> Iterator[None]:
+        conn = conn or self._conn
         try:
             yield
         except psycopg.Error as exc:
-            raise StoreError(f"{self.where}: {exc}") from exc
+            if lost(exc, conn):
+                raise unavailable(exc, self.where, self._dsn) from exc
+            raise StoreError(f"{self.where}: {redacted(str(exc), self._dsn)}") from exc
 
     def close(self) -> None:
         self._conn.close()
+
+    @property
+    def connection(self) -> psycopg.Connection:
+        """The connection, for statements of other modules run in the
+        store's thread (``fleet``), inside ``translated()``."""
+        return self._conn
 
     # -- leases ---------------------------------------------------------------
 
@@ -217,9 +290,12 @@ class Database:
 
     # -- writing --------------------------------------------------------------
 
-    def create_session(self, info: SessionInfo, rows: Sequence[RecordRow]) -> int:
+    def create_session(
+        self, info: SessionInfo, rows: Sequence[RecordRow], blobs: Mapping[str, bytes] | None = None
+    ) -> int:
         """Create the session, holding its lease; returns the fencing token."""
         conn = self._conn
+        self._insert_blobs(blobs)
         with self.translated(), conn.transaction():
             try:
                 with conn.transaction():  # a savepoint, so the error can be told apart
@@ -251,18 +327,55 @@ class Database:
             "channel": self.channels.records,
             "sessions": sessions,
             "tokens": [tokens[s] for s in sessions],
-            **_columns("r", 5, batch.records),
-            **_columns("s", 4, snapshots),
+            **_columns("r", 6, batch.records),
+            **_columns("s", 5, snapshots),
             **_columns("c", 2, batch.consumed),
         }
+        if self._maybe_written and self._written_before(batch.records):
+            self._maybe_written = False
+            return set()
+        self._insert_blobs(batch.blobs)
         try:
             with self.translated():
                 (held,) = self._conn.execute(_WRITE, params).fetchone()
+        except StoreUnavailable:
+            self._maybe_written = True  # the commit may have happened, unanswered
+            raise
         except StoreError as exc:
             if isinstance(exc.__cause__, errors.UniqueViolation):
                 raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
             raise
+        self._maybe_written = False
         return set(sessions) - set(held)
+
+    def _written_before(self, rows: Sequence[RecordRow]) -> bool:
+        """Whether a batch whose commit went unanswered was committed: its
+        records are all there, the same (one statement wrote them all, or
+        none)."""
+        if not rows:
+            return False  # snapshots and consumed inputs are written again harmlessly
+        with self.translated():
+            (same,) = self._conn.execute(
+                "SELECT count(*) FROM records JOIN unnest(%s::text[], %s::bigint[], %s::text[]) "
+                "AS b(session_id, seq, data) USING (session_id, seq) WHERE records.data = b.data",
+                ([r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows]),
+            ).fetchone()
+        if same not in (0, len(rows)):
+            raise StoreError(f"{self.where}: a session is written by two stores at once")
+        return same == len(rows)
+
+    def _insert_blobs(self, blobs: Mapping[str, bytes] | None) -> None:
+        """Commit ``blobs`` before the records that name them: a blob no
+        record names is harmless, a record naming a missing blob is not."""
+        if blobs:
+            with self.translated(), self._conn.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO blobs VALUES (%s, %s) ON CONFLICT (key) DO NOTHING", list(blobs.items())
+                )
+
+    def _blob(self, key: str) -> bytes | None:
+        row = self._conn.execute("SELECT data FROM blobs WHERE key = %s", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def _copy_records(self, rows: Sequence[RecordRow]) -> None:
         if rows:
@@ -329,17 +442,23 @@ class Database:
         with self.translated(), conn.transaction(), _repeatable_read(conn):
             info = self._info(session_id)
             snapshot = conn.execute(
-                "SELECT seq, message_count, state FROM snapshots WHERE session_id = %s", (session_id,)
+                "SELECT seq, message_count, state, checksum FROM snapshots WHERE session_id = %s",
+                (session_id,),
             ).fetchone()
             after, message_count = snapshot[:2] if snapshot else (0, 0)
             # History reaches to the first ``message_count`` message records
             # (the snapshot knows how many of them a compaction replaced).
             history_rows = conn.execute(
-                "SELECT seq, data FROM records WHERE session_id = %s AND kind = %s AND seq <= %s "
+                f"SELECT {_STORED} FROM records WHERE session_id = %s AND kind = %s AND seq <= %s "
                 "ORDER BY seq LIMIT %s",
                 (session_id, MESSAGE, after, message_count),
             ).fetchall()
             rows = self._records(session_id, after)
+        if snapshot is not None:
+            seq, count, state, checksum = snapshot
+            if snapshot_checksum(session_id, seq, count, state.encode()) != checksum:
+                raise StoreCorrupt(f"{self.where}: session {session_id!r}: its snapshot is damaged")
+            snapshot = (seq, count, state)
         return self._rows.session(info, snapshot, history_rows, rows)
 
     def load_records(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
@@ -369,9 +488,9 @@ class Database:
             raise SessionNotFound(session_id)
         return SessionInfo(*row)
 
-    def _records(self, session_id: str, after: int) -> list[tuple[int, str]]:
+    def _records(self, session_id: str, after: int) -> list[StoredRecord]:
         return self._conn.execute(
-            "SELECT seq, data FROM records WHERE session_id = %s AND seq > %s ORDER BY seq",
+            f"SELECT {_STORED} FROM records WHERE session_id = %s AND seq > %s ORDER BY seq",
             (session_id, after),
         ).fetchall()
 
@@ -384,9 +503,20 @@ def _repeatable_read(conn: psycopg.Connection) -> Iterator[None]:
     yield
 
 
-def _describe(dsn: str) -> str:
-    params = psycopg.conninfo.conninfo_to_dict(dsn)
-    params.pop("password", None)
-    host = params.get("host", "localhost")
-    port = f":{params['port']}" if "port" in params else ""
-    return f"postgresql {params.get('dbname', params.get('user', ''))} on {host}{port}"
+class _CheckedRows(RowDecoder):
+    """Rows as ``StoredRecord``s: a record's JSON is decoded once its
+    checksum shows it undamaged, with the blobs it names put back."""
+
+    def __init__(self, where: str, blob: Callable[[str], bytes | None]) -> None:
+        super().__init__(where)
+        self._blob = blob
+
+    def data(self, session_id: str, row: StoredRecord) -> str | bytes:
+        seq, kind, data, checksum = row
+        if text_checksum(session_id, seq, kind, data) != checksum:
+            raise StoreCorrupt(
+                f"{self.where}: session {session_id!r}: record {seq} is damaged (checksum mismatch)"
+            )
+        if refers_to_blobs(data):
+            return restore(data.encode(), self._blob, f"{self.where}: session {session_id!r}: record {seq}")
+        return data

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 
+from ..checksum import snapshot_checksum, text_checksum
 from ..store import ForeignDatabase, SchemaTooNew
 
 APPLICATION = "agentrio"
@@ -16,9 +17,37 @@ APPLICATION = "agentrio"
 #: lock: it ends with the transaction). "agtr".
 MIGRATION_LOCK = 0x61677472
 
+
+def _checksum_rows(conn: psycopg.Connection) -> None:
+    """Checksums for the rows written before records had them, computed as
+    the store computes them (PostgreSQL has no CRC-32)."""
+    conn.execute(
+        "CREATE TEMPORARY TABLE checksums (session_id text, seq bigint, checksum bigint) ON COMMIT DROP"
+    )
+    with conn.cursor(name="agentrio_rows") as rows, conn.cursor() as out:
+        rows.execute("SELECT session_id, seq, kind, data FROM records")
+        while chunk := rows.fetchmany(5000):
+            with out.copy("COPY checksums FROM STDIN") as copy:
+                for session_id, seq, kind, data in chunk:
+                    copy.write_row((session_id, seq, text_checksum(session_id, seq, kind, data)))
+    conn.execute(
+        "UPDATE records SET checksum = c.checksum FROM checksums c "
+        "WHERE records.session_id = c.session_id AND records.seq = c.seq"
+    )
+    snapshots = conn.execute("SELECT session_id, seq, message_count, state FROM snapshots").fetchall()
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE snapshots SET checksum = %s WHERE session_id = %s",
+            [(snapshot_checksum(s, seq, n, state.encode()), s) for s, seq, n, state in snapshots],
+        )
+
+
+#: A step of a migration: a statement, or a function that runs them.
+Step = str | Callable[[psycopg.Connection], None]
+
 #: Migration ``i`` takes the schema from version ``i`` to version ``i + 1``.
 #: Append, never edit.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     (
         """CREATE TABLE sessions (
             session_id text PRIMARY KEY,
@@ -66,13 +95,25 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN agent_name text",
         "ALTER TABLE sessions ADD COLUMN spawned_by text",
     ),
+    # A checksum with every record and snapshot, as in the SQLite store
+    # (``checksum``): damage is found when the row is read.
+    (
+        "ALTER TABLE records ADD COLUMN checksum bigint",
+        "ALTER TABLE snapshots ADD COLUMN checksum bigint",
+        _checksum_rows,
+        "ALTER TABLE records ALTER COLUMN checksum SET NOT NULL",
+        "ALTER TABLE snapshots ALTER COLUMN checksum SET NOT NULL",
+    ),
+    # Images and documents, once each, keyed by the SHA-256 of their bytes
+    # (see ``journal.blobs``); records name them.
+    ("CREATE TABLE blobs (key text PRIMARY KEY, data bytea NOT NULL)",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def check_identity(
-    conn: psycopg.Connection, where: str, schema: str, migrations: Sequence[tuple[str, ...]]
+    conn: psycopg.Connection, where: str, schema: str, migrations: Sequence[tuple[Step, ...]]
 ) -> int:
     """The version of the store in ``schema``: 0 when there is none yet;
     raises unless it is a store this code can read."""
@@ -104,7 +145,9 @@ def check_identity(
     return version
 
 
-def migrate(conn: psycopg.Connection, where: str, schema: str, migrations: Sequence[tuple[str, ...]]) -> None:
+def migrate(
+    conn: psycopg.Connection, where: str, schema: str, migrations: Sequence[tuple[Step, ...]]
+) -> None:
     """Bring the schema up to date in one transaction, under a lock that
     makes processes opening the same new database do it once."""
     with conn.transaction():
@@ -116,7 +159,10 @@ def migrate(conn: psycopg.Connection, where: str, schema: str, migrations: Seque
             )
             conn.execute("CREATE TABLE store (application text NOT NULL, version integer NOT NULL)")
             conn.execute("INSERT INTO store VALUES (%s, 0)", (APPLICATION,))
-        for statements in migrations[version:]:
-            for statement in statements:
-                conn.execute(statement)
+        for steps in migrations[version:]:
+            for step in steps:
+                if isinstance(step, str):
+                    conn.execute(step)
+                else:
+                    step(conn)
         conn.execute("UPDATE store SET version = %s", (len(migrations),))

@@ -6,12 +6,13 @@ from __future__ import annotations
 import functools
 import itertools
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
 
+from ..blobs import refers_to_blobs, restore
 from ..checksum import record_checksum, snapshot_checksum
 from ..records import MessageAppended, Record
 from ..rows import SESSION_COLUMNS, RowDecoder, session_row
@@ -48,6 +49,8 @@ class Batch:
 
     records: list[RecordRow] = attrs.Factory(list)
     snapshots: list[SnapshotRow] = attrs.Factory(list)
+    #: The blobs the records refer to (see ``journal.blobs``), by key.
+    blobs: dict[str, bytes] = attrs.Factory(dict)
 
     def __bool__(self) -> bool:
         return bool(self.records or self.snapshots)
@@ -73,6 +76,8 @@ def _insert_rows(count: int) -> str:
 
 
 _INSERT_ONE = _insert_rows(1)
+#: A blob already there is the same bytes (its key is their hash).
+_INSERT_BLOB = "INSERT OR IGNORE INTO blobs VALUES (?, ?)"
 
 
 @contextmanager
@@ -116,7 +121,7 @@ class Database:
             except BaseException:
                 self._conn.close()
                 raise
-        self._rows = _CheckedRows(str(path))
+        self._rows = _CheckedRows(str(path), self._blob)
         # Commits and record bytes since the last checkpoint.
         self._commits = 0
         self._bytes = 0
@@ -130,9 +135,13 @@ class Database:
 
     # -- writing --------------------------------------------------------------
 
-    def create_session(self, info: SessionInfo, rows: Sequence[RecordRow]) -> None:
+    def create_session(
+        self, info: SessionInfo, rows: Sequence[RecordRow], blobs: Mapping[str, bytes] | None = None
+    ) -> None:
         conn = self._conn
         with translated(self.path), transaction(conn, "IMMEDIATE"):
+            if blobs:
+                conn.executemany(_INSERT_BLOB, blobs.items())
             try:
                 conn.execute(
                     f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", session_row(info)
@@ -166,7 +175,7 @@ class Database:
         # Every barrier of an agent lands here: the errors are told as in
         # ``translated`` and ``_one_writer``, without their context managers.
         try:
-            if batch.snapshots or len(rows) > _ROWS_PER_INSERT:
+            if batch.snapshots or batch.blobs or len(rows) > _ROWS_PER_INSERT:
                 self._commit(conn, batch)
             else:
                 conn.execute(_insert_rows(len(rows)), tuple(itertools.chain.from_iterable(rows)))
@@ -183,6 +192,8 @@ class Database:
 
     def _commit(self, conn: sqlite3.Connection, batch: Batch) -> None:
         with transaction(conn, "IMMEDIATE"):
+            if batch.blobs:
+                conn.executemany(_INSERT_BLOB, batch.blobs.items())
             with self._one_writer():
                 conn.executemany(_INSERT_ONE, batch.records)
             if batch.snapshots:
@@ -293,6 +304,10 @@ class Database:
             raise SessionNotFound(session_id)
         return SessionInfo(*row)
 
+    def _blob(self, key: str) -> bytes | None:
+        row = self._conn.execute("SELECT data FROM blobs WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
     def _records(self, session_id: str, after: int) -> list[StoredRecord]:
         return self._conn.execute(
             f"SELECT {_STORED} FROM records WHERE session_id = ? AND seq > ? ORDER BY seq",
@@ -302,7 +317,11 @@ class Database:
 
 class _CheckedRows(RowDecoder):
     """Rows as ``StoredRecord``s: a record's JSON is decoded once its
-    checksum shows it undamaged."""
+    checksum shows it undamaged, with the blobs it names put back."""
+
+    def __init__(self, where: str, blob: Callable[[str], bytes | None]) -> None:
+        super().__init__(where)
+        self._blob = blob
 
     def data(self, session_id: str, row: StoredRecord) -> bytes:
         seq, kind, data, checksum = row
@@ -310,4 +329,6 @@ class _CheckedRows(RowDecoder):
             raise StoreCorrupt(
                 f"{self.where}: session {session_id!r}: record {seq} is damaged (checksum mismatch)"
             )
+        if refers_to_blobs(data):
+            return restore(data, self._blob, f"{self.where}: session {session_id!r}: record {seq}")
         return data

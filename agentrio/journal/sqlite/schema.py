@@ -81,6 +81,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TABLE records",
         "ALTER TABLE records_by_rowid RENAME TO records",
     ),
+    # Images and documents, once each, keyed by the SHA-256 of their bytes
+    # (see ``journal.blobs``); records name them.
+    ("CREATE TABLE blobs (key TEXT PRIMARY KEY, data BLOB NOT NULL)",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,13 +10,26 @@ from pathlib import Path
 
 import trio
 
+from ...messages import UserMessage
+from ..blobs import extract
 from ..buffered import BufferedStore
 from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
+from ..outcomes import Outcome, wait_outcome
 from ..projection import SessionState
 from ..records import Record
-from ..store import Claims, LoadedSession, SessionInfo, SessionNotFound, SessionSummary, StoreError
+from ..store import (
+    Claims,
+    LoadedSession,
+    SessionInfo,
+    SessionNotFound,
+    SessionSummary,
+    StoreError,
+    check_id,
+    check_info,
+)
 from ..thread import Result
+from . import fleet
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
 from .locks import Lock, SessionLocks
@@ -86,6 +99,8 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._locked: dict[str, Lock] = {}
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
+        #: Set by the next commit (see ``committed_event``).
+        self._commit_event = trio.Event()
         super().__init__(f"agentrio store {self.path.name}")
 
     def __repr__(self) -> str:
@@ -140,18 +155,22 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     # -- the Store interface --------------------------------------------------
 
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
+        check_info(info)
         self._check_usable()
-        rows = _rows(info.session_id, 0, records)
-        await self._call(Database.create_session, info, rows)
+        blobs: dict[str, bytes] = {}
+        rows = _rows(info.session_id, 0, records, blobs)
+        await self._call(Database.create_session, info, rows, blobs)
         self._last_seq[info.session_id] = len(rows)
 
     async def load_session(self, session_id: str) -> tuple[SessionInfo, list[Record]]:
+        check_id(session_id)
         await self.sync()  # read back what this store appended
         info, records = await self._call(Database.load_records, session_id)
         self._saw(session_id, len(records))
         return info, records
 
     async def load_state(self, session_id: str) -> LoadedSession:
+        check_id(session_id)
         await self.sync()
         loaded, last_seq = await self._call(Database.load_state, session_id)
         self._saw(session_id, last_seq)
@@ -167,8 +186,10 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         last_seq = self._last_seq.get(session_id)
         if last_seq is None or self._failure is not None or self._db is None:
             last_seq = self._last_seq_of(session_id)  # raises
-        rows = _rows(session_id, last_seq, records)  # fails before anything is buffered
+        blobs: dict[str, bytes] = {}
+        rows = _rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
         self._batch.records += rows
+        self._batch.blobs.update(blobs)
         self._last_seq[session_id] = last_seq + len(rows)
         self._buffer()
 
@@ -187,6 +208,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         await self._sync_all()
 
     async def claim_session(self, session_id: str) -> None:
+        check_id(session_id)
         self._check_usable()
         self._claims.claim(session_id, self)  # this process's writers first
         try:
@@ -217,6 +239,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     async def delete_session(self, session_id: str) -> None:
         """Refused with ``SessionHeld`` while another writer holds the
         session (a claim of this store is no obstacle)."""
+        check_id(session_id)
         await self.sync()
         if session_id in self._locked:
             await self._call(Database.delete_session, session_id)
@@ -229,10 +252,44 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._last_seq.pop(session_id, None)
 
 
-def _rows(session_id: str, last_seq: int, records: Sequence[Record]) -> list[RecordRow]:
+    # -- the fleet, on one host (see ``fleet``) ---------------------------------
+
+    def _committed(self, value: object) -> None:
+        event, self._commit_event = self._commit_event, trio.Event()
+        event.set()
+
+    def committed_event(self) -> trio.Event:
+        """An event set by this store's next commit."""
+        return self._commit_event
+
+    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | object) -> str:
+        """Create the session if it is new, recording ``spec`` (a name, or an
+        ``AgentSpec``) as the spec that runs it, and queue ``prompt`` as a
+        follow-up; durable when this returns. ``SessionHeld`` while a writer
+        has the session open: give it to that agent (``agent.followup``).
+        The runtime that opens the session next runs it once resumed.
+        Returns the input's id, for ``outcome``."""
+        name = spec if isinstance(spec, str) else spec.name
+        message = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
+        return await fleet.submit(self, session_id, message, name)
+
+    async def outcome(self, session_id: str, input_id: str, *, timeout: float | None = None) -> Outcome:
+        """The outcome of input ``input_id`` once the turn that answered it has
+        ended (see ``outcomes``); ``TimeoutError`` after ``timeout`` seconds.
+        Woken by this store's commits, and re-reading the journal every
+        ``fleet.OTHERS_EVERY`` seconds for another process's."""
+        return await wait_outcome(functools.partial(fleet.next_records, self), session_id, input_id, timeout)
+
+
+def _rows(
+    session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]
+) -> list[RecordRow]:
+    """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
     now = time.time()
     rows = []
     for seq, record in enumerate(records, last_seq + 1):
-        data, kind = encode_record(record), record.type
+        data, found = extract(encode_record(record))
+        blobs.update(found)
+        kind = record.type
         rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
     return rows

@@ -9,6 +9,8 @@ from typing import Any, BinaryIO
 
 import trio
 
+from ...messages import MAX_IMAGE_BYTES, Image
+from ...messages.media import image_type
 from ..tool import Tool, ToolContext
 from .common import PATH_IN_WORKSPACE, ToolInputError, object_schema, reports_errors
 from .text import SNIFF_BYTES, open_regular, refuse_binary
@@ -26,7 +28,8 @@ DESCRIPTION = """\
 Read a text file. Lines come numbered ("  12\\tline"), at most {max_lines} \
 at a time and {max_chars:,} characters in all; a longer file ends with a note \
 telling the offset to read on from. Lines longer than {max_line_chars} \
-characters are cut. Binary files are refused."""
+characters are cut. PNG, JPEG, GIF and WebP images come back as images \
+(offset and limit do not apply); other binary files are refused."""
 
 PARAMETERS = object_schema(
     {
@@ -54,7 +57,7 @@ def read(root: Workspace | str | os.PathLike[str], *, max_chars: int = MAX_CHARS
     workspace = Workspace.of(root)
 
     @reports_errors
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> str | Image:
         path = workspace.existing(args["path"])
         offset, limit = args.get("offset", 1), args.get("limit", MAX_LINES)
         return await trio.to_thread.run_sync(
@@ -65,14 +68,17 @@ def read(root: Workspace | str | os.PathLike[str], *, max_chars: int = MAX_CHARS
     return Tool("read", description, PARAMETERS, execute, execution_mode="parallel")
 
 
-def _numbered_lines(path: Path, shown: str, offset: int, limit: int, max_chars: int) -> str:
+def _numbered_lines(path: Path, shown: str, offset: int, limit: int, max_chars: int) -> str | Image:
     if path.is_dir():
         raise ToolInputError(f"{shown} is a directory; use ls to list it")
     shown_lines: list[str] = []
     size = 0
     number = 0
     with open_regular(path, shown) as f:
-        refuse_binary(f.read(SNIFF_BYTES), shown)
+        head = f.read(SNIFF_BYTES)
+        if (media_type := image_type(head)) is not None:
+            return _image(f, head, media_type, shown)
+        refuse_binary(head, shown)
         f.seek(0)
         while (read := _read_line(f, shown)) is not None:
             number += 1
@@ -92,6 +98,18 @@ def _numbered_lines(path: Path, shown: str, offset: int, limit: int, max_chars: 
     if not shown_lines:
         raise ToolInputError(f"offset {offset} is past the end of {shown}, which has {number} lines")
     return "\n".join(shown_lines)
+
+
+def _image(f: BinaryIO, head: bytes, media_type: str, shown: str) -> Image:
+    """The image ``f`` holds (``head`` already read), if it is within the
+    size every provider takes."""
+    data = head + f.read(MAX_IMAGE_BYTES + 1 - len(head))
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ToolInputError(f"{shown} is an image over {MAX_IMAGE_BYTES:,} bytes, too large to send to a model")
+    try:
+        return Image(data, media_type)
+    except ValueError as exc:
+        raise ToolInputError(f"{shown} is not a valid {media_type} image: {exc}") from None
 
 
 def _read_line(f: BinaryIO, shown: str) -> tuple[str, int] | None:

@@ -41,7 +41,7 @@ status. Each call starts a fresh shell (no state is kept between calls) with \
 no input; a command still running after the time limit is stopped together \
 with everything it started. Output beyond {output_cap:,} characters per \
 stream is cut from the middle. Background processes do not survive the \
-command. Prefer read, grep, glob and ls to inspect files."""
+command. Prefer read, grep, glob and ls to inspect files.{_confined(sandbox)}"""
     parameters = object_schema(
         {
             "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
@@ -75,6 +75,17 @@ command. Prefer read, grep, glob and ls to inspect files."""
         return args["command"]
 
     return Tool("bash", description, parameters, execute, execution_mode="exclusive", preview=preview)
+
+
+def _confined(sandbox: Sandbox | None) -> str:
+    """What the model is told of the sandbox its commands run in."""
+    if sandbox is None or sandbox.mode == "off":
+        return ""
+    where = "$TMPDIR" if sandbox.mode == "read-only" else "the workspace, $TMPDIR"
+    if sandbox.mode != "read-only" and sandbox.writable:
+        where += ", " + ", ".join(sandbox.writable)
+    network = "" if sandbox.network else " and have no network"
+    return f" Commands run in a sandbox: they may write only in {where}{network}."
 
 
 def _result(result: ProcessResult) -> ToolResult:
