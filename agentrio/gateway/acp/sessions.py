@@ -199,7 +199,11 @@ class Session:
         info = {
             "status": self.status,
             "queued": queued,
-            "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
+            "usage": {
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cost": usage.cost,
+            },
         }
         return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
 

@@ -267,7 +267,8 @@ function updateButtons() {
 function showUsage(usage) {
   if (!usage) return;
   const count = (n) => n >= 10000 ? `${(n / 1000).toFixed(1)}k` : String(n);
-  $("usage").textContent = `${count(usage.inputTokens)} in · ${count(usage.outputTokens)} out tokens`;
+  const cost = usage.cost == null ? "" : ` · $${usage.cost.toFixed(4)}`;  // none when the model has no price
+  $("usage").textContent = `${count(usage.inputTokens)} in · ${count(usage.outputTokens)} out tokens${cost}`;
 }
 
 // -- transcript -------------------------------------------------------------
