@@ -66,9 +66,19 @@ class Page:
         return result["result"].get("value")
 
     async def wait_until(self, expression: str, timeout: float = 20) -> None:
+        """Wait until ``expression`` is true, across a navigation of the page."""
         with trio.fail_after(timeout):
-            while not await self.evaluate(expression):
+            while True:
+                try:
+                    if await self.evaluate(expression):
+                        return
+                except RuntimeError as exc:
+                    if "navigated" not in str(exc) and "context" not in str(exc):
+                        raise
                 await trio.sleep(0.05)
+
+    async def reload(self) -> None:
+        await self.send("Page.reload")
 
     async def screenshot(self, path: Path) -> None:
         shot = await self.send("Page.captureScreenshot", format="png")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trio
 
-from agentrio import AssistantMessage, Text, Thinking, Tool, ToolCall, UserMessage
+from agentrio import AssistantMessage, Text, Thinking, Tool, ToolCall, Usage, UserMessage
 from agentrio.tools.permissions import read_only
 
 from .cdp import open_page
@@ -82,7 +82,7 @@ async def test_the_console_keeps_offline_prompts_its_token_and_session_and_fits_
     workspace.mkdir()
     replies = [
         AssistantMessage([Text("Running it."), ToolCall("b1", "bash", {"command": "printf 'one\\ntwo\\n'"})]),
-        AssistantMessage([Text("Printed two lines.")]),
+        AssistantMessage([Text("Printed two lines.")], usage=Usage(1200, 30, cost=0.0123)),
         AssistantMessage([Text("Got your offline prompt.")]),
     ]
     async with running_gateway(workspace, replies) as gateway:
@@ -105,7 +105,7 @@ async def test_the_console_keeps_offline_prompts_its_token_and_session_and_fits_
             await page.wait_until("document.getElementById('status').textContent === 'idle'")
             # One status: the session's own, in the header and in the list.
             assert await page.evaluate("document.querySelector('#sessions li.current .pill').textContent") == "idle"
-            assert "tokens" in await page.evaluate("document.getElementById('usage').textContent")
+            await page.wait_until("document.getElementById('usage').textContent.endsWith('out tokens · $0.0123')")
 
             # Offline: the prompt is kept, shown queued, and sent once the connection is back.
             await page.evaluate("window.reconnect = rpc.connect; rpc.connect = () => {}; rpc.ws.close()")
@@ -126,8 +126,9 @@ async def test_the_console_keeps_offline_prompts_its_token_and_session_and_fits_
             await page.wait_until("document.getElementById('send').textContent === 'Send'")
 
             # A reload without the token in the address reopens the session: the token is kept for the origin.
-            await page.evaluate("location.reload()")
-            await page.wait_until("document.getElementById('connection')?.textContent === 'online'")
+            await page.evaluate("window.beforeReload = true")
+            await page.reload()
+            await page.wait_until("!window.beforeReload && document.getElementById('connection')?.textContent === 'online'")
             await page.wait_until("[...document.querySelectorAll('.message.assistant')]"
                                   ".some(m => m.textContent === 'Got your offline prompt.')")
             assert await page.evaluate("location.search") == ""

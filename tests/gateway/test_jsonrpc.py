@@ -7,7 +7,8 @@ import math
 
 import trio
 
-from agentrio.gateway.acp.jsonrpc import Budget, Outbox, Peer, RpcError, encode
+from agentrio.gateway.acp.jsonrpc import Peer, RpcError
+from agentrio.gateway.acp.outbox import Budget, Outbox, encode
 
 
 class MemoryTransport:

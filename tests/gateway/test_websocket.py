@@ -28,7 +28,9 @@ from agentrio import (
 )
 from agentrio.models.events import Done, StreamStart, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
 from agentrio.tools.builtin import coding_tools
+from agentrio.tools import sandbox as sandbox_module
 from agentrio.tools.permissions import read_only, refuse_side_effects
+from agentrio.tools.sandbox import Sandbox
 
 from .acp_harness import ROOT
 from .ws_harness import TOKEN, connected, running_gateway
@@ -510,3 +512,21 @@ async def test_a_session_is_deleted_when_idle_and_not_while_it_runs(workspace, t
         with pytest.raises(RuntimeError) as gone:
             await client.call("session/load", {"sessionId": session_id, "cwd": "", "mcpServers": []})
         assert gone.value.args[0]["code"] == -32002
+
+
+async def test_a_clients_mcp_server_runs_in_the_servers_sandbox(workspace):
+    if (reason := sandbox_module._unusable("bubblewrap")) is not None:
+        pytest.skip(f"bubblewrap cannot sandbox here: {reason}")
+    server = {"name": "w", "command": sys.executable, "env": [],
+              "args": [str(ROOT / "tests" / "tools" / "mcp_write_server.py")]}
+    replies = [AssistantMessage([ToolCall("w1", "w_write", {"path": "file", "text": "x"})]),
+               AssistantMessage([Text("Tried.")])]
+    sandbox = Sandbox("read-only", mechanism="bubblewrap")
+    async with running_gateway(workspace, replies, sandbox=sandbox) as gateway, trio.open_nursery() as nursery, \
+            connected(gateway.url(), nursery) as client:
+        await client.call("initialize", {"protocolVersion": 1})
+        session_id = (await client.call("session/new", {"cwd": str(workspace), "mcpServers": [server]}))["sessionId"]
+        assert await client.prompt(session_id, "write a file") == "end_turn"
+        [failed] = [u for u in client.updates("tool_call_update") if u.get("status") == "failed"]
+        assert "Read-only file system" in failed["content"][0]["content"]["text"]
+    assert not (workspace / "file").exists()

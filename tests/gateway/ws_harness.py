@@ -38,7 +38,8 @@ class Gateway:
 @asynccontextmanager
 async def running_gateway(
     workspace: Path, replies: list[Any], *, tools: list[Any] = (), permission: Any = allow_all,
-    store: Any = None, chunk_size: int = 8, spec_for: Callable[[Path], AgentSpec] | None = None, **options: Any,
+    store: Any = None, chunk_size: int = 8, spec_for: Callable[[Path], AgentSpec] | None = None,
+    sandbox: Any = None, **options: Any,
 ):
     """A gateway whose sessions run ``replies`` with the coding tools and
     ``tools`` (or whatever ``spec_for(cwd)`` makes)."""
@@ -47,7 +48,7 @@ async def running_gateway(
     def coding_agent(cwd: Path) -> AgentSpec:
         return AgentSpec("test", model, tools=[*coding_tools(cwd), *tools], permission=permission)
 
-    async with open_hub(store or MemoryStore(), spec_for or coding_agent, workspace) as hub:
+    async with open_hub(store or MemoryStore(), spec_for or coding_agent, workspace, sandbox=sandbox) as hub:
         listeners = await hub.nursery.start(
             serve_websocket, hub, WebSocketOptions(TOKEN, **options), "127.0.0.1", 0
         )

@@ -32,7 +32,8 @@ from ...tools import Tool
 from ...tools.permissions import decide
 from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
-from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError, encode
+from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
+from .outbox import encode
 from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, text_block
 
 log = logging.getLogger("agentrio.gateway")
@@ -198,7 +199,11 @@ class Session:
         info = {
             "status": self.status,
             "queued": queued,
-            "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
+            "usage": {
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cost": usage.cost,
+            },
         }
         return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
 

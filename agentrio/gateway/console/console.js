@@ -88,6 +88,7 @@ const state = {
   status: "idle",
   online: false,
   readOnly: false,        // the session is held by another process: its history only
+  confirmDelete: null,    // the session whose × was clicked once, for a few seconds
   outbox: [],             // prompts typed while offline: [{sessionId, method, prompt, node}]
   calls: new Map(),       // toolCallId -> {card, status, started, ended, title}
   agents: new Map(),      // agent id -> {name, parent}
@@ -144,6 +145,7 @@ async function refreshSessions() {
       el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }),
       el("button", { type: "button", class: "delete", title: "Delete this session (click twice)", text: "×",
                      onclick: (event) => { event.stopPropagation(); deleteSession(s.sessionId, event.target); } }));
+    showDeleteButton(item.querySelector(".delete"), s.sessionId);
     if (s.sessionId === state.sessionId) {
       item.classList.add("current");
       item.querySelector(".pill").textContent = state.status;  // one status: the session's own updates
@@ -153,14 +155,20 @@ async function refreshSessions() {
   }
 }
 
-// The first click asks, the second deletes: no dialog to miss.
+// The first click asks (for 4 s, across redraws of the list), the second deletes: no dialog to miss.
 async function deleteSession(sessionId, button) {
-  if (!button.classList.contains("confirm")) {
-    button.classList.add("confirm");
-    button.textContent = "delete?";
-    setTimeout(() => { button.classList.remove("confirm"); button.textContent = "×"; }, 4000);
+  if (state.confirmDelete !== sessionId) {
+    state.confirmDelete = sessionId;
+    showDeleteButton(button, sessionId);
+    setTimeout(() => {
+      if (state.confirmDelete !== sessionId) return;
+      state.confirmDelete = null;
+      const shown = document.querySelector(`#sessions li[data-session="${CSS.escape(sessionId)}"] .delete`);
+      if (shown) showDeleteButton(shown, sessionId);
+    }, 4000);
     return;
   }
+  state.confirmDelete = null;
   try {
     await rpc.call("_agentrio/session/delete", { sessionId });
     if (sessionId === state.sessionId) {
@@ -171,6 +179,12 @@ async function deleteSession(sessionId, button) {
     }
   } catch (error) { showError(error); }
   await refreshSessions();
+}
+
+function showDeleteButton(button, sessionId) {
+  const asking = state.confirmDelete === sessionId;
+  button.classList.toggle("confirm", asking);
+  button.textContent = asking ? "delete?" : "×";
 }
 
 function resetTranscript() {
@@ -253,7 +267,8 @@ function updateButtons() {
 function showUsage(usage) {
   if (!usage) return;
   const count = (n) => n >= 10000 ? `${(n / 1000).toFixed(1)}k` : String(n);
-  $("usage").textContent = `${count(usage.inputTokens)} in · ${count(usage.outputTokens)} out tokens`;
+  const cost = usage.cost == null ? "" : ` · $${usage.cost.toFixed(4)}`;  // none when the model has no price
+  $("usage").textContent = `${count(usage.inputTokens)} in · ${count(usage.outputTokens)} out tokens${cost}`;
 }
 
 // -- transcript -------------------------------------------------------------
