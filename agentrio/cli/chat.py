@@ -35,7 +35,7 @@ from .line_editor import History, LineEditor
 from .live_view import LiveView, approval_question, safe, terminal_console
 from .options import Settings, add_agent_options, checked_url, help_text
 from .paths import history_file
-from .render import cost_text, one_line
+from .render import one_line
 from .session import (
     APPROVAL_KEYS,
     DETAILS,
@@ -60,7 +60,7 @@ from .terminal import (
     open_terminal,
     stdin_is_terminal,
 )
-from .transcript import timestamp
+from .transcript import cost_text, timestamp
 
 HELP = r"""Enter sends a line; while the agent works it steers the current turn.
 >> text   queues a follow-up turn

@@ -31,7 +31,8 @@ from ..actors.activity import MAX_TURNS_NOTE, PROTOCOL_REPAIR
 from ..events import Event
 from ..messages import AssistantMessage, Message, Usage, UserMessage
 from ..models import TextDelta, ThinkingDelta, ToolCallDelta
-from .render import cost_text, describe_call, one_line
+from .render import describe_call, one_line
+from .transcript import cost_text
 
 #: Lines of a tool result shown unless the whole output is asked for;
 #: changed lines of a diff a tool answered with.

@@ -10,7 +10,8 @@ from typing import TextIO
 import attrs
 
 from ..events import Event
-from ..messages import AssistantMessage, ToolResultMessage, Usage, UserMessage
+from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+from .transcript import cost_text
 
 TIMELINE_WIDTH = 32
 
@@ -224,8 +225,3 @@ class EventPrinter:
         )
         if event.error:
             self._line(event, s.red(event.error), bar=False)
-
-
-def cost_text(usage: Usage) -> str:
-    """`` · $0.0123`` for a usage of known cost; nothing when it is unknown."""
-    return "" if usage.cost is None else f" · ${usage.cost:.4f}"

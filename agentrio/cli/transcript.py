@@ -17,9 +17,9 @@ from ..messages import (
     Thinking,
     ToolCall,
     ToolResultMessage,
+    Usage,
     UserMessage,
 )
-from .render import cost_text
 
 #: Lines of a tool result shown unless the whole transcript is asked for.
 RESULT_LINES = 12
@@ -140,3 +140,8 @@ def _cut(text: str, full: bool) -> str:
     return "\n".join(
         [*lines[:RESULT_LINES], f"... {len(lines) - RESULT_LINES} more lines (--full shows them)"]
     )
+
+
+def cost_text(usage: Usage) -> str:
+    """`` · $0.0123`` for a usage of known cost; nothing when it is unknown."""
+    return "" if usage.cost is None else f" · ${usage.cost:.4f}"
