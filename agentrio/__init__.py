@@ -28,6 +28,7 @@ _WHERE = {
     "LeaseLost": ".journal",
     "Limits": ".actors",
     "MemoryStore": ".journal",
+    "Outcome": ".journal",
     "Message": ".messages",
     "PostTool": ".actors",
     "PostgresStore": ".journal.postgres",
@@ -71,6 +72,7 @@ _WHERE = {
     "instrument": ".tracing",
     "project_tool_protocol": ".messages",
     "run_sync": ".supervisors",
+    "serve_mcp": ".gateway.mcp_serve",
     "tool": ".tools",
     "uninstrument": ".tracing",
     "with_initiator": ".initiator",
@@ -79,6 +81,8 @@ _WHERE = {
 
 __all__ = [
     "ABORTED_BEFORE_DISPATCH",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
     "Agent",
     "AgentDisposed",
     "AgentScope",
@@ -95,6 +99,7 @@ __all__ = [
     "Limits",
     "MemoryStore",
     "Message",
+    "Outcome",
     "PostTool",
     "PostgresStore",
     "PreStep",
@@ -117,8 +122,6 @@ __all__ = [
     "Store",
     "StoreError",
     "Subscription",
-    "TOOL_NOT_STARTED",
-    "TOOL_OUTCOME_UNKNOWN",
     "Text",
     "Thinking",
     "Tool",
@@ -137,6 +140,7 @@ __all__ = [
     "instrument",
     "project_tool_protocol",
     "run_sync",
+    "serve_mcp",
     "tool",
     "uninstrument",
     "with_initiator",
@@ -182,7 +186,7 @@ if TYPE_CHECKING:
         agent_tool,
     )
     from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-    from .journal import LeaseLost, MemoryStore, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
+    from .journal import LeaseLost, MemoryStore, Outcome, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
     from .journal.postgres import PostgresStore
     from .messages import (
         ABORTED_BEFORE_DISPATCH,
@@ -201,6 +205,7 @@ if TYPE_CHECKING:
         project_tool_protocol,
     )
     from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
+    from .gateway.mcp_serve import serve_mcp
     from .supervisors import Runtime, run_sync
     from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
     from .tools.sandbox import Sandbox, SandboxUnavailable

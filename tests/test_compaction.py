@@ -542,3 +542,56 @@ async def test_a_summary_cut_by_the_output_limit_is_refused(rt):
     with pytest.raises(CompactionFailed, match=r"cut_summary: the summary was cut off \(max_tokens\)"):
         await agent.compact()
     assert [m.text for m in agent.messages] == ["hi", "hello"]
+
+
+async def test_background_compaction_summarizes_while_the_step_goes_on(rt, autojump_clock):
+    """jai-mono (compaction must not block the step): with
+    ``AgentSpec(compaction="background")`` the summary is requested beside
+    the step's own request (the summary waits here until that request has
+    started: a blocking compaction would never get there) and applied at the
+    next step boundary."""
+    step_started = trio.Event()
+
+    async def summarize(request):
+        await step_started.wait()
+        return say("background summary")
+
+    async def first_step(request):
+        step_started.set()
+        await trio.sleep(1)  # the summary ends meanwhile
+        return calls(("echo", {"text": "a"}), usage=Usage(150, 5))
+
+    steps = ScriptedModel(
+        [
+            calls(("echo", {"text": LONG}), usage=Usage(300, 20)),
+            say("done", usage=Usage(600, 5)),
+            first_step,
+            say("next answer", usage=Usage(150, 5)),
+        ]
+    )
+    summaries = ScriptedModel([summarize])
+
+    class Router:
+        async def stream(self, request):
+            last = request.messages[-1].text if request.messages else ""
+            model = summaries if last == DEFAULT_COMPACTION_PROMPT else steps
+            async for event in model.stream(request):
+                yield event
+
+    spec = AgentSpec(
+        "a",
+        Router(),
+        tools=[echo_tool()],
+        limits=Limits(context_window=1000, compact_at=0.8, keep_recent_tokens=100),
+        compaction="background",
+    )
+    agent = await rt.create(spec)
+    await agent.run("go")
+    async with record(agent) as rec:
+        with trio.fail_after(60):
+            result = await agent.run(LONG)
+    assert result.stop_reason == "completed"
+    events = [(e[0], e[1], e[-1]) if e[0] == "compaction_end" else e[:2] for e in _compaction_events(rec)]
+    assert events == [("compaction_start", "background"), ("compaction_end", "background", None)]
+    assert steps.requests[3].messages[0].text == _summary("background summary").text
+    assert agent.messages[0].text == _summary("background summary").text

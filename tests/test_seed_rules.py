@@ -729,3 +729,44 @@ async def test_live_events_carry_the_attempt_they_come_from(rt, autojump_clock):
     assert len(starts) == 2 and starts[0] != starts[1] and None not in starts
     assert [e.attempt for e in rec.of("message_discard")] == [starts[0]]
     assert {e.attempt for e in rec.of("message_update")} == set(starts)
+
+
+async def test_a_failed_request_leaves_a_marker_in_the_journal_not_an_empty_message(rt):
+    """jai-mono (the empty-shell assistant message an error leaves breaks the
+    next request: "messages.1.content must not be empty"): history stays
+    provider-valid, and the journal records that the request failed."""
+    from agentrio.journal.records import RequestFailed
+
+    agent = await rt.create(
+        AgentSpec("a", ScriptedModel([ProviderError(401, "authentication_error", "bad key")]))
+    )
+    result = await agent.run("go")
+    assert result.stop_reason == "model_error" and [m.role for m in agent.messages] == ["user"]
+    (marker,) = [
+        r for r in (await rt.store.load_session(agent.session_id))[1] if isinstance(r, RequestFailed)
+    ]
+    assert "bad key" in marker.error and marker.stop_reason == "error"
+
+
+async def test_the_protocol_violation_hook_may_replace_the_repair_requests_context(rt):
+    """jai-mono (``attemptContext = appendProtocolRepairMessage(directive?.context
+    ?? prepared)``): a ``RequestContext`` from the hook is what the repair
+    request is built from, the default repair text after it; history is not
+    touched."""
+    from agentrio import RequestContext, UserMessage
+    from agentrio.actors.activity import PROTOCOL_REPAIR
+
+    fake = "<tool_call>{}</tool_call>"
+
+    def narrow(message):
+        return RequestContext("repair mode", [UserMessage("just call echo")], [echo_tool().spec])
+
+    model = ScriptedModel([say(fake), say("fixed")])
+    agent = await rt.create(
+        AgentSpec("a", model, tools=[echo_tool()], hooks=Hooks(on_protocol_violation=narrow))
+    )
+    assert (await agent.run("go")).text == "fixed"
+    repair = model.requests[1]
+    assert repair.system_prompt == "repair mode"
+    assert [m.text for m in repair.messages] == ["just call echo", PROTOCOL_REPAIR]
+    assert [m.text for m in agent.messages] == ["go", "fixed"]

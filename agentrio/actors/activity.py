@@ -46,6 +46,7 @@ from ..events import (
 from ..initiator import Initiator, with_initiator
 from ..journal.records import (
     MessageAppended,
+    RequestFailed,
     RolledBack,
     StateEntered,
     StepEnded,
@@ -75,7 +76,7 @@ from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model
 from ..models.fallback import model_name
 from ..models.events import StreamEvent, StreamStart, TextDelta
 from ..models.output import OutputInvalid, PartialOutput
-from .compaction import CompactionOutcome, Compactor
+from .compaction import BackgroundSummary, CompactionOutcome, Compactor
 from . import goals
 from .hook_chain import bail, listeners
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
@@ -178,8 +179,12 @@ class Activity:
     answered, the open step and turn are closed.
     """
 
-    def __init__(self, ports: ActivityPorts) -> None:
+    def __init__(self, ports: ActivityPorts, *, continuing: bool = False) -> None:
         self.ports = ports
+        #: Whether the run first continues a turn that crash repair closed:
+        #: one turn that asks the model without claiming input (the repaired
+        #: history ends with the interrupted step's answered calls).
+        self._continuing = continuing
         #: ``emit(EventType, **fields)``: the agent's, called directly.
         self.emit = ports.emit
         self.spec = ports.spec
@@ -192,6 +197,8 @@ class Activity:
         # journal's), and its provider projection, grown a message at a time.
         self._context = ports.journal.context()
         self._compactor = Compactor(ports)
+        #: A summary running beside the run (``AgentSpec.compaction``).
+        self._background: BackgroundSummary | None = None
         #: The output budget of this run's requests (None: the adapter's).
         self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
@@ -340,6 +347,9 @@ class Activity:
                 first = self.error if stop in ERROR_STOPS else None
                 stop = "error"
                 self.error = f"{first} (then, while closing the run: {closing})" if first else closing
+            if self._background is not None:  # (left only by a failure to close the turn)
+                with trio.CancelScope(shield=True):
+                    await self._drop_background()
             error = self.error if stop in ERROR_STOPS else None
             cause = self.cancel_cause if stop == "aborted" else None
             self.emit(
@@ -365,7 +375,7 @@ class Activity:
 
     async def _turns(self) -> str:
         inbox = self.ports.inbox
-        while inbox:
+        while inbox or self._continuing:
             stop = await self._turn()
             if stop != "completed":
                 return stop
@@ -387,9 +397,12 @@ class Activity:
         return stop
 
     async def _end_turn(self, stop: str) -> None:
+        # A summary still running is dropped: it applies within its turn only.
+        await self._drop_background()
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
-        await self.journal.append(TurnEnded(turn, stop, cause))
+        error = self.error if stop in ERROR_STOPS else None
+        await self.journal.append(TurnEnded(turn, stop, cause, error))
         rolled_back = await self._roll_back(turn, stop)
         await self.journal.sync()
         self.emit(
@@ -451,7 +464,9 @@ class Activity:
     async def _steps(self) -> str:
         """The steps of one turn; returns the turn's stop reason."""
         inbox = self.ports.inbox
-        target = "next_turn"
+        # A continued turn answers the input it had taken in: follow-ups wait
+        # for their own turns.
+        target = "next_step" if self._continuing else "next_turn"
         outcome: str | None = None  # None: the model is owed a request
         max_tokens_seen = False
         first = True
@@ -474,8 +489,13 @@ class Activity:
                     continue
                 return "max_tokens" if max_tokens_seen else outcome
             if not admitted and first:
-                return "completed"
-            first = False
+                if not self._continuing:
+                    return "completed"
+                if _answered(self._context.history):
+                    # The crash fell after the turn's last answer: it was over.
+                    self._continuing = False
+                    return "completed"
+            first = self._continuing = False
             outcome = await self._step(admitted)
             if outcome == "max_tokens":
                 max_tokens_seen = True
@@ -511,7 +531,7 @@ class Activity:
         if max_turns is not None and self.requests - self._mark.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
-        if self._compactor.due(self._context.history) and (await self._compact("threshold")).error:
+        if await self._compact_if_due() is not None:
             return "compaction_failed"
         if (over := self._over_budget()) is not None:
             self.error = over
@@ -610,21 +630,12 @@ class Activity:
         system_prompt = self.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
         hook = self._hooks and self._hooks.prepare_context
-        output = self.spec.output_spec
-        options = {
-            "max_tokens": self._max_tokens,
-            "output": output,
-            "prompt_cache": self.spec.prompt_cache,
-            "cache_key": self.ports.session_id,
-        }
         if not hook:
-            return ModelRequest(system_prompt, self._context.messages(), tools, **options)
+            return ModelRequest(system_prompt, self._context.messages(), tools, **self._request_options())
         context = RequestContext(system_prompt, list(self._context.history), tools)
         for listener in listeners(hook):
             context = await _callbacks.call(listener, context) or context
-        return ModelRequest(
-            context.system_prompt, project_tool_protocol(context.messages), list(context.tools), **options
-        )
+        return self._request_from(context)
 
     # -- the model request ----------------------------------------------------
 
@@ -632,7 +643,7 @@ class Activity:
         """One model request with its retries and its one protocol repair;
         returns the committed assistant message."""
         attempt = 1
-        repair: str | None = None  # the protocol-repair text, once sent
+        repair: _Repair | None = None  # the protocol repair, once sent
         compacted = False
         error = None
         fallback = 0  # which of a FallbackModel's models takes the request
@@ -696,21 +707,53 @@ class Activity:
                 message = live.assembler.message()
                 if repair is None and request.tools and _writes_tool_calls_as_text(message):
                     self._withdraw(live, "protocol_repair")
-                    repair = await self._repair_text(message)
-                    request = _with_protocol_repair(request, repair)
+                    repair = await self._repair(message)
+                    base = request if repair.context is None else self._request_from(repair.context)
+                    request = _with_protocol_repair(base, repair.text)
                     continue
             self._live = None
             if message.content or error is None:
                 await self.commit(message, announced=live.announced)
-            elif live.announced:
+            else:
                 # A failed request that said nothing leaves no empty message
-                # in history: the run's error says what happened.
-                self.emit(MessageDiscard, reason=message.stop_reason)
+                # in history (providers refuse one), but a marker in the journal.
+                await self.journal.append(RequestFailed(str(error), message.stop_reason))
+                if live.announced:
+                    self.emit(MessageDiscard, reason=message.stop_reason, attempt=live.attempt)
             return message
+
+    async def _compact_if_due(self) -> str | None:
+        """At a step boundary: apply a background summary that is ready, and
+        compact (or start summarizing beside the run) when the next request
+        is past the threshold. Returns the error that stops the run, if any."""
+        failed = False
+        job = self._background
+        if job is not None and job.done.is_set():
+            self._background = None
+            outcome = await self._compactor.finish(job, self._context.history)
+            self._compacted(outcome)
+            failed = outcome.error is not None
+        if not self._compactor.due(self._context.history):
+            return None
+        if self.spec.compaction == "background" and not failed:
+            if self._background is None:
+                self._background = self._compactor.start_background(self._context.history, len(self._state.messages))
+            return None
+        return (await self._compact("threshold")).error
+
+    async def _drop_background(self) -> None:
+        job, self._background = self._background, None
+        if job is not None:
+            await self._compactor.drop(job)
 
     async def _compact(self, reason: str) -> CompactionOutcome:
         """Compact the run's history; the run goes on from what is left."""
+        await self._drop_background()  # superseded
         outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
+        self._compacted(outcome)
+        return outcome
+
+    def _compacted(self, outcome: CompactionOutcome) -> None:
         self.add_usage(outcome.usage)
         if outcome.compacted:
             if self._mark is not None:
@@ -718,16 +761,38 @@ class Activity:
             self._context = GrowingProjection([*self._state.messages, *self._state.step_messages])
         elif outcome.error:
             self.error = outcome.error
-        return outcome
 
-    async def _rebuild_request(self, repair: str | None) -> ModelRequest:
-        request = await self._build_request()
-        return request if repair is None else _with_protocol_repair(request, repair)
+    async def _rebuild_request(self, repair: _Repair | None) -> ModelRequest:
+        if repair is None:
+            return await self._build_request()
+        base = await self._build_request() if repair.context is None else self._request_from(repair.context)
+        return _with_protocol_repair(base, repair.text)
 
-    async def _repair_text(self, message: AssistantMessage) -> str:
-        """What the model is told after writing tool calls as text."""
-        text = await bail(self._hooks and self._hooks.on_protocol_violation, message)
-        return text or PROTOCOL_REPAIR
+    async def _repair(self, message: AssistantMessage) -> _Repair:
+        """What the model is told after writing tool calls as text: the
+        hook's text (None: the default), or a ``RequestContext`` the repair
+        request is built from instead of the step's (jai-mono:
+        ``directive.context ?? prepared``), with the default text."""
+        answer = await bail(self._hooks and self._hooks.on_protocol_violation, message)
+        if isinstance(answer, RequestContext):
+            return _Repair(PROTOCOL_REPAIR, answer)
+        return _Repair(answer or PROTOCOL_REPAIR)
+
+    def _request_from(self, context: RequestContext) -> ModelRequest:
+        return ModelRequest(
+            context.system_prompt,
+            project_tool_protocol(context.messages),
+            list(context.tools),
+            **self._request_options(),
+        )
+
+    def _request_options(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self._max_tokens,
+            "output": self.spec.output_spec,
+            "prompt_cache": self.spec.prompt_cache,
+            "cache_key": self.ports.session_id,
+        }
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
@@ -802,6 +867,20 @@ class Activity:
         if state.turn_open:
             await self.state("done")
             await self._end_turn(stop)
+
+
+@attrs.frozen
+class _Repair:
+    """The one protocol repair of a request: the text sent, and the context
+    the hook gave to build the request from (None: the step's)."""
+
+    text: str
+    context: RequestContext | None = None
+
+
+def _answered(history: list[Message]) -> bool:
+    """Whether history ends with the model's final answer (no tool asked)."""
+    return bool(history) and isinstance(history[-1], AssistantMessage) and not history[-1].tool_calls
 
 
 def _with_protocol_repair(request: ModelRequest, text: str) -> ModelRequest:

@@ -61,8 +61,10 @@ Setup = Callable[["Agent", AgentScope], Awaitable["Callable[[], None] | None"]]
 
 T = TypeVar("T")
 
-CancelCause = Literal["user", "parent", "hook", "disposed", "lease_lost", "store_failed"]
-CANCEL_CAUSES = ("user", "parent", "hook", "disposed", "lease_lost", "store_failed")
+#: ``released``: a runtime gives the session up mid-turn, for another to
+#: continue the turn (``rt.serve``).
+CancelCause = Literal["user", "parent", "hook", "disposed", "lease_lost", "store_failed", "released"]
+CANCEL_CAUSES = ("user", "parent", "hook", "disposed", "lease_lost", "store_failed", "released")
 APPROVAL_DECISIONS = ("approve", "deny", "deny_and_stop")
 
 #: Messages that may wait in an agent's mailbox before senders wait.
@@ -127,7 +129,10 @@ class _SetGoal:
 
 @attrs.frozen
 class _Resume:
-    """Start the pending input a restored session holds."""
+    """Start the pending input a restored session holds (first continuing
+    the turn crash repair closed, with ``continue_turn``)."""
+
+    continue_turn: bool = False
 
 
 @attrs.frozen
@@ -195,6 +200,7 @@ class Agent:
         "_approvals",
         "_bus",
         "_closing",
+        "_continue",
         "_disposing",
         "_failed",
         "_intensity",
@@ -245,6 +251,8 @@ class Agent:
         #: Set when the agent settles; None while it is settled.
         self._settled: trio.Event | None = None
         self._wake_pending = False
+        #: Whether the next activity first continues a repaired turn.
+        self._continue = False
         self._activity: Activity | None = None
         self._closing = False  # the actor accepts no more input
         self._disposing = False  # dispose() has begun
@@ -296,6 +304,12 @@ class Agent:
     def usage(self) -> Usage:
         """Usage of the whole session."""
         return self._state.usage
+
+    @property
+    def pending_input(self) -> tuple[QueuedInput, ...]:
+        """Input waiting in the inbox: next-step input, then next-turn input,
+        each oldest first."""
+        return (*self._state.next_step, *self._state.next_turn)
 
     @property
     def pending_approvals(self) -> tuple[str, ...]:
@@ -477,10 +491,14 @@ class Agent:
             raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
         await self._call(_SetGoal(text, max_turns))
 
-    async def resume(self) -> None:
+    async def resume(self, *, continue_turn: bool = False) -> None:
         """Start the pending input of a restored session (a restored agent
-        waits for this, or for new input, before it runs)."""
-        await self._call(_Resume())
+        waits for this, or for new input, before it runs). With
+        ``continue_turn``, the run first continues the turn that crash repair
+        closed, so that the input it had taken in gets a real answer: the
+        model sees the repaired history and the turn runs to its end (no
+        model request if the crash fell after the turn's final answer)."""
+        await self._call(_Resume(continue_turn))
 
     async def dispose(self) -> None:
         """Tear the agent down, in order: stop accepting work, dispose its
@@ -657,8 +675,9 @@ class Agent:
                 await self._cancel(cause, keep_inbox)
             case _Answer():
                 self._answer(message)
-            case _Resume():
-                if self.inbox:
+            case _Resume(continue_turn=continue_turn):
+                self._continue = self._continue or continue_turn
+                if self.inbox or self._continue:
                     self._wake()
             case _SetGoal(text=text, max_turns=max_turns):
                 await set_goal(self._ports(), text, max_turns)
@@ -775,14 +794,15 @@ class Agent:
             # Runtime resumes the agent once the store has recovered.
             self._update_settled()
             return
-        if not self.inbox:
+        if not self.inbox and not self._continue:
             self._update_settled()
             return
         self._set_phase("running")
         # Made here, not in its task: a cancel that arrives before the task
         # first runs must find the activity to cancel.
         try:
-            activity = self._activity = Activity(self._ports())
+            activity = self._activity = Activity(self._ports(), continuing=self._continue)
+            self._continue = False
         except Exception as exc:
             log.exception("agent %s: the activity could not be made", self.id)
             activity, error = None, f"{type(exc).__name__}: {exc}"

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import attrs
+import trio
 
 from ..events import CompactionEnd, CompactionStart
 from ..journal.records import Compacted
@@ -213,13 +214,19 @@ class Compactor:
             # Every start has its end, a cancel included.
             emit(CompactionEnd, reason=reason, tokens_before=before, tokens_after=before, error="interrupted")
             raise
+        return await self._apply(text, usage, history, cut, reason, before)
+
+    async def _apply(
+        self, text: str, usage: Usage, history: Sequence[Message], cut: int, reason: str, before: int
+    ) -> CompactionOutcome:
+        """Journal the summary of ``history[:cut]`` and announce its end."""
         summary = UserMessage(SUMMARY_HEADER + text)
         kept = [summary, *history[cut:]]
         self._reported = None  # it counted the history replaced now
         after = self.tokens(kept)
         await self._ports.journal.append(Compacted(summary, cut, reason, before, after, usage))
         await self._ports.journal.sync()
-        emit(
+        self._ports.emit(
             CompactionEnd,
             reason=reason,
             tokens_before=before,
@@ -228,6 +235,39 @@ class Compactor:
             usage=usage,
         )
         return CompactionOutcome(True, before, after, usage)
+
+    def start_background(self, history: Sequence[Message], committed: int) -> BackgroundSummary | None:
+        """Start summarizing ``history`` (its first ``committed`` messages
+        committed) in a task of the agent's own, while the run goes on; None
+        when there is nothing to compact. ``finish`` applies it."""
+        state = self._ports.journal.state
+        floor = 0 if state.summary is None else 1
+        cut = choose_cut(history[:committed], self._limits.keep_recent_tokens, floor=floor)
+        if cut is None:
+            return None
+        before = self.tokens(history)
+        self._ports.emit(CompactionStart, reason="background", tokens_before=before)
+        job = BackgroundSummary(self, list(history[:cut]), before)
+        self._ports.start_actor(job.run)
+        return job
+
+    async def finish(self, job: BackgroundSummary, history: Sequence[Message]) -> CompactionOutcome:
+        """At a step boundary: apply the summary ``job`` made (history has only
+        grown since it started), or report why there is none."""
+        if job.error is not None:
+            self._ports.emit(
+                CompactionEnd, reason="background", tokens_before=job.before, tokens_after=job.before, error=job.error
+            )
+            return CompactionOutcome(False, job.before, job.before, error=job.error)
+        text, usage = job.result
+        return await self._apply(text, usage, history, len(job.messages), "background", job.before)
+
+    async def drop(self, job: BackgroundSummary) -> None:
+        """Stop ``job`` unapplied (its start gets its end)."""
+        await job.join()
+        self._ports.emit(
+            CompactionEnd, reason="background", tokens_before=job.before, tokens_after=job.before, error="dropped"
+        )
 
     async def _summarize(self, messages: Sequence[Message], instructions: str | None) -> tuple[str, Usage]:
         """The summary of ``messages`` and what it cost; raises
@@ -259,6 +299,39 @@ class Compactor:
                 type="empty_summary", message=f"the model gave no summary (stop reason {message.stop_reason})"
             )
         return message.text.strip(), self._ports.prices.priced(message.usage, message.provider, message.model)
+
+
+class BackgroundSummary:
+    """A summary request running beside the run (``AgentSpec(compaction=
+    "background")``): its task is the agent's, and the activity that started
+    it ``join``s it before it ends."""
+
+    def __init__(self, compactor: Compactor, messages: list[Message], before: int) -> None:
+        self._compactor = compactor
+        self.messages = messages
+        self.before = before
+        self.result: tuple[str, Usage] | None = None
+        self.error: str | None = None
+        self._scope = trio.CancelScope()
+        self.done = trio.Event()
+
+    async def run(self) -> None:
+        try:
+            with self._scope:
+                try:
+                    self.result = await self._compactor._summarize(self.messages, None)
+                except ProviderError as exc:
+                    self.error = f"the summary request failed: {exc}"
+        finally:
+            if self.result is None and self.error is None:
+                self.error = "interrupted"
+            self.done.set()
+
+    async def join(self) -> None:
+        """Cancel the task unless it has ended, and wait until it has."""
+        self._scope.cancel()
+        with trio.CancelScope(shield=True):
+            await self.done.wait()
 
 
 async def compact_now(ports: ActivityPorts, instructions: str | None = None) -> CompactionOutcome:

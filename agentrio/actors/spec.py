@@ -267,9 +267,11 @@ class Hooks:
       result before it is journaled or committed and may return a
       replacement (to redact or rewrite it); the journal never holds what it
       removed. A hook that fails turns the result into a ``TOOL_FAILED`` error.
-    - ``on_protocol_violation(message: AssistantMessage) -> str | None``: the
-      model wrote tool calls as text in ``message`` (discarded, and retried
-      once): what to tell it (None: the default repair text).
+    - ``on_protocol_violation(message: AssistantMessage) -> str |
+      RequestContext | None``: the model wrote tool calls as text in
+      ``message`` (discarded, and retried once): what to tell it (None: the
+      default repair text), or the context to build the repair request from
+      instead of the step's (with the default text).
     - ``choose_model(route: Route) -> Model | None``: the model for one
       request (a cheaper one for summaries, a fallback after errors); None
       keeps the spec's.
@@ -374,6 +376,7 @@ RESTARTS = ("never", "on_crash")
 #: in history: ``keep`` its messages (repaired: every call answered), or
 #: ``rollback`` to history as it was before the turn.
 ON_FAILURE = ("keep", "rollback")
+COMPACTIONS = ("blocking", "background")
 
 
 @attrs.frozen
@@ -419,6 +422,11 @@ class AgentSpec:
     #: rollback takes the turn's messages (its prompt included) out of
     #: history, never out of the journal: a fork at that turn has them.
     on_failure: Literal["keep", "rollback"] = attrs.field(default="keep", kw_only=True)
+    #: ``blocking``: past ``Limits.compact_at`` the step waits for the
+    #: summary. ``background``: the summary is requested beside the run and
+    #: applied at the next step boundary once ready (blocking again if it
+    #: failed). An overflow always compacts blocking.
+    compaction: Literal["blocking", "background"] = attrs.field(default="blocking", kw_only=True)
     #: A type every run must end with a value of (see ``models.OutputSpec``):
     #: the answer is parsed and converted into ``RunResult.output``. An
     #: ``OutputSpec`` is taken as it is (``OutputSpec.for_schema(schema)``:
@@ -449,6 +457,11 @@ class AgentSpec:
         if check is not None and (problem := check(spec)):
             raise ValueError(f"AgentSpec.output_type: {problem}")
         return spec
+
+    @compaction.validator
+    def _check_compaction(self, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in COMPACTIONS:
+            raise ValueError(f"AgentSpec.compaction: expected one of {COMPACTIONS}, got {value!r}")
 
     @on_failure.validator
     def _check_on_failure(self, attribute: attrs.Attribute, value: Any) -> None:

@@ -112,8 +112,9 @@ class ToolBatch:
 
     Guarantees: a call is journaled as started, durably, before its body
     runs. A result is durable the moment it finishes (committed if every
-    earlier call is in, else recorded as finished), and results reach
-    history and events strictly in model order. After a cancel, ``settle``
+    earlier call is in, else recorded as finished), unless a ``post_tool``
+    hook must see it first: the hook sees results, and they are journaled,
+    in model order. Results reach history and events strictly in model order. After a cancel, ``settle``
     waits for the workers to end (``ABANDON_AFTER``), so a result says
     ``TOOL_ABORTED`` only for a call that has stopped.
     """
@@ -378,12 +379,16 @@ class ToolBatch:
         for slot, outcome in reports:
             self._take(slot, outcome)
         await self._commit_ready()
-        early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
-        for slot in early:
-            await self._post(slot)
-            slot.recorded = True
-        if early:
-            await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
+        hooks = self._agent.spec.hooks
+        if hooks is None or hooks.post_tool is None:
+            # Without a post_tool hook a result is durable the moment it
+            # finishes; with one, the hook sees each result, and it is
+            # journaled, in model order (dsh 7.9), at its commit.
+            early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
+            for slot in early:
+                slot.recorded = True
+            if early:
+                await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
         await self._agent.journal.sync()
 
     def _take(self, slot: Slot, outcome: Any) -> None:

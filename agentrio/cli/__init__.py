@@ -28,7 +28,9 @@ COMMANDS = {
     "config": "the settings every command would use here, and where each comes from",
     "acp": "serve the Agent Client Protocol on stdin/stdout (for editors such as Zed)",
     "serve": "serve ACP over WebSocket, with a web console",
+    "mcp": "offer agents as MCP tools, over stdio or streamable HTTP",
     "demo": "play an offline agent session and print its events",
+    "worker": "run sessions from a PostgreSQL store, as one worker of a fleet",
 }
 VERSION_FLAGS = ("-V", "--version")
 

@@ -61,7 +61,9 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     add_sandbox_option(parser)
 
 
-def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteStore]:
+def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteStore, str]:
+    """The agents' factory, the store, and the line that says the tools' sandbox
+    (for the command to print once it serves)."""
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
     config = Config.load(args)
     if config["permission"] not in PERMISSIONS:
@@ -76,10 +78,9 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteSto
         factory.check()
     except SpecError as exc:
         raise CommandError(str(exc)) from None
-    print(f"agentrio: {line}", file=sys.stderr)
     db = Path(config["db"])
     db.parent.mkdir(parents=True, exist_ok=True)
-    return factory, SQLiteStore(str(db))
+    return factory, SQLiteStore(str(db)), line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,10 +94,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    factory, store = factory_and_store(args)
+    factory, store, sandbox_line = factory_and_store(args)
+    print(f"agentrio: {sandbox_line}", file=sys.stderr)
 
     async def main() -> None:
-        async with open_hub(store, factory, args.cwd, route_files=args.spec is None) as hub:
+        async with open_hub(
+            store, factory, args.cwd, route_files=args.spec is None, sandbox=factory.sandbox
+        ) as hub:
             await serve_stdio(hub)
 
     try:

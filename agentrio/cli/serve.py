@@ -11,15 +11,17 @@ from __future__ import annotations
 import argparse
 import signal
 import socket
+import sys
+from pathlib import Path
 
 import trio
 
 from .._errors import sole_error
-from ..gateway import open_hub
-from ..gateway.websocket import WebSocketOptions, new_token, serve_websocket
+from ..gateway import default_db, open_hub
+from ..gateway.websocket import MIN_TOKEN, WebSocketOptions, is_loopback, serve_websocket, stored_token
 from ..journal import StoreError
 from .acp import add_gateway_options, factory_and_store
-from .errors import CommandError
+from .errors import USAGE, CommandError
 from .options import help_text, port_number
 
 
@@ -33,22 +35,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--port", type=port_number, default=8765, help="port (default: 8765; 0 picks a free one)"
     )
-    parser.add_argument("--token", help="the bearer token clients must give (default: a new random one)")
+    parser.add_argument(
+        "--token",
+        help=f"the bearer token clients must give, at least {MIN_TOKEN} characters "
+        "(default: one kept in the data directory, made on first use)",
+    )
+    parser.add_argument(
+        "--root", type=Path, help="the folder every cwd a client names must be in (default: here)"
+    )
     add_gateway_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    factory, store = factory_and_store(args)
-    options = WebSocketOptions(token=args.token or new_token())
+    if args.token is not None and len(args.token) < MIN_TOKEN:
+        raise CommandError(f"--token must have at least {MIN_TOKEN} characters", status=USAGE)
+    root = (args.root or Path.cwd()).resolve()
+    if not root.is_dir():
+        raise CommandError(f"--root {args.root}: not a directory", status=USAGE)
+    factory, store, sandbox_line = factory_and_store(args)
+    options = WebSocketOptions(token=args.token or stored_token(default_db().parent))
+    if not is_loopback(args.host):
+        print(
+            f"agentrio: warning: serving on {args.host}, beyond this machine, without encryption: the token "
+            "and every session cross the network in clear unless a TLS proxy stands in front",
+            file=sys.stderr,
+        )
 
     async def main() -> None:
-        async with open_hub(store, factory, args.cwd, route_files=args.spec is None) as hub:
+        async with open_hub(
+            store, factory, args.cwd, route_files=args.spec is None, root=root, sandbox=factory.sandbox
+        ) as hub:
             listeners = await hub.nursery.start(serve_websocket, hub, options, args.host, args.port)
             host, port = listeners[0].socket.getsockname()[:2]
             shown = f"[{host}]" if ":" in host else host
             print(f"agentrio console: http://{shown}:{port}/?token={options.token}", flush=True)
             print(f"ACP over WebSocket: ws://{shown}:{port}/acp (Authorization: Bearer <token>)", flush=True)
+            print(f"agentrio: {sandbox_line}", file=sys.stderr, flush=True)
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
                     break  # an orderly stop: sessions are disposed, the store closed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -116,10 +117,24 @@ def _handler(
         except SessionNotFound:
             raise CommandError(f"no session {args.session_id!r} in {args.db}") from None
         except (StoreError, ForkRefused) as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(f"{exc}{_read_only_hint(args.db)}") from None
         return 0
 
     return handler
+
+
+def _read_only_hint(db: str) -> str:
+    """Why a store on a read-only filesystem cannot be opened, when it is on one."""
+    try:
+        read_only = bool(os.statvfs(os.path.dirname(os.path.abspath(db))).f_flag & os.ST_RDONLY)
+    except OSError:
+        return ""
+    if not read_only:
+        return ""
+    return (
+        " (its folder is on a read-only filesystem, and SQLite writes beside a store even to read it: "
+        "copy the store somewhere writable and give that --db)"
+    )
 
 
 async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:

@@ -25,6 +25,11 @@ from ..messages import (
 RESULT_LINES = 12
 
 
+def cost_text(usage: Usage) -> str:
+    """`` · $0.0123`` for a usage of known cost; nothing when it is unknown."""
+    return "" if usage.cost is None else f" · ${usage.cost:.4f}"
+
+
 def timestamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 

@@ -1,6 +1,8 @@
 """Agent sessions for other programs: the Agent Client Protocol (ACP) over
 stdio (``serve_stdio``) and over WebSocket with a web console
-(``serve_websocket``), on a ``SessionHub`` opened by ``open_hub``."""
+(``serve_websocket``), on a ``SessionHub`` opened by ``open_hub``; and
+agents offered as MCP tools (``mcp_serve.serve_mcp``, the optional ``mcp``
+extra)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import trio
 
 from ..journal import Store
 from ..supervisors import Runtime
+from ..tools.sandbox import Sandbox
 from .acp.sessions import SessionHub, SpecFactory
 from .agents import AgentFactory, SpecError
 
@@ -30,12 +33,20 @@ def default_db() -> Path:
 
 @asynccontextmanager
 async def open_hub(
-    store: Store, spec_for: SpecFactory, default_cwd: Path | None = None, *, route_files: bool = False
+    store: Store,
+    spec_for: SpecFactory,
+    default_cwd: Path | None = None,
+    *,
+    route_files: bool = False,
+    root: Path | None = None,
+    sandbox: Sandbox | None = None,
 ) -> AsyncIterator[SessionHub]:
     """A hub on a Runtime over ``store`` (see ``SessionHub``); leaving stops
     the pumps, then disposes every agent."""
     async with Runtime(store) as runtime, trio.open_nursery() as nursery:
         try:
-            yield SessionHub(runtime, spec_for, nursery, default_cwd, route_files=route_files)
+            yield SessionHub(
+                runtime, spec_for, nursery, default_cwd, route_files=route_files, root=root, sandbox=sandbox
+            )
         finally:
             nursery.cancel_scope.cancel()

@@ -7,10 +7,13 @@ import sys
 
 import trio
 
+from .acp.jsonrpc import MessageTooLarge
 from .acp.server import AcpConnection
 from .acp.sessions import SessionHub
 
-#: Longest line read from stdin; a longer one ends the connection.
+#: Seconds a message may take to leave on stdout before the editor counts as gone.
+STDIO_STALL_TIMEOUT = 300.0
+#: Longest line read from stdin; a longer one is skipped and answered with a parse error.
 MAX_LINE = 16 * 1024 * 1024
 
 
@@ -21,6 +24,8 @@ class LineTransport:
         self._receive = receive
         self._send_stream = send
         self._buffer = bytearray()
+        #: Whether the line being read is too long, and is being skipped.
+        self._skipping = False
 
     async def receive(self) -> str | None:
         while True:
@@ -28,11 +33,15 @@ class LineTransport:
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
+                if self._skipping:
+                    self._skipping = False
+                    return MessageTooLarge(f"a message longer than {MAX_LINE} bytes")
                 if line.strip():
                     return line.decode("utf-8", errors="replace")
                 continue
             if len(self._buffer) > MAX_LINE:
-                raise ValueError(f"a message longer than {MAX_LINE} bytes")
+                self._skipping = True
+                self._buffer.clear()
             data = await self._receive.receive_some(65536)
             if not data:
                 return None
@@ -50,7 +59,7 @@ async def serve_stdio(hub: SessionHub) -> None:
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     async with stdin, stdout:
-        # A large queue: the only client of the process is dropped, and the
-        # process ends, only if it stops reading altogether.
-        connection = AcpConnection(hub, LineTransport(stdin, stdout), queue_size=65536)
+        # The only client of the process is dropped, and the process ends,
+        # only if it stops reading altogether: an editor may be busy a while.
+        connection = AcpConnection(hub, LineTransport(stdin, stdout), stall_timeout=STDIO_STALL_TIMEOUT)
         await connection.run()

@@ -2,6 +2,7 @@
 
 from .fork import ForkRefused
 from .journal import Journal
+from .outcomes import Outcome
 from .ownership import Lease, LeaseHeld, LeaseLost
 from .projection import JournalCorrupt, SessionState
 from .records import Record
@@ -34,6 +35,7 @@ __all__ = [
     "LeaseLost",
     "LoadedSession",
     "MemoryStore",
+    "Outcome",
     "PostgresStore",
     "Record",
     "RemoteInput",

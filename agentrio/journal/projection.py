@@ -19,16 +19,17 @@ from ..mailbox.items import QueuedInput, Target
 from .records import (
     ActorFailed,
     Compacted,
+    GoalEnded,
+    GoalSet,
     InboxSpliced,
     MessageAppended,
     Record,
+    RequestFailed,
     RolledBack,
-    GoalEnded,
-    GoalSet,
     StateEntered,
-    SystemPromptSet,
     StepEnded,
     StepStarted,
+    SystemPromptSet,
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
@@ -186,7 +187,7 @@ class SessionState:
                 self.summary = summary
                 self.messages[:first_kept] = [summary]
                 self.usage = self.usage + usage
-            case ActorFailed():
+            case ActorFailed() | RequestFailed():
                 pass
             case SystemPromptSet(prompt=prompt, digest=digest):
                 self.system_prompt, self.system_prompt_digest = prompt, digest

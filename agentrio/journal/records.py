@@ -94,8 +94,11 @@ class StepEnded:
 class TurnEnded:
     turn: int
     stop_reason: str
-    #: Who cancelled the turn, when it was aborted.
+    #: Who cancelled the turn, when it was aborted (``"crash"``: crash
+    #: repair closed it, see ``repair.CRASH``).
     cancel_cause: str | None = None
+    #: What went wrong, when the stop reason is an error.
+    error: str | None = None
 
     type: ClassVar[str] = "turn_ended"
 
@@ -123,6 +126,18 @@ class StateEntered:
     name: str
 
     type: ClassVar[str] = "state"
+
+
+@attrs.frozen
+class RequestFailed:
+    """A model request failed without a word (its stop reason is ``error``,
+    or ``context_overflow``): history gets no empty message, the journal
+    this marker, saying why."""
+
+    error: str
+    stop_reason: str = "error"
+
+    type: ClassVar[str] = "request_failed"
 
 
 @attrs.frozen
@@ -180,6 +195,7 @@ Record = (
     | StateEntered
     | GoalSet
     | GoalEnded
+    | RequestFailed
 )
 
 register_tagged_union(Record, "type")

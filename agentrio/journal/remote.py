@@ -30,6 +30,12 @@ class RemoteInput:
     id: int = 0
 
 
+def inbox_id(input_id: int) -> str:
+    """The inbox id a posted input is queued under: the journal says whether
+    (and by which turn) it was taken in."""
+    return f"remote_{input_id}"
+
+
 def encode_input(item: RemoteInput) -> str:
     data = converter.unstructure(item)
     del data["id"]  # the database's to give

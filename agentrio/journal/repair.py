@@ -7,6 +7,11 @@ from .journal import Journal
 from .projection import SessionState
 from .records import MessageAppended, StepEnded, TurnEnded
 
+#: The cancel cause of a turn that crash repair closed: its input was taken
+#: in but not answered, and a runtime that serves the session (``rt.serve``)
+#: runs the turn on to its end.
+CRASH = "crash"
+
 
 def closing_results(state: SessionState) -> list[ToolResultMessage]:
     """The results repair gives the open step's unanswered calls: a call
@@ -42,6 +47,6 @@ async def repair(journal: Journal) -> bool:
             await journal.append(MessageAppended(result))
         await journal.append(StepEnded(state.step))
     if state.turn_open:
-        await journal.append(TurnEnded(state.turn, "aborted"))
+        await journal.append(TurnEnded(state.turn, "aborted", CRASH))
     await journal.sync()
     return True

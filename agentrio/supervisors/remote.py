@@ -8,6 +8,7 @@ import logging
 from ..actors.agent import Agent, AgentDisposed
 from ..journal import LeaseLost, RemoteInput, StoreError
 from ..journal.records import InboxSpliced
+from ..journal.remote import inbox_id
 from ..mailbox.items import QueuedInput
 
 log = logging.getLogger(__name__)
@@ -19,7 +20,7 @@ def takes_remote_input(store: object) -> bool:
 
 def queued_id(item: RemoteInput) -> str:
     """The inbox id of a posted input: the journal says whether it was taken in."""
-    return f"remote_{item.id}"
+    return inbox_id(item.id)
 
 
 async def serve_remote(agent: Agent, store) -> None:

@@ -29,6 +29,7 @@ from ..journal import (
 from ..journal.fork import fork_session
 from ..models.http import open_http_client
 from ..models.prices import BUILTIN_PRICES, Price, Prices
+from .fleet import STOP_GRACE, Fleet, Specs
 from .lifecycle import RuntimeSubscription
 from .registry import AgentRegistry
 from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
@@ -69,7 +70,7 @@ class Runtime:
             await stack.enter_async_context(self.store)
             await stack.enter_async_context(open_http_client())
             self._nursery = await stack.enter_async_context(trio.open_nursery())
-            if isinstance(getattr(self.store, "recovered", None), trio.Event):
+            if isinstance(getattr(self.store, "failed", None), trio.Event):
                 self._nursery.start_soon(self._stop_on_store_failure)
             self._stack = stack.pop_all()
         return self
@@ -111,13 +112,13 @@ class Runtime:
         store, and it emits ``store_failed``. Its queued input stays queued,
         and it starts nothing until the store has recovered (the store
         retries with backoff); then it emits ``store_recovered`` and takes
-        its queued input. (A store with ``failed`` and ``recovered``
-        events: ``SQLiteStore``, ``PostgresStore``.)"""
+        its queued input. (A store with a ``failed`` event, recovering
+        with ``until_usable``: ``SQLiteStore``, ``PostgresStore``.)"""
         store = self.store
         with self._watching:
             while True:
                 await store.failed.wait()
-                error = f"{store!r} failed: {store.failure}"
+                error = f"{store!r} failed: {getattr(store, 'failure', None) or 'a write was refused'}"
                 for agent in reversed(self.registry.agents):  # children first
                     agent._tell_store(error)
                     try:
@@ -126,7 +127,10 @@ class Runtime:
                         log.exception(
                             "agent %s: its work could not be stopped after the store failed", agent.id
                         )
-                await store.until_usable()
+                until_usable = getattr(store, "until_usable", None)
+                if until_usable is None:
+                    return  # a store that does not recover
+                await until_usable()
                 for agent in self.registry.agents:
                     agent._tell_store(None)
                     try:
@@ -329,6 +333,39 @@ class Runtime:
                     self.registry.remove(agent)
                     self.registry.events.emit(AgentEnded, agent)
                 await self.store.release_session(agent.session_id)
+
+
+    async def serve(
+        self,
+        specs: Specs,
+        *,
+        max_sessions: int = 100,
+        idle_release: float = 30.0,
+        grace: float = STOP_GRACE,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run as a worker of a fleet sharing this runtime's ``PostgresStore``,
+        until cancelled (run it in a scope of its own: cancelling the
+        Runtime's nursery would abort the turns instead of leaving them to
+        be continued). ``specs`` maps spec names to ``AgentSpec`` (or to a
+        callable returning one; AgentSpecs alone are keyed by their names).
+
+        It claims sessions of those specs that have input posted
+        (``store.submit``, ``post_input``) or were left by a holder that
+        died, and that no live lease holds, at most ``max_sessions`` at a
+        time and a bounded batch per claim (``FOR UPDATE SKIP LOCKED``: it
+        never waits for another worker, and workers share the work). Each
+        is restored with crash repair; a turn that a crash (or a worker
+        giving it up) cut short is continued, so that its input gets a real
+        answer; then its input is taken in, exactly once. A session idle for
+        ``idle_release`` seconds is given up for any runtime to take next.
+        It wakes on the notification of new input and when the earliest
+        lease of another worker runs out, never polling. A session whose
+        spec no worker knows stays pending and is logged. Once cancelled,
+        it lets running turns end within ``grace`` seconds, cuts the others
+        short for the next worker to continue, and gives every session up."""
+        fleet = Fleet(self, specs, max_sessions=max_sessions, idle_release=idle_release, grace=grace)
+        await fleet.serve(task_status=task_status)
 
 
 def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:

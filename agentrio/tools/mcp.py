@@ -44,6 +44,15 @@ Execution mode: a tool runs ``parallel`` only when the server marks it
 read-only (``readOnlyHint: true``); otherwise ``exclusive``, since MCP
 presumes a tool without that hint may change its environment. Pass
 ``execution_mode`` to decide for every tool of a server.
+
+Cancel means stopped: a call cancelled by its caller (the agent's run
+aborted), or past ``call_timeout``, sends the server MCP's cancellation
+notification before it ends. When the server says its tool list changed,
+the tools are listed again: ``server.tools`` is the new listing, and each
+mapping given to ``server.offer(...)`` is kept up to date.
+
+``mcp_server(url=..., headers=...)`` reaches a remote server over streamable
+HTTP instead (``agentrio.tools.mcp_http``), with the same supervision.
 """
 
 from __future__ import annotations
@@ -55,12 +64,13 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+import attrs
 import trio
 
 try:
@@ -94,27 +104,47 @@ class ServerDidNotStart(Exception):
     """The server did not answer the MCP handshake, or its tool listing."""
 
 
+@attrs.frozen
+class Transport:
+    """How a ``ToolServer`` reaches its server: ``open()`` is entered for each
+    run of the connection and gives the SDK's (read, write) streams."""
+
+    open: Callable[[], AbstractAsyncContextManager[tuple[Any, Any]]]
+    #: What a call that was in flight when the connection ended is told.
+    lost: str
+    #: How the connection's end is reported (``ServerExited``, restart events).
+    ended: str = "exited"
+    #: Whether a call's error says the request never reached a server that
+    #: runs (an HTTP session the server forgot when it restarted): the call
+    #: is then sent again, once, on the next connection.
+    undelivered: Callable[[MCPError], bool] = lambda error: False
+
+
 class ToolServer:
     """A running MCP server and the agentrio tools that call it."""
 
     def __init__(
         self,
         name: str,
-        params: StdioServerParameters,
+        transport: Transport,
         *,
         prefix: str,
         execution_mode: ExecutionMode | None,
         startup_timeout: float,
-        errlog: TextIO | None,
+        call_timeout: float | None = None,
     ) -> None:
         self.name = name
-        self._params = params
+        self._transport = transport
         self._prefix = prefix
         self._execution_mode = execution_mode
         self._startup_timeout = startup_timeout
-        self._errlog = errlog
+        self._call_timeout = call_timeout
         self._tools: tuple[Tool, ...] = ()
         self._refused: dict[str, str] = {}
+        #: Mappings given to ``offer``, kept up to date with the listing.
+        self._offered_to: list[MutableMapping[str, Tool]] = []
+        #: Set by the server's ``tools/list_changed`` notification.
+        self._listing_changed = trio.Event()
         #: The session with the running server, and the watch on its output.
         self._connection: tuple[ClientSession, _EndWatch] | None = None
         #: Why calls cannot be served any more; None while the server runs or restarts.
@@ -123,11 +153,19 @@ class ToolServer:
 
     @property
     def tools(self) -> tuple[Tool, ...]:
-        """The server's tools, as it listed them when it first started."""
+        """The server's tools, as it listed them when it first started, or
+        last said its list changed."""
         return self._tools
 
     def tools_by_name(self) -> dict[str, Tool]:
         return {t.name: t for t in self._tools}
+
+    def offer(self, tools: MutableMapping[str, Tool]) -> None:
+        """Put the server's tools in ``tools`` (an agent's ``agent.tools``,
+        say) and keep them there as the server's list changes: a tool it
+        drops is taken out, a new one put in."""
+        tools.update(self.tools_by_name())
+        self._offered_to.append(tools)
 
     @property
     def refused(self) -> Mapping[str, str]:
@@ -139,32 +177,48 @@ class ToolServer:
     # -- calls ----------------------------------------------------------------
 
     async def _call(self, tool_name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        session = await self._live_session()
-        if session is None:
-            return ToolResult(f"MCP server {self.name!r} is unavailable: {self._unavailable}", is_error=True)
-
         async def report(progress: float, total: float | None, message: str | None) -> None:
             ctx.report({"progress": progress, "total": total, "message": message})
 
-        try:
-            result = await session.call_tool(tool_name, args, progress_callback=report, meta=tracing.request_meta())
-        except MCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED:
+        for attempt in range(2):
+            connection = await self._live_connection()
+            if connection is None:
                 return ToolResult(
-                    f"MCP server {self.name!r} exited during the call, so whether the call took effect "
-                    "is unknown; the server is restarted for later calls",
-                    is_error=True,
+                    f"MCP server {self.name!r} is unavailable: {self._unavailable}", is_error=True
                 )
-            return ToolResult(f"MCP server {self.name!r} refused the call: {exc.message}", is_error=True)
-        return tool_result(result)
+            session, watched = connection
+            try:
+                result = await session.call_tool(
+                    tool_name,
+                    args,
+                    read_timeout_seconds=self._call_timeout,
+                    progress_callback=report,
+                    meta=tracing.request_meta(),
+                )
+            except MCPError as exc:
+                if exc.code == mcp_types.CONNECTION_CLOSED:
+                    watched.ended.set()  # a transport may stay open with nothing behind it
+                    return ToolResult(f"MCP server {self.name!r} {self._transport.lost}", is_error=True)
+                if exc.code == mcp_types.REQUEST_TIMEOUT:
+                    return ToolResult(
+                        f"MCP server {self.name!r} did not answer {tool_name!r} within {self._call_timeout:g} s; "
+                        "the call was cancelled",
+                        is_error=True,
+                    )
+                if attempt == 0 and self._transport.undelivered(exc):
+                    watched.ended.set()
+                    continue
+                return ToolResult(f"MCP server {self.name!r} refused the call: {exc.message}", is_error=True)
+            return tool_result(result)
+        raise AssertionError("unreachable: the second attempt returns")
 
-    async def _live_session(self) -> ClientSession | None:
+    async def _live_connection(self) -> tuple[ClientSession, _EndWatch] | None:
         """The session with the running server: waits while it restarts;
         None once it is not coming back."""
         while self._unavailable is None:
             # The output may have ended before the connection's task heard of it.
             if self._connection is not None and not self._connection[1].ended.is_set():
-                return self._connection[0]
+                return self._connection
             await self._changed.wait()
         return None
 
@@ -200,9 +254,9 @@ class ToolServer:
     async def _connect(self, *, task_status: trio.TaskStatus[None]) -> None:
         """One run of the server: up once it answered the handshake; ends
         (raising ``ServerExited``) when its output ends."""
-        async with stdio_client(self._params, errlog=self._errlog or sys.stderr) as (read, write):
+        async with self._transport.open() as (read, write):
             watched = _EndWatch(read)
-            async with ClientSession(watched, write) as session:
+            async with ClientSession(watched, write, message_handler=self._on_message) as session:
                 # Failing here would leave the SDK's task groups wrapping the
                 # error in exception groups: carry it out of them instead.
                 failure = await _failure_of(self._start(session))
@@ -210,14 +264,17 @@ class ToolServer:
                     self._set((session, watched))
                     task_status.started()
                     try:
-                        await watched.ended.wait()
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(self._relist_on_change, session)
+                            await watched.ended.wait()
+                            nursery.cancel_scope.cancel()
                     finally:
                         self._set(None)
         if failure is not None:
             raise ServerDidNotStart(
                 f"MCP server {self.name!r} did not start: {type(failure).__name__}: {failure}"
             ) from failure
-        raise ServerExited(f"MCP server {self.name!r} exited")
+        raise ServerExited(f"MCP server {self.name!r} {self._transport.ended}")
 
     async def _start(self, session: ClientSession) -> None:
         with trio.move_on_after(self._startup_timeout):
@@ -228,6 +285,27 @@ class ToolServer:
                 self._tools = tuple(self._offered(listed, names))
             return
         raise TimeoutError(f"no answer within {self._startup_timeout:g} s")
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._listing_changed.set()
+
+    async def _relist_on_change(self, session: ClientSession) -> None:
+        """List the tools again each time the server says they changed (one
+        listing for any number of notices that came meanwhile)."""
+        while True:
+            await self._listing_changed.wait()
+            self._listing_changed = trio.Event()
+            listed = await _list_tools(session)
+            before = self._tools
+            self._refused = {}
+            self._tools = tuple(
+                self._offered(listed, provider_names([self._prefix + t.name for t in listed]))
+            )
+            for tools in self._offered_to:
+                for tool in before:
+                    tools.pop(tool.name, None)
+                tools.update(self.tools_by_name())
 
     def _offered(self, listed: Sequence[mcp_types.Tool], names: Sequence[str]) -> Iterator[Tool]:
         for tool, name in zip(listed, names, strict=True):
@@ -271,9 +349,11 @@ def provider_names(names: Sequence[str]) -> list[str]:
 
 @asynccontextmanager
 async def mcp_server(
-    command: str,
+    command: str | None = None,
     args: Sequence[str] = (),
     *,
+    url: str | None = None,
+    headers: Mapping[str, str] | None = None,
     name: str | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
@@ -282,6 +362,7 @@ async def mcp_server(
     max_restarts: int = 3,
     within: float = 60.0,
     startup_timeout: float = 30.0,
+    call_timeout: float | None = None,
     on_event: OnEvent | None = None,
     errlog: TextIO | None = None,
     sandbox: Sandbox | None = None,
@@ -296,13 +377,40 @@ async def mcp_server(
     seconds; ``on_event`` receives the supervisor's events. A server that
     does not answer the handshake within ``startup_timeout`` seconds has
     failed to start. Entering the block raises ``ServerDidNotStart`` (or the
-    ``OSError`` of a command that cannot run) if the first start fails.
+    ``OSError`` of a command that cannot run) if the first start fails. A
+    call not answered within ``call_timeout`` seconds (default: no limit) is
+    cancelled on the server and answered with an error.
 
     With ``sandbox`` the server and all it starts run confined, with ``cwd``
     (default: the current directory) as the workspace and a private
     temporary directory that lasts as long as the block; entering raises
     ``SandboxUnavailable`` when this machine cannot enforce it.
+
+    With ``url`` instead of ``command``, the server is reached over
+    streamable HTTP (or the older SSE transport), sending ``headers``
+    (``Authorization``, say) with every request; see ``mcp_http``.
     """
+    if url is not None:
+        if command is not None:
+            raise TypeError("mcp_server takes a command or a url, not both")
+        from .mcp_http import http_server  # it builds on this module
+
+        async with http_server(
+            url,
+            headers,
+            name=name,
+            prefix=prefix,
+            execution_mode=execution_mode,
+            max_restarts=max_restarts,
+            within=within,
+            startup_timeout=startup_timeout,
+            call_timeout=call_timeout,
+            on_event=on_event,
+        ) as server:
+            yield server
+        return
+    if command is None:
+        raise TypeError("mcp_server needs a command to run, or the url of a server")
     executable = shutil.which(command)
     if executable is None:
         raise FileNotFoundError(errno.ENOENT, "no such command, or not executable", command)
@@ -314,19 +422,38 @@ async def mcp_server(
         temp = confinement.temporary()
         argv, policy = confinement.command(argv, workspace, temp)
         environment.update(dict.fromkeys(TEMP_VARIABLES, temp))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=supervised(argv, STOP_GRACE, policy=policy)[1:],
+        env=environment or None,
+        cwd=cwd,
+    )
     server = ToolServer(
         name or Path(command).name,
-        StdioServerParameters(
-            command=sys.executable,
-            args=supervised(argv, STOP_GRACE, policy=policy)[1:],
-            env=environment or None,
-            cwd=cwd,
+        Transport(
+            partial(stdio_client, params, errlog=errlog or sys.stderr),
+            lost="exited during the call, so whether the call took effect is unknown; "
+            "the server is restarted for later calls",
         ),
         prefix=prefix,
         execution_mode=execution_mode,
         startup_timeout=startup_timeout,
-        errlog=errlog,
+        call_timeout=call_timeout,
     )
+    try:
+        async with hosted(server, max_restarts, within, on_event):
+            yield server
+    finally:
+        if temp is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(partial(shutil.rmtree, temp, ignore_errors=True))
+
+
+@asynccontextmanager
+async def hosted(
+    server: ToolServer, max_restarts: int, within: float, on_event: OnEvent | None
+) -> AsyncIterator[ToolServer]:
+    """Run ``server``'s connection under its supervisor for the block."""
     try:
         # The server's supervisor runs as a temporary child: when it gives up
         # it ends, and the owner of this block goes on.
@@ -341,9 +468,6 @@ async def mcp_server(
             yield server
     finally:
         server._set(None, unavailable="the server was shut down")
-        if temp is not None:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(partial(shutil.rmtree, temp, ignore_errors=True))
 
 
 def _mode_from_annotations(annotations: mcp_types.ToolAnnotations | None) -> ExecutionMode:

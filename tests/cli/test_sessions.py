@@ -4,8 +4,12 @@ agent spawned child agents, on a terminal."""
 from __future__ import annotations
 
 import re
+import subprocess
+
+import pytest
 
 from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, agent_tool
+from agentrio.journal import SessionInfo
 from agentrio.journal.fork import fork_session
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
@@ -112,3 +116,38 @@ async def test_a_new_session_is_announced_and_resume_refuses_an_id_not_stored(cl
     term.type_line("/quit")
     assert await term.wait() == 0
     assert len(cli.server.requests) == 2
+
+
+@pytest.fixture
+def read_only_copy(tmp_path):
+    """A read-only view of a folder (a bind mount), where mounting is allowed."""
+    source, view = tmp_path / "store", tmp_path / "read-only"
+    source.mkdir()
+    view.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(source), str(view)], capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode().strip()}")
+    try:
+        remounted = subprocess.run(
+            ["mount", "-o", "remount,ro,bind", str(view)], capture_output=True, check=False
+        )
+        if remounted.returncode != 0:
+            pytest.skip(f"cannot make a mount read-only here: {remounted.stderr.decode().strip()}")
+        yield source, view
+    finally:
+        subprocess.run(["umount", str(view)], check=False)
+
+
+async def test_a_store_on_a_read_only_filesystem_is_one_line_that_says_why(cli, read_only_copy):
+    source, view = read_only_copy
+    async with SQLiteStore(source / "sessions.db") as store:
+        await store.create_session(SessionInfo("kept"))
+    cli.db = view / "sessions.db"
+    term = cli.spawn("sessions", "list", model=False)
+    assert await term.wait() == 1
+    (line,) = [line for line in term.text.splitlines() if line.strip()]
+    assert line.startswith(f"agentrio: error: {view / 'sessions.db'}: ")
+    assert line.endswith(
+        "its folder is on a read-only filesystem, and SQLite writes beside a store even to "
+        "read it: copy the store somewhere writable and give that --db)"
+    )

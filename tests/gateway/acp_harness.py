@@ -48,6 +48,8 @@ class Conformance:
     def __init__(self) -> None:
         self.methods: dict[Any, str] = {}
         self.sent: list[dict[str, Any]] = []
+        #: The agent's process, once spawned.
+        self.process: Any = None
 
     def client_sent(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:
@@ -208,6 +210,7 @@ async def spawn_acp(client: RecordingClient, *args: str, stderr_path: Path, env:
             reader.feed_eof()
 
     tapping = asyncio.ensure_future(tap())
+    check.process = process
     conn = connect_to_agent(client, _tap_writes(process.stdin, check), reader)
     try:
         yield conn, check

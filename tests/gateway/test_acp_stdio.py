@@ -269,10 +269,52 @@ def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gat
                 )
                 assert refused.value.data["sessionId"] == session_id
                 assert refused.value.data["holder"].startswith("pid ")
+                # Its history came first, to read only.
+                assert refused.value.data["readOnly"] is True
+                assert [u.session_update for u in second.updates] == ["user_message_chunk", "agent_message_chunk"]
+                assert second.text() == "First here."
                 # The second gateway goes on: its own sessions work.
                 other = (await two.new_session(cwd=str(workspace), mcp_servers=[])).session_id
                 response = await two.prompt(session_id=other, prompt=[text_block("and you?")])
                 assert response.stop_reason == "end_turn"
         assert "Traceback" not in (tmp_path / "second.err").read_text()
+
+    drive(replies, main)
+
+
+def test_a_prompt_queued_when_the_process_is_killed_is_shown_queued_after_a_restart_and_runs(workspace, tmp_path):
+    replies = [
+        AssistantMessage([ToolCall("s1", "bash", {"command": "sleep 30"})]),
+        AssistantMessage([Text("Resumed.")]),
+    ]
+
+    def queued(client):
+        return [u.field_meta["agentrio"].get("queued") for u in client.of_kind("session_info_update")]
+
+    async def main(fake: FakeServerThread) -> None:
+        args = acp_args(fake, tmp_path, "--permission", "allow")
+        first = RecordingClient()
+        async with spawn_acp(first, *args, stderr_path=tmp_path / "err") as (conn, check):
+            await conn.initialize(protocol_version=1)
+            session_id = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("sleep")]))
+            await first.wait_for(lambda: "in_progress" in first.statuses("s1"))
+            waiting = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("then this")]))
+            await first.wait_for(lambda: any(q and q[0]["text"] == "then this" for q in queued(first)))
+            check.process.kill()  # kill -9, with "then this" queued
+            await check.process.wait()
+            for prompt in (running, waiting):
+                with pytest.raises(ConnectionError):
+                    await prompt
+        second = RecordingClient()
+        async with spawn_acp(second, *args, stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            # The replay ends with the prompt shown queued; then it runs, with no new input.
+            assert [q["text"] for q in queued(second)[0]] == ["then this"]
+            await second.wait_for(lambda: second.text() == "Resumed.")
+        assert second.of_kind("user_message_chunk")[-1].content.text == "then this"
+        resumed = fake.requests[-1].body["messages"]
+        assert resumed[-1] == {"role": "user", "content": "then this"}
 
     drive(replies, main)

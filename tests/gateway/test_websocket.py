@@ -4,6 +4,8 @@ no client able to slow the agent or the others."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,8 +28,9 @@ from agentrio import (
 )
 from agentrio.models.events import Done, StreamStart, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
 from agentrio.tools.builtin import coding_tools
-from agentrio.tools.permissions import read_only
+from agentrio.tools.permissions import read_only, refuse_side_effects
 
+from .acp_harness import ROOT
 from .ws_harness import TOKEN, connected, running_gateway
 
 
@@ -119,11 +122,13 @@ async def test_two_clients_on_one_session_see_the_same_updates(workspace):
                 "pending", "in_progress", "completed"]
 
 
-async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_other_client(workspace):
-    # Far more than the stalled client's socket buffers and send queue hold.
+@pytest.mark.parametrize("limit", [{"queue_bytes": 1024 * 1024}, {"budget_bytes": 1024 * 1024},
+                                   {"stall_timeout": 0.1}], ids=["its-queue", "the-server-budget", "stalled"])
+async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_other_client(workspace, limit):
+    # Far more than the stalled client's socket buffers and the limit hold.
     text = "".join(f"line {i:06d} " + "x" * 1000 + "\n" for i in range(3000))
     replies = [AssistantMessage([Text(text)]), AssistantMessage([Text(text)])]
-    async with running_gateway(workspace, replies, chunk_size=1024, queue_bytes=1024 * 1024) as gateway:
+    async with running_gateway(workspace, replies, chunk_size=1024, **limit) as gateway:
         async with trio.open_nursery() as nursery, connected(gateway.url(), nursery) as reader:
             session_id = await reader.open_session()
             async with trio_websocket.open_websocket_url(gateway.url()) as stalled:
@@ -142,8 +147,9 @@ async def test_a_stalled_client_is_dropped_without_delaying_the_agent_or_the_oth
                     answered.set()
 
                 nursery.start_soon(prompt)
-                while not any(peer.dropped for peer in session.peers):
-                    await trio.sleep(0.01)
+                with trio.fail_after(30):
+                    while not any(peer.dropped for peer in session.peers):
+                        await trio.sleep(0.01)
                 # Now it reads: what was sent before it was dropped, then the close.
                 with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                     while True:
@@ -387,3 +393,120 @@ async def test_a_client_that_never_finishes_its_request_or_does_not_upgrade_is_l
                     while chunk := await stream.receive_some(65536):
                         answer += chunk
             assert answer.startswith(expected)
+
+
+async def test_a_session_holds_at_most_16_prompts_and_a_cancel_is_never_queued_behind_them(workspace):
+    async def forever(args, ctx):
+        await trio.sleep_forever()
+
+    wait = Tool("wait", "Waits until cancelled.", {"type": "object", "properties": {}}, forever)
+    replies = [AssistantMessage([ToolCall("w1", "wait", {})])]
+    async with running_gateway(workspace, replies, tools=[wait]) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery) as client:
+            session_id = await client.open_session()
+            stops = []
+
+            async def prompt(i):
+                try:
+                    stops.append(await client.prompt(session_id, f"prompt {i}"))
+                except RuntimeError as exc:
+                    stops.append(exc.args[0]["code"])
+
+            with trio.fail_after(20):
+                async with trio.open_nursery() as prompts:
+                    for i in range(16):
+                        prompts.start_soon(prompt, i)
+                    await client.wait_for(lambda: any(u.get("status") == "in_progress" for u in client.updates()))
+                    while len(gateway.hub.sessions[session_id]._prompts) < 16:
+                        await trio.sleep(0.01)
+                    await prompt(16)
+                    assert stops == [-32011]
+                    await client.notify("session/cancel", {"sessionId": session_id})
+            assert sorted(stops, key=str) == [-32011] + ["cancelled"] * 16
+
+
+async def test_a_clients_mcp_servers_go_through_the_permission_policy(workspace):
+    server = {"name": "time", "command": sys.executable, "args": ["-m", "mcp_server_time"], "env": []}
+    params = {"cwd": str(workspace), "mcpServers": [server]}
+    async with running_gateway(workspace, [], permission=refuse_side_effects) as gateway, \
+            trio.open_nursery() as nursery, connected(gateway.url(), nursery) as client:
+        await client.call("initialize", {"protocolVersion": 1})
+        with pytest.raises(RuntimeError) as refused:
+            await client.call("session/new", params)
+        assert refused.value.args[0]["code"] == -32012
+        assert "'time' was not started: start_mcp_server has side effects" in refused.value.args[0]["message"]
+        assert not client.permission_requests and not gateway.hub.sessions
+    async with running_gateway(workspace, [], permission=read_only) as gateway, trio.open_nursery() as nursery:
+        async with connected(gateway.url(), nursery, answers=["reject-once", "allow-once"]) as client:
+            await client.call("initialize", {"protocolVersion": 1})
+            with pytest.raises(RuntimeError) as refused:
+                await client.call("session/new", params)
+            assert refused.value.args[0]["message"] == "the MCP server 'time' was not started: the user rejected it"
+            asked = client.permission_requests[0]
+            assert asked["toolCall"]["title"] == f"start the MCP server time: {sys.executable} -m mcp_server_time"
+            assert [o["optionId"] for o in asked["options"]] == ["allow-once", "reject-once"]
+            session_id = (await client.call("session/new", params))["sessionId"]
+            assert "time_get_current_time" in gateway.hub.sessions[session_id].agent.tools
+
+
+async def test_a_client_is_served_while_260_idle_sockets_are_open_against_256_descriptors(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "fake", "XDG_DATA_HOME": str(tmp_path)}
+    command = [sys.executable, "-c", "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+               "(256, 256)); sys.argv = ['agentrio', *sys.argv[1:]]; runpy.run_module('agentrio', run_name='__main__')",
+               "serve", "--port", "0", "--token", TOKEN * 2, "--model", "openai:x", "--db", str(tmp_path / "s.db")]
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                               cwd=tmp_path)
+    try:
+        banner = b""
+        with trio.fail_after(30):
+            while b"\n" not in banner:
+                banner += await process.stdout.receive_some(4096)
+        port = int(banner.split(b"/?token=")[0].rsplit(b":", 1)[1])
+        idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(260)]
+        await trio.sleep(0.5)
+        with trio.fail_after(4):  # before the idle sockets' head deadline could free anything
+            async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}/acp?token={TOKEN * 2}") as ws:
+                await ws.send_message(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                                  "params": {"protocolVersion": 1}}))
+                assert json.loads(await ws.get_message())["result"]["protocolVersion"] == 1
+        # The server let the oldest idle sockets go to make room: it holds 32 at most.
+        await trio.sleep(1)
+        closed = 0
+        for stream in idle:
+            with trio.move_on_after(0.01):
+                closed += await stream.receive_some(1) == b""
+        assert closed >= 260 - 32
+        for stream in idle:
+            await stream.aclose()
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_a_session_is_deleted_when_idle_and_not_while_it_runs(workspace, tmp_path):
+    release = trio.Event()
+
+    async def wait(args, ctx):
+        await release.wait()
+        return ToolResult("released")
+
+    gate = Tool("gate", "Waits.", {"type": "object", "properties": {}}, wait)
+    replies = [AssistantMessage([ToolCall("g1", "gate", {})]), AssistantMessage([Text("Done.")])]
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    async with running_gateway(workspace, replies, tools=[gate], store=store) as gateway, \
+            trio.open_nursery() as nursery, connected(gateway.url(), nursery) as client:
+        session_id = await client.open_session()
+        await client.notify("session/prompt", {"sessionId": session_id,
+                                               "prompt": [{"type": "text", "text": "wait"}]})
+        await client.wait_for(lambda: any(u.get("status") == "in_progress" for u in client.updates()))
+        with pytest.raises(RuntimeError) as refused:
+            await client.call("_agentrio/session/delete", {"sessionId": session_id})
+        assert refused.value.args[0]["code"] == -32011
+        release.set()
+        await client.wait_for(lambda: client.text() == "Done.")
+        await gateway.hub.sessions[session_id].agent.wait_idle()
+        assert await client.call("_agentrio/session/delete", {"sessionId": session_id}) == {}
+        assert (await client.call("session/list"))["sessions"] == []
+        with pytest.raises(RuntimeError) as gone:
+            await client.call("session/load", {"sessionId": session_id, "cwd": "", "mcpServers": []})
+        assert gone.value.args[0]["code"] == -32002

@@ -97,8 +97,10 @@ class Client:
         self._pending[request_id] = None
         await self.ws.send_message(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
                                                "params": params or {}}))
-        await self.wait_for(lambda: self._pending[request_id] is not None)
+        await self.wait_for(lambda: self._pending[request_id] is not None or self.closed is not None)
         response = self._pending.pop(request_id)
+        if response is None:
+            raise ConnectionError(f"closed before {method} was answered: {self.closed}")
         if "error" in response:
             raise RuntimeError(response["error"])
         return response["result"]

@@ -70,6 +70,10 @@ async def test_a_partitioned_owner_stops_its_tool_before_another_store_takes_the
             proxy.heal()
             with trio.fail_after(10):
                 await owner.until_usable()
+            # The session opens again here once the other store let it go.
+            await agent.dispose()
+            again = await rt.create(AgentSpec("a", ScriptedModel([say("back")])), "s1", wait=True)
+            assert (await again.run("and now")).stop_reason == "completed"
         nursery.cancel_scope.cancel()
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 import attrs
@@ -23,6 +24,12 @@ INTERNAL_ERROR = -32603
 
 #: Seconds the messages still queued for a client that stopped sending may take to leave.
 FLUSH_TIMEOUT = 5.0
+#: Seconds a message may take to leave before its client counts as stalled.
+STALL_TIMEOUT = 30.0
+#: Deepest nesting of arrays and objects a message may have.
+MAX_DEPTH = 64
+#: Code of a request refused because too many are already being served.
+BUSY = -32011
 
 
 class RpcError(Exception):
@@ -48,7 +55,8 @@ class PeerGone(Exception):
 
 class Transport(Protocol):
     async def receive(self) -> str | None:
-        """The next message, or None when the client has gone."""
+        """The next message, or None when the client has gone (a
+        ``MessageTooLarge`` for one longer than the transport takes)."""
 
     async def send(self, text: str) -> None: ...
 
@@ -60,6 +68,8 @@ Handler = Callable[[str, Any], Awaitable[Any]]
 
 #: Updates that may merge with the one before them while both wait to be sent.
 MERGEABLE = frozenset({"agent_message_chunk", "agent_thought_chunk"})
+#: What a queued item is reckoned to cost beyond its text.
+OVERHEAD = 100
 
 
 @attrs.define(eq=False)
@@ -74,73 +84,178 @@ class _Chunks:
     size: int = 0
 
     def __attrs_post_init__(self) -> None:
-        self.size = 100 + sum(map(len, self.texts))
+        self.size = OVERHEAD + sum(map(len, self.texts))
 
     def absorb(self, other: _Chunks) -> bool:
         if (self.session_id, self.kind, self.meta) != (other.session_id, other.kind, other.meta):
             return False
         self.texts += other.texts
-        self.size += other.size - 100
+        self.size += other.size - OVERHEAD
         return True
 
-    def message(self) -> dict[str, Any]:
-        update: dict[str, Any] = {"sessionUpdate": self.kind, "content": {"type": "text", "text": "".join(self.texts)}}
+    def text(self) -> str:
+        update: dict[str, Any] = {
+            "sessionUpdate": self.kind,
+            "content": {"type": "text", "text": "".join(self.texts)},
+        }
         if self.meta is not None:
             update["_meta"] = self.meta
-        return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.session_id, "update": update}}
+        return encode(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": self.session_id, "update": update},
+            }
+        )
+
+
+@attrs.define(eq=False)
+class _Snapshot:
+    """A tool call's progress so far (each update repeats what came before):
+    a newer one for the same call takes its place while it waits."""
+
+    key: tuple[Any, Any]
+    encoded: str
+    size: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.size = OVERHEAD + len(self.encoded)
+
+    def text(self) -> str:
+        return self.encoded
+
+
+@attrs.define(eq=False)
+class _Stream:
+    """Messages made only as they are taken (a session's replay): what waits
+    of them costs nothing, however long the history."""
+
+    messages: Iterator[dict[str, Any]]
+    size: int = OVERHEAD
 
 
 def _chunk_of(message: dict[str, Any]) -> _Chunks | None:
-    params = message.get("params")
-    update = params.get("update") if message.get("method") == "session/update" and isinstance(params, dict) else None
-    if not isinstance(update, dict) or update.get("sessionUpdate") not in MERGEABLE:
+    update = _update_of(message)
+    if update is None or update.get("sessionUpdate") not in MERGEABLE:
         return None
     content = update.get("content")
-    if not isinstance(content, dict) or content.get("type") != "text" or set(update) - {"sessionUpdate", "content", "_meta"}:
+    if (
+        not isinstance(content, dict)
+        or content.get("type") != "text"
+        or set(update) - {"sessionUpdate", "content", "_meta"}
+    ):
         return None
-    return _Chunks(params["sessionId"], update["sessionUpdate"], update.get("_meta"), [content["text"]])
+    return _Chunks(
+        message["params"]["sessionId"], update["sessionUpdate"], update.get("_meta"), [content["text"]]
+    )
+
+
+def _update_of(message: dict[str, Any]) -> dict[str, Any] | None:
+    params = message.get("params")
+    if message.get("method") != "session/update" or not isinstance(params, dict):
+        return None
+    update = params.get("update")
+    return update if isinstance(update, dict) else None
+
+
+def _call_of(message: dict[str, Any]) -> tuple[tuple[Any, Any] | None, bool]:
+    """The (session, tool call) a message is about, if any, and whether it
+    is a progress snapshot (an update with content and no status)."""
+    update = _update_of(message)
+    if update is None or not isinstance(call_id := update.get("toolCallId"), str):
+        return None, False
+    snapshot = (
+        update.get("sessionUpdate") == "tool_call_update" and "status" not in update and "content" in update
+    )
+    return (message["params"].get("sessionId"), call_id), snapshot
 
 
 class Outbox:
-    """What waits to be sent to one client, bounded in messages and bytes.
+    """What waits to be sent to one client, reckoned in bytes.
 
-    A text chunk that follows another of the same kind and session merges
-    with it while both wait: a client that keeps up gets every chunk as it
-    was streamed, one that lags gets fewer, larger chunks of the same text,
-    and only a client that stops reading fills the outbox.
+    Waiting messages shrink rather than pile up: a text chunk that follows
+    another of the same kind and session merges with it, and a tool call's
+    progress snapshot replaces the one still waiting for the same call. A
+    client that keeps up gets every update as it was made; one that lags
+    gets fewer, larger ones saying the same. A stream (``put_stream``) is
+    made message by message as the client takes them, so what a client
+    asked for (a long replay) costs nothing while it waits. ``size`` is
+    what the waiting messages cost; ``budget`` (shared by every client of
+    a server) is told of each change.
     """
 
-    def __init__(self, max_messages: int, max_bytes: int) -> None:
-        self._items: deque[str | _Chunks] = deque()
-        self._max_messages = max_messages
-        self._max_bytes = max_bytes
-        self._bytes = 0
+    def __init__(self, budget: Budget | None = None) -> None:
+        self._items: deque[str | _Chunks | _Snapshot | _Stream] = deque()
+        self._snapshots: dict[tuple[Any, Any], _Snapshot] = {}
+        self._budget = budget
+        self.size = 0
         self._closed = False
         self._ready = trio.Event()
 
-    def put(self, message: dict[str, Any]) -> bool:
-        """Queue ``message``; False when the outbox is full."""
+    def put(self, message: dict[str, Any], encoded: str | None = None) -> None:
+        """Queue ``message`` (``encoded``: its text, made once for every
+        client it goes to)."""
         chunk = _chunk_of(message)
         last = self._items[-1] if self._items else None
-        if chunk is not None and isinstance(last, _Chunks) and last.absorb(chunk):
-            self._bytes += chunk.size - 100
+        if chunk is not None:
+            if isinstance(last, _Chunks) and last.absorb(chunk):
+                self._grow(chunk.size - OVERHEAD)
+            else:
+                self._append(chunk)
+            return
+        key, snapshot = _call_of(message)
+        text = encoded if encoded is not None else encode(message)
+        if snapshot and (waiting := self._snapshots.get(key)) is not None:
+            self._grow(len(text) - len(waiting.encoded))
+            waiting.encoded = text
+            waiting.size = OVERHEAD + len(text)
+        elif snapshot:
+            self._snapshots[key] = item = _Snapshot(key, text)
+            self._append(item)
         else:
-            item = chunk if chunk is not None else _encode(message)
-            self._items.append(item)
-            self._bytes += _size(item)
+            if key is not None:
+                self._snapshots.pop(key, None)  # what comes after that call's news stays after it
+            self._append(text)
+
+    def put_stream(self, messages: Iterator[dict[str, Any]]) -> None:
+        """Queue ``messages``, each made when the one before it has been taken."""
+        self._append(_Stream(messages))
+
+    def _append(self, item: str | _Chunks | _Snapshot | _Stream) -> None:
+        self._items.append(item)
+        self._grow(_size(item))
         self._ready.set()
-        return len(self._items) <= self._max_messages and self._bytes <= self._max_bytes
+
+    def _grow(self, delta: int) -> None:
+        self.size += delta
+        if self._budget is not None:
+            self._budget.used += delta
 
     async def get(self) -> str | None:
         """The next message, or None once closed and empty."""
-        while not self._items:
-            if self._closed:
-                return None
-            await self._ready.wait()
-            self._ready = trio.Event()
-        item = self._items.popleft()
-        self._bytes -= _size(item)
-        return item if isinstance(item, str) else _encode(item.message())
+        while True:
+            while not self._items:
+                if self._closed:
+                    return None
+                await self._ready.wait()
+                self._ready = trio.Event()
+            item = self._items[0]
+            if isinstance(item, _Stream):
+                try:
+                    message = next(item.messages, None)
+                except Exception:  # a replay that cannot be made ends there; the connection goes on
+                    log.exception("a queued stream of messages failed")
+                    message = None
+                if message is not None:
+                    return encode(message)
+            self._items.popleft()
+            self._grow(-_size(item))
+            if isinstance(item, _Snapshot) and self._snapshots.get(item.key) is item:
+                del self._snapshots[item.key]
+            if isinstance(item, str):
+                return item
+            if not isinstance(item, _Stream):
+                return item.text()
 
     def close(self, *, discard: bool = False) -> None:
         """No more messages; ``get`` returns None once the queued ones are
@@ -148,16 +263,52 @@ class Outbox:
         self._closed = True
         if discard:
             self._items.clear()
-            self._bytes = 0
+            self._snapshots.clear()
+            self._grow(-self.size)
         self._ready.set()
 
 
-def _size(item: str | _Chunks) -> int:
-    return len(item) if isinstance(item, str) else item.size
+def _size(item: str | _Chunks | _Snapshot | _Stream) -> int:
+    return OVERHEAD + len(item) if isinstance(item, str) else item.size
 
 
-def _encode(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+def encode(message: dict[str, Any]) -> str:
+    """``message`` as JSON text; a NaN or an infinity (which JSON lacks, say
+    in a tool's raw output) is sent as null."""
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(message), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+class Budget:
+    """The bytes waiting for every client of one server, together. Past
+    ``limit``, the client with the most waiting is dropped (it may
+    reconnect and load its sessions again), then the next, until the
+    total is back under it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.peers: set[Peer] = set()
+
+    def enforce(self) -> None:
+        while self.used > self.limit and self.peers:
+            largest = max(self.peers, key=lambda p: p.waiting)
+            largest.drop(
+                f"the server holds more than {self.limit} bytes for its clients; this one had the most"
+            )
+            self.peers.discard(largest)
 
 
 @attrs.define(eq=False)
@@ -166,16 +317,46 @@ class _Pending:
     response: dict[str, Any] | None = None
 
 
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects deeper than ``limit``."""
+    level = [value]
+    for _ in range(limit):
+        level = [
+            c for v in level if isinstance(v, dict | list) for c in (v.values() if isinstance(v, dict) else v)
+        ]
+        if not level:
+            return False
+    return any(isinstance(v, dict | list) for v in level)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _valid_id(request_id: Any) -> bool:
+    return (
+        request_id is None
+        or isinstance(request_id, str)
+        or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    )
+
+
 class Peer:
     """One client's JSON-RPC connection.
 
-    Outgoing messages leave in the order they were queued, through a bounded
-    ``Outbox`` that ``send`` fills without ever waiting: a client that lets
-    it fill up is dropped (``dropped`` says why) rather than slowing whoever
-    is sending to it. Incoming requests run concurrently, at most
-    ``max_inflight`` at once; beyond that the peer stops reading, so a
-    flooding client is held back by its own socket. ``run`` returns when the
-    client goes or is dropped, with every task it started finished.
+    Outgoing messages leave in the order they were queued, through an
+    ``Outbox`` that ``send`` fills without ever waiting. A client is dropped
+    (``dropped`` says why) only when it stops taking its messages: one has
+    been leaving for more than ``stall_timeout`` seconds, or more than
+    ``queue_bytes`` wait for it, or it holds the most of a full ``budget``.
+
+    Reading never stops while requests are served: each request runs in a
+    task of its own, so a cancel or a permission answer is handled however
+    many prompts are running. At most ``max_inflight`` requests run at once;
+    one more is answered at once with a ``BUSY`` error. A message that is
+    not JSON-RPC is answered with an error and the connection goes on.
+    ``run`` returns when the client goes or is dropped, with every task it
+    started finished.
     """
 
     def __init__(
@@ -183,28 +364,55 @@ class Peer:
         transport: Transport,
         handler: Handler,
         *,
-        queue_size: int = 1024,
-        queue_bytes: int = 16 * 1024 * 1024,
-        max_inflight: int = 32,
+        queue_bytes: int = 64 * 1024 * 1024,
+        stall_timeout: float = STALL_TIMEOUT,
+        max_inflight: int = 64,
+        budget: Budget | None = None,
     ) -> None:
         self._transport = transport
         self._handler = handler
-        self._outbox = Outbox(queue_size, queue_bytes)
-        self._inflight = trio.Semaphore(max_inflight)
+        self._budget = budget
+        self._outbox = Outbox(budget)
+        self._queue_bytes = queue_bytes
+        self._stall_timeout = stall_timeout
+        #: When the message being written began to leave (None: none is).
+        self._sending_since: float | None = None
+        self._max_inflight = max_inflight
+        self._inflight = 0
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._scope = trio.CancelScope()
         self.dropped: str | None = None
         self.closed = False
+        if budget is not None:
+            budget.peers.add(self)
+
+    @property
+    def waiting(self) -> int:
+        """Roughly the bytes waiting to be sent to this client."""
+        return self._outbox.size
 
     # -- sending ----------------------------------------------------------------
 
-    def send(self, message: dict[str, Any]) -> None:
-        """Queue ``message``; never waits. A full queue drops the client."""
+    def send(self, message: dict[str, Any], encoded: str | None = None) -> None:
+        """Queue ``message`` (``encoded``: its text, if already made); never waits."""
         if self.closed or self.dropped is not None:
             return
-        if not self._outbox.put(message):
-            self.drop("the client is not reading its messages fast enough")
+        self._outbox.put(message, encoded)
+        if (
+            self._sending_since is not None
+            and trio.current_time() - self._sending_since > self._stall_timeout
+        ):
+            self.drop(f"the client took nothing for {self._stall_timeout:g} s")
+        elif self._outbox.size > self._queue_bytes:
+            self.drop(f"more than {self._queue_bytes} bytes wait for the client")
+        elif self._budget is not None:
+            self._budget.enforce()
+
+    def send_stream(self, messages: Iterator[dict[str, Any]]) -> None:
+        """Queue ``messages``, made one by one as the client takes them."""
+        if not self.closed and self.dropped is None:
+            self._outbox.put_stream(messages)
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -224,7 +432,12 @@ class Peer:
             raise PeerGone(self.dropped or "the client has gone")
         if "error" in pending.response:
             error = pending.response["error"] if isinstance(pending.response["error"], dict) else {}
-            raise RpcError(error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data"))
+            code = error.get("code")
+            raise RpcError(
+                code if isinstance(code, int) else INTERNAL_ERROR,
+                str(error.get("message", "")),
+                error.get("data"),
+            )
         return pending.response.get("result")
 
     def drop(self, reason: str) -> None:
@@ -253,14 +466,18 @@ class Peer:
                 nursery.cancel_scope.deadline = trio.current_time() + FLUSH_TIMEOUT
         finally:
             self.closed = True
-            self._outbox.close()
+            self._outbox.close(discard=True)
+            if self._budget is not None:
+                self._budget.peers.discard(self)
             for pending in self._pending.values():
                 pending.done.set()
 
     async def _write(self) -> None:
         try:
             while (text := await self._outbox.get()) is not None:
+                self._sending_since = trio.current_time()
                 await self._transport.send(text)
+                self._sending_since = None
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._outbox.close(discard=True)
             self._scope.cancel()  # the client went away
@@ -271,32 +488,62 @@ class Peer:
                 text = await self._transport.receive()
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
-            except ValueError as exc:  # a message the transport cannot frame
-                self.drop(str(exc))
-                return
             if text is None:
                 return
-            try:
-                message = json.loads(text)
-            except ValueError:
-                self.send(_error(None, RpcError(PARSE_ERROR, "not JSON")))
+            if isinstance(text, MessageTooLarge):
+                self.send(_error(None, RpcError(PARSE_ERROR, str(text))))
                 continue
-            if not isinstance(message, dict):
-                self.send(_error(None, RpcError(INVALID_REQUEST, "a message is a JSON object")))
-            elif "method" in message:
-                await self._inflight.acquire()
-                nursery.start_soon(self._dispatch, message)
-            elif (pending := self._pending.get(message.get("id"))) is not None:  # type: ignore[arg-type]
+            self._receive(text, nursery)
+
+    def _receive(self, text: str, nursery: trio.Nursery) -> None:
+        try:
+            message = json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError):
+            self.send(_error(None, RpcError(PARSE_ERROR, "the message is not JSON")))
+            return
+        if _too_deep(message, MAX_DEPTH):
+            self.send(
+                _error(None, RpcError(INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels"))
+            )
+            return
+        if not isinstance(message, dict):
+            self.send(_error(None, RpcError(INVALID_REQUEST, "a message is a JSON object")))
+            return
+        request_id = message.get("id")
+        if not _valid_id(request_id):
+            if "method" in message:
+                self.send(_error(None, RpcError(INVALID_REQUEST, "an id is a string, an integer or null")))
+            return
+        if "method" not in message:
+            if (pending := self._pending.get(request_id)) is not None:  # type: ignore[arg-type]
                 pending.response = message
                 pending.done.set()
+        elif not isinstance(message["method"], str):
+            if "id" in message:
+                self.send(_error(request_id, RpcError(INVALID_REQUEST, "method must be a string")))
+        elif self._inflight >= self._max_inflight:
+            if "id" in message:
+                self.send(
+                    _error(
+                        request_id,
+                        RpcError(
+                            BUSY,
+                            f"{self._max_inflight} requests are already being "
+                            "served on this connection; wait for one to end",
+                        ),
+                    )
+                )
+            else:
+                log.warning("a notification was ignored: %d requests are being served", self._inflight)
+        else:
+            self._inflight += 1
+            nursery.start_soon(self._dispatch, message)
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
         try:
             method, request_id = message["method"], message.get("id")
             is_request = "id" in message
             try:
-                if not isinstance(method, str):
-                    raise RpcError(INVALID_REQUEST, "method must be a string")
                 result = await self._handler(method, message.get("params"))
             except RpcError as exc:
                 if is_request:
@@ -309,7 +556,12 @@ class Peer:
                 if is_request:
                     self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
         finally:
-            self._inflight.release()
+            self._inflight -= 1
+
+
+class MessageTooLarge(str):
+    """What a transport receives in place of a message longer than it takes:
+    the peer answers it with a parse error and reads on."""
 
 
 def _error(request_id: Any, error: RpcError) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError, Transport
-from .sessions import Session, SessionHub, prompt_text
+from .sessions import SESSION_HELD, Session, SessionHub, prompt_text
 
 PROTOCOL_VERSION = 1
 
@@ -19,10 +19,17 @@ def _version() -> str:
         return "0"
 
 
-def _param(params: Any, name: str, kind: type) -> Any:
-    value = params.get(name) if isinstance(params, dict) else None
-    if not isinstance(value, kind):
-        raise RpcError(INVALID_PARAMS, f"{name} must be a {kind.__name__}")
+KIND_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object"}
+
+
+def _param(params: dict[str, Any], name: str, kind: type, default: Any = ...) -> Any:
+    """``params[name]``, which must be a ``kind`` (or missing, or null, when
+    there is a ``default``)."""
+    value = params.get(name)
+    if value is None and default is not ...:
+        return default
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise RpcError(INVALID_PARAMS, f"{name} must be {KIND_NAMES[kind]}")
     return value
 
 
@@ -31,9 +38,9 @@ class AcpConnection:
     hub: a client works on the sessions it created or loaded, and leaving
     detaches it without stopping them."""
 
-    def __init__(self, hub: SessionHub, transport: Transport, **queue: int) -> None:
+    def __init__(self, hub: SessionHub, transport: Transport, **peer_options: Any) -> None:
         self.hub = hub
-        self.peer = Peer(transport, self._handle, **queue)
+        self.peer = Peer(transport, self._handle, **peer_options)
         self._attached: dict[str, Session] = {}
         #: Whether the client offered to read and write files for its sessions.
         self._offers_files = False
@@ -47,6 +54,7 @@ class AcpConnection:
             "session/cancel": self.cancel,
             "_agentrio/steer": self.steer,
             "_agentrio/followup": self.followup,
+            "_agentrio/session/delete": self.delete_session,
         }
 
     async def run(self) -> None:
@@ -61,7 +69,11 @@ class AcpConnection:
             handler = self._methods[method]
         except KeyError:
             raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r}") from None
-        return await handler(params if params is not None else {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, f"the params of {method} must be an object")
+        return await handler(params)
 
     def _session(self, params: Any) -> Session:
         session_id = _param(params, "sessionId", str)
@@ -74,9 +86,11 @@ class AcpConnection:
 
     async def initialize(self, params: Any) -> dict[str, Any]:
         _param(params, "protocolVersion", int)
-        capabilities = params.get("clientCapabilities")
-        fs = capabilities.get("fs") if isinstance(capabilities, dict) else None
-        self._offers_files = isinstance(fs, dict) and fs.get("readTextFile") is True and fs.get("writeTextFile") is True
+        capabilities = _param(params, "clientCapabilities", dict, {})
+        fs = capabilities.get("fs")
+        self._offers_files = (
+            isinstance(fs, dict) and fs.get("readTextFile") is True and fs.get("writeTextFile") is True
+        )
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -92,26 +106,39 @@ class AcpConnection:
     async def authenticate(self, params: Any) -> dict[str, Any]:
         return {}
 
-    def _cwd(self, params: Any) -> Path:
-        cwd = params.get("cwd") if isinstance(params, dict) else None
-        return Path(cwd) if isinstance(cwd, str) and cwd else self.hub.default_cwd
+    def _cwd(self, params: dict[str, Any]) -> Path:
+        return self.hub.workspace(_param(params, "cwd", str, ""))
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         cwd = self._cwd(params)
-        session = await self.hub.new(cwd, params.get("mcpServers") or [])
+        session = await self.hub.new(cwd, _param(params, "mcpServers", list, []), self.peer)
         await self._attach(session, replay=False)
         return {"sessionId": session.id}
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         session_id = _param(params, "sessionId", str)
         cwd = self._cwd(params)
-        session = await self.hub.load(session_id, cwd, params.get("mcpServers") or [])
+        try:
+            session = await self.hub.load(session_id, cwd, _param(params, "mcpServers", list, []), self.peer)
+        except RpcError as exc:
+            if exc.code == SESSION_HELD:
+                # Another process writes it: the client may still read it, before the error.
+                self.peer.send_stream(await self.hub.history(session_id, cwd))
+                exc.data = {**(exc.data or {}), "readOnly": True}
+            raise
         await self._attach(session, replay=True)
         return {}
 
     async def _attach(self, session: Session, *, replay: bool) -> None:
         await session.attach(self.peer, replay=replay, files=self._offers_files)
         self._attached[session.id] = session
+
+    async def delete_session(self, params: Any) -> dict[str, Any]:
+        session_id = _param(params, "sessionId", str)
+        await self.hub.delete(session_id)
+        if (session := self._attached.pop(session_id, None)) is not None:
+            session.detach(self.peer)
+        return {}
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         return {"sessions": await self.hub.listing()}

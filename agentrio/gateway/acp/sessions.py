@@ -9,10 +9,12 @@ slows the agent or another client.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import shlex
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,10 @@ from ...messages import ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.permissions import decide
+from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
-from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
-from .updates import STOP_REASONS, UpdateMapper, text_block
+from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError, encode
+from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, text_block
 
 log = logging.getLogger("agentrio.gateway")
 
@@ -38,6 +41,12 @@ RESOURCE_NOT_FOUND = -32002
 #: ``session/load`` of a session that another process (or runtime) has open
 #: for writing; ``data`` holds ``sessionId`` and ``holder`` (who, if known).
 SESSION_HELD = -32010
+#: ``session/new`` or ``session/load`` whose MCP servers the permission
+#: policy (or the person asked) refused to start.
+REFUSED = -32012
+#: Prompts one session holds at once (running or waiting for their turn);
+#: one more is refused with ``BUSY``.
+MAX_PROMPTS = 16
 
 PERMISSION_OPTIONS = [
     {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
@@ -137,23 +146,29 @@ class Session:
         self._approvals: dict[str, _Approval] = {}
         self._events: Subscription | None = None
         self._drained = trio.Event()
+        #: Whether input restored with the session waits for the first client to attach.
+        self.resume_pending = False
 
     # -- clients ----------------------------------------------------------------
 
     async def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
-        """Attach ``peer``; with ``replay``, first send it the history and
-        what is in flight (from the same moment, and with no checkpoint
-        before it is attached, so nothing falls in between). With ``files``,
-        the client offered to read and write the session's files."""
+        """Attach ``peer``; with ``replay``, first queue for it the history
+        and what is in flight (from the same moment, and with no checkpoint
+        before it is attached, so nothing falls in between). The replay is
+        made page by page as the client reads it, however long the session.
+        With ``files``, the client offered to read and write the session's
+        files."""
         if replay:
             await self._caught_up()
-            for update in self._mapper.replay(self.agent.messages):
-                self._send(peer, update)
-            self._send(peer, self._status_update())
+            updates = itertools.chain(self._mapper.replay(self.agent.messages), [self._status_update()])
+            peer.send_stream(self._notification(update) for update in updates)
         if files:
             self.files.offer(peer)
         if peer not in self.peers:
             self.peers.append(peer)
+        if self.resume_pending:
+            self.resume_pending = False
+            await self.agent.resume()  # without waiting for new input
         for approval in self._approvals.values():
             self._nursery.start_soon(self._offer, approval, peer)
 
@@ -161,22 +176,39 @@ class Session:
         if peer in self.peers:
             self.peers.remove(peer)
 
-    def _send(self, peer: Peer, update: dict[str, Any]) -> None:
-        peer.notify("session/update", {"sessionId": self.id, "update": update})
+    def _notification(self, update: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": self.id, "update": update},
+        }
 
     def _broadcast(self, update: dict[str, Any], *, skip: Peer | None = None) -> None:
+        message = self._notification(update)
+        encoded = encode(message)  # once, shared by every client's queue
         for peer in list(self.peers):
             if peer is not skip:
-                self._send(peer, update)
+                peer.send(message, encoded)
 
     def _status_update(self) -> dict[str, Any]:
-        return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": {"status": self.status}}}
+        """The session's status, and the prompts waiting for a turn (after a
+        restart too: they are in the journal)."""
+        queued = [{"inputId": q.id, "text": q.message.text} for q in self.agent.pending_input]
+        usage = self.agent.usage
+        info = {
+            "status": self.status,
+            "queued": queued,
+            "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
+        }
+        return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
 
     # -- input ------------------------------------------------------------------
 
     async def prompt(self, text: str, origin: Peer | None) -> str:
         """Run ``text`` as a follow-up; the ACP stop reason of the run that
         handled it. An error stop is raised as ``RpcError``."""
+        if len(self._prompts) >= MAX_PROMPTS:
+            raise RpcError(BUSY, f"the session already holds {MAX_PROMPTS} prompts; wait for one to end")
         queued = self._queued(text, origin)
         prompt = self._prompts[queued.id] = _Prompt()
         try:
@@ -191,8 +223,11 @@ class Session:
         finally:
             del self._prompts[queued.id]
         if (stop := STOP_REASONS.get(prompt.stop_reason)) is None:
-            raise RpcError(INTERNAL_ERROR, f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
-                           {"stopReason": prompt.stop_reason})
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
+                {"stopReason": prompt.stop_reason},
+            )
         return stop
 
     async def steer(self, text: str, origin: Peer | None) -> str:
@@ -270,6 +305,7 @@ class Session:
                 self._claimed.clear()
 
     def _on_inbox(self, event: ev.Inbox) -> None:
+        self._broadcast(self._status_update())
         claimed = event.reason == "claim"
         for item in event.removed:
             origin = self._origins.pop(item.id, None)
@@ -365,8 +401,14 @@ class SessionHub:
         default_cwd: Path | None = None,
         *,
         route_files: bool = False,
+        root: Path | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.runtime = runtime
+        #: Where the MCP servers a client names run (None: unconfined).
+        self.sandbox = sandbox
+        #: The folder every folder a client names must be in (None: any).
+        self.root = root.resolve() if root is not None else None
         #: Whether the spec's read/write/edit are agentrio's built-ins, which
         #: then go through a client that offers its files (see ``files``).
         self.route_files = route_files
@@ -377,12 +419,26 @@ class SessionHub:
         self.sessions: dict[str, Session] = {}
         self._lock = trio.Lock()
 
-    async def new(self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
+    async def new(
+        self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = (), asker: Peer | None = None
+    ) -> Session:
+        """A new session in ``cwd``; its ``mcp_servers`` start only if the
+        permission policy allows them, or ``asker`` does when it asks."""
+        session_id = f"session_{uuid.uuid4().hex[:12]}"
+        spec = self._spec_for(cwd)
+        servers = await self._allowed_servers(session_id, spec, mcp_servers, asker)
         async with self._lock:
-            return await self._start(f"session_{uuid.uuid4().hex[:12]}", cwd, mcp_servers)
+            return await self._start(session_id, cwd, spec, servers)
 
-    async def load(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = ()) -> Session:
-        """The live session ``session_id``, or restored from the store."""
+    async def load(
+        self,
+        session_id: str,
+        cwd: Path,
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        asker: Peer | None = None,
+    ) -> Session:
+        """The live session ``session_id``, or restored from the store (with
+        ``mcp_servers`` allowed as for ``new``)."""
         async with self._lock:
             if (session := self.sessions.get(session_id)) is not None:
                 return session
@@ -390,7 +446,77 @@ class SessionHub:
                 await self.runtime.store.load_session(session_id)
             except SessionNotFound:
                 raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
-            return await self._start(session_id, cwd, mcp_servers)
+            spec = self._spec_for(cwd)
+            servers = await self._allowed_servers(session_id, spec, mcp_servers, asker)
+            return await self._start(session_id, cwd, spec, servers)
+
+    async def _allowed_servers(
+        self, session_id: str, spec: AgentSpec, mcp_servers: Sequence[dict[str, Any]], asker: Peer | None
+    ) -> list[_Server]:
+        """The servers a client named, each allowed by the session's policy
+        as a call with side effects: run under ``allow``, asked of ``asker``
+        under ``ask``, refused under ``read-only``. One refused refuses all."""
+        servers = [_stdio_server(s) for s in mcp_servers]
+        for name, command, args, _ in servers:
+            call = ToolCall(
+                f"mcp-server-{name}", START_SERVER.name, {"name": name, "command": command, "args": args}
+            )
+            decision = (
+                "allow" if spec.permission is None else await decide(spec.permission, call, START_SERVER)
+            )
+            reason = getattr(decision, "reason", None) or "the permission policy refuses it"
+            if decision == "ask":
+                decision, reason = await _ask_to_start(asker, session_id, call)
+            if decision != "allow":
+                raise RpcError(REFUSED, f"the MCP server {name!r} was not started: {reason}")
+        return servers
+
+    def workspace(self, given: str) -> Path:
+        """The folder a client named for a session (``default_cwd`` if it
+        named none): an existing directory, within ``root`` if there is one
+        (a relative name is taken from ``root``)."""
+        if not given:
+            return self.default_cwd
+        if "\0" in given:
+            raise RpcError(INVALID_PARAMS, "cwd is not a path: it holds a NUL character")
+        path = Path(given)
+        if self.root is not None:
+            path = (self.root / path).resolve()
+            if not path.is_relative_to(self.root):
+                raise RpcError(
+                    INVALID_PARAMS, f"cwd {given!r} is outside the folder this server serves, {self.root}"
+                )
+        if not path.is_dir():
+            raise RpcError(INVALID_PARAMS, f"cwd {given!r} is not a directory")
+        return path
+
+    async def delete(self, session_id: str) -> None:
+        """Remove ``session_id`` and its journal: refused while one of its
+        turns runs (``BUSY``) or another process holds it; a live idle
+        session is disposed first."""
+        async with self._lock:
+            if (session := self.sessions.get(session_id)) is not None:
+                if session.status == "running" or session.agent.pending_input:
+                    raise RpcError(BUSY, f"session {session_id!r} is running: cancel it first")
+                await self.runtime.dispose(session.agent)
+                del self.sessions[session_id]
+            try:
+                await self.runtime.store.delete_session(session_id)
+            except SessionNotFound:
+                raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
+            except SessionHeld as exc:
+                raise RpcError(SESSION_HELD, str(exc), {"sessionId": session_id}) from None
+
+    async def history(self, session_id: str, cwd: Path) -> Iterator[dict[str, Any]]:
+        """The stored history of ``session_id`` as ``session/update``
+        notifications, made as they are taken: to read a session another
+        process holds."""
+        loaded = await self.runtime.store.load_state(session_id)
+        updates = history_updates(tuple(loaded.state.messages), ToolCallView(cwd))
+        return (
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": u}}
+            for u in updates
+        )
 
     def get(self, session_id: Any) -> Session:
         if not isinstance(session_id, str) or (session := self.sessions.get(session_id)) is None:
@@ -423,17 +549,13 @@ class SessionHub:
             listed.append(info)
         return listed
 
-    async def _start(self, session_id: str, cwd: Path, mcp_servers: Sequence[dict[str, Any]]) -> Session:
-        if not cwd.is_dir():
-            raise RpcError(INVALID_PARAMS, f"cwd {str(cwd)!r} is not a directory")
-        spec = self._spec_for(cwd)
+    async def _start(self, session_id: str, cwd: Path, spec: AgentSpec, servers: list[_Server]) -> Session:
         choices = RememberedChoices(spec.permission)
         files = ClientFiles(session_id)
         tools = spec.tools
         if self.route_files:
             tools = tuple(through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in tools)
         spec = attrs.evolve(spec, permission=choices, tools=tools)
-        servers = [_stdio_server(s) for s in mcp_servers]
 
         async def setup(agent: Agent, scope: AgentScope) -> None:
             if servers:
@@ -441,7 +563,15 @@ class SessionHub:
 
                 for name, command, args, env in servers:
                     server = await scope.enter_async_context(
-                        mcp_server(command, args, name=name, env=env, cwd=cwd, prefix=f"{name}_")
+                        mcp_server(
+                            command,
+                            args,
+                            name=name,
+                            env=env,
+                            cwd=cwd,
+                            prefix=f"{name}_",
+                            sandbox=self.sandbox,
+                        )
                     )
                     agent.tools.update(server.tools_by_name())
 
@@ -459,14 +589,74 @@ class SessionHub:
         session = Session(agent, cwd, choices, files, self.nursery)
         await self.nursery.start(session.pump)
         self.sessions[agent.session_id] = session
+        # Prompts queued when the last process ended run once a client sees them queued.
+        session.resume_pending = bool(agent.pending_input)
         return session
 
 
-def _stdio_server(server: Any) -> tuple[str, str, list[str], dict[str, str]]:
+#: A client's MCP server: name, command, arguments, environment.
+_Server = tuple[str, str, list[str], dict[str, str]]
+
+
+async def _not_run(args: dict[str, Any], ctx: Any) -> Any:
+    raise RuntimeError("START_SERVER only describes a server's start to the permission policy")
+
+
+#: How the permission policy sees a client's MCP server: a call with side
+#: effects (it runs a command of the client's choosing).
+START_SERVER = Tool(
+    "start_mcp_server",
+    "Runs the command of an MCP server a client named for its session.",
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "command": {"type": "string"},
+            "args": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    _not_run,
+    execution_mode="exclusive",
+)
+
+
+async def _ask_to_start(asker: Peer | None, session_id: str, call: ToolCall) -> tuple[str, str]:
+    """Ask the client that named a server whether to start it: (decision, reason)."""
+    if asker is None:
+        return "deny", "nobody could be asked"
+    command = shlex.join([call.arguments["command"], *call.arguments["args"]])
+    request = {
+        "sessionId": session_id,
+        "toolCall": {
+            "toolCallId": call.id,
+            "title": f"start the MCP server {call.arguments['name']}: {command}",
+            "kind": "execute",
+            "status": "pending",
+            "rawInput": call.arguments,
+        },
+        "options": [o for o in PERMISSION_OPTIONS if o["kind"].endswith("_once")],
+    }
+    try:
+        response = await asker.request("session/request_permission", request)
+    except (PeerGone, RpcError) as exc:
+        return "deny", f"the client did not answer: {exc}"
+    outcome = response.get("outcome") if isinstance(response, dict) else None
+    if isinstance(outcome, dict) and outcome.get("optionId") == "allow-once":
+        return "allow", ""
+    return "deny", "the user rejected it"
+
+
+def _stdio_server(server: Any) -> _Server:
     if not isinstance(server, dict) or server.get("type", "stdio") != "stdio":
         raise RpcError(INVALID_PARAMS, "only stdio MCP servers are supported")
     name, command, args = server.get("name"), server.get("command"), server.get("args", [])
     if not isinstance(name, str) or not isinstance(command, str) or not isinstance(args, list):
         raise RpcError(INVALID_PARAMS, "an MCP server needs a name, a command and args")
-    env = {e["name"]: e["value"] for e in server.get("env", []) if isinstance(e, dict) and "name" in e}
+    env = server.get("env", [])
+    if not isinstance(env, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("value"), str)
+        for e in env
+    ):
+        raise RpcError(INVALID_PARAMS, "an MCP server's env is a list of {name, value} strings")
+    env = {e["name"]: e["value"] for e in env}
     return name, command, [str(a) for a in args], env

@@ -10,7 +10,9 @@ never collide with the parent's.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,16 @@ def text_block(text: str) -> dict[str, Any]:
 
 def _content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": text_block(text)}
+
+
+def _progress_text(progress: Any) -> str:
+    """A running tool's progress as text: a ``{"text": ...}`` report (a
+    process's output) by its text, anything else as JSON."""
+    if isinstance(progress, str):
+        return progress
+    if isinstance(progress, dict) and isinstance(text := progress.get("text"), str):
+        return text
+    return json.dumps(progress)
 
 
 def _with_meta(update: dict[str, Any], meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -96,8 +108,14 @@ class ToolCallView:
         path = self._path(args.get("path"))
         if path is None:
             return []
-        if name == "edit" and isinstance(args.get("old_string"), str) and isinstance(args.get("new_string"), str):
-            return [{"type": "diff", "path": path, "oldText": args["old_string"], "newText": args["new_string"]}]
+        if (
+            name == "edit"
+            and isinstance(args.get("old_string"), str)
+            and isinstance(args.get("new_string"), str)
+        ):
+            return [
+                {"type": "diff", "path": path, "oldText": args["old_string"], "newText": args["new_string"]}
+            ]
         if name == "write" and isinstance(args.get("content"), str):
             return [{"type": "diff", "path": path, "newText": args["content"]}]
         return []
@@ -136,26 +154,29 @@ class UpdateMapper:
         self._progress: dict[str, str] = {}
         #: Messages of the open step: history holds them only once it ends.
         self._step: list[Message] = []
-        #: The top-level message streaming now, as [kind, text] runs.
-        self._streaming: list[list[str]] = []
+        #: The top-level message streaming now, as (kind, pieces of text) runs.
+        self._streaming: list[tuple[str, list[str]]] = []
         self._running: set[str] = set()
 
-    def replay(self, committed: tuple[Message, ...]) -> list[dict[str, Any]]:
+    def replay(self, committed: tuple[Message, ...]) -> Iterator[dict[str, Any]]:
         """The updates that show a client the session as it is now: its
         committed history, the messages of the open step, the message
         streaming and the calls running. ``committed`` must be read when
-        this mapper has seen every event emitted so far."""
+        this mapper has seen every event emitted so far; the history's
+        updates are made as they are taken, the rest now."""
         # The step may have ended in history before its step_end is emitted.
-        tail = committed[len(committed) - len(self._step):] if self._step else ()
+        tail = committed[len(committed) - len(self._step) :] if self._step else ()
         step = [m for m in self._step if not any(m is c for c in tail)]
-        updates = history_updates([*committed, *step], self.view)
-        updates += [{"sessionUpdate": kind, "content": text_block(text)} for kind, text in self._streaming]
+        updates = [
+            {"sessionUpdate": kind, "content": text_block("".join(pieces))}
+            for kind, pieces in self._streaming
+        ]
         for call_id in self._running:
             update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
             if progress := self._progress.get(call_id):
                 update["content"] = [_content(progress)]
             updates.append(update)
-        return updates
+        return itertools.chain(history_updates((*committed, *step), self.view), updates)
 
     def _track(self, event: ev.Event) -> None:
         """Keep what ``replay`` needs current with a top-level event."""
@@ -165,13 +186,17 @@ class UpdateMapper:
             self._step = []
         if isinstance(event, ev.MessageStart | ev.MessageEnd | ev.MessageDiscard):
             self._streaming = []
-        elif isinstance(event, ev.MessageUpdate) and isinstance(event.delta, stream.TextDelta | stream.ThinkingDelta):
-            kind = "agent_message_chunk" if isinstance(event.delta, stream.TextDelta) else "agent_thought_chunk"
+        elif isinstance(event, ev.MessageUpdate) and isinstance(
+            event.delta, stream.TextDelta | stream.ThinkingDelta
+        ):
+            kind = (
+                "agent_message_chunk" if isinstance(event.delta, stream.TextDelta) else "agent_thought_chunk"
+            )
             if event.delta.text:
                 if self._streaming and self._streaming[-1][0] == kind:
-                    self._streaming[-1][1] += event.delta.text
+                    self._streaming[-1][1].append(event.delta.text)
                 else:
-                    self._streaming.append([kind, event.delta.text])
+                    self._streaming.append((kind, [event.delta.text]))
         elif isinstance(event, ev.ToolExecutionStart) and event.mode is not None:
             self._running.add(event.tool_call_id)
         elif isinstance(event, ev.ToolExecutionEnd):
@@ -189,7 +214,9 @@ class UpdateMapper:
         return [_with_meta(update, meta) for update in self._updates(event, prefix)]
 
     def call_id(self, event: ev.Event, tool_call_id: str) -> str:
-        return tool_call_id if not isinstance(event, ev.ChildEvent) else f"{event.event.agent_id}/{tool_call_id}"
+        return (
+            tool_call_id if not isinstance(event, ev.ChildEvent) else f"{event.event.agent_id}/{tool_call_id}"
+        )
 
     def _updates(self, event: ev.Event, prefix: str) -> list[dict[str, Any]]:
         if isinstance(event, ev.MessageUpdate):
@@ -206,14 +233,21 @@ class UpdateMapper:
                 updates.append(self.view.start(prefix + call.id, call.name, call.arguments))
             return updates
         if isinstance(event, ev.ToolExecutionStart) and event.mode is not None:
-            return [{"sessionUpdate": "tool_call_update", "toolCallId": prefix + event.tool_call_id,
-                     "status": "in_progress"}]
+            return [
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": prefix + event.tool_call_id,
+                    "status": "in_progress",
+                }
+            ]
         if isinstance(event, ev.ToolExecutionUpdate):
             call_id = prefix + event.tool_call_id
-            progress = event.progress if isinstance(event.progress, str) else json.dumps(event.progress)
+            progress = _progress_text(event.progress)
             shown = (self._progress.get(call_id, "") + progress)[-MAX_PROGRESS_CHARS:]
             self._progress[call_id] = shown
-            return [{"sessionUpdate": "tool_call_update", "toolCallId": call_id, "content": [_content(shown)]}]
+            return [
+                {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "content": [_content(shown)]}
+            ]
         if isinstance(event, ev.ToolExecutionEnd):
             call_id = prefix + event.tool_call_id
             self._progress.pop(call_id, None)
@@ -231,23 +265,24 @@ class UpdateMapper:
         return update
 
 
-def history_updates(messages: tuple[Message, ...] | list[Message], view: ToolCallView) -> list[dict[str, Any]]:
-    """A session's committed history as the updates that would have shown it."""
-    updates: list[dict[str, Any]] = []
+def history_updates(
+    messages: tuple[Message, ...] | list[Message], view: ToolCallView
+) -> Iterator[dict[str, Any]]:
+    """A session's committed history as the updates that would have shown
+    it, made one by one."""
     calls: dict[str, ToolCall] = {}
     for message in messages:
         if isinstance(message, UserMessage):
             if text := message.text:
-                updates.append({"sessionUpdate": "user_message_chunk", "content": text_block(text)})
+                yield {"sessionUpdate": "user_message_chunk", "content": text_block(text)}
         elif isinstance(message, AssistantMessage):
             for part in message.content:
                 if isinstance(part, Thinking) and part.text:
-                    updates.append({"sessionUpdate": "agent_thought_chunk", "content": text_block(part.text)})
+                    yield {"sessionUpdate": "agent_thought_chunk", "content": text_block(part.text)}
                 elif isinstance(part, Text) and part.text:
-                    updates.append({"sessionUpdate": "agent_message_chunk", "content": text_block(part.text)})
+                    yield {"sessionUpdate": "agent_message_chunk", "content": text_block(part.text)}
                 elif isinstance(part, ToolCall):
                     calls[part.id] = part
-                    updates.append(view.start(part.id, part.name, part.arguments))
+                    yield view.start(part.id, part.name, part.arguments)
         elif isinstance(message, ToolResultMessage):
-            updates.append(view.end(message.tool_call_id, calls.get(message.tool_call_id), message))
-    return updates
+            yield view.end(message.tool_call_id, calls.get(message.tool_call_id), message)

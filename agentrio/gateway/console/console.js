@@ -17,13 +17,14 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-// -- the token: from ?token=, kept for this tab only, then removed from the address bar
+// -- the token: from ?token=, kept for this origin (every tab, bookmarks), then
+// removed from the address bar; "Forget token" removes it.
 const params = new URLSearchParams(location.search);
 if (params.get("token")) {
-  sessionStorage.setItem("agentrio-token", params.get("token"));
-  history.replaceState(null, "", location.pathname);
+  localStorage.setItem("agentrio-token", params.get("token"));
+  history.replaceState(null, "", location.pathname + location.hash);
 }
-const token = sessionStorage.getItem("agentrio-token") || "";
+const token = localStorage.getItem("agentrio-token") || "";
 
 // -- JSON-RPC over the WebSocket --------------------------------------------
 class Rpc {
@@ -61,7 +62,8 @@ class Rpc {
     } else if (this.pending.has(message.id)) {
       const { resolve, reject } = this.pending.get(message.id);
       this.pending.delete(message.id);
-      if (message.error) reject(new Error(message.error.message)); else resolve(message.result);
+      if (message.error) reject(Object.assign(new Error(message.error.message), { code: message.error.code }));
+      else resolve(message.result);
     }
   }
 
@@ -82,8 +84,11 @@ class Rpc {
 
 // -- state ------------------------------------------------------------------
 const state = {
-  sessionId: null,
+  sessionId: new URLSearchParams(location.hash.slice(1)).get("session"),
   status: "idle",
+  online: false,
+  readOnly: false,        // the session is held by another process: its history only
+  outbox: [],             // prompts typed while offline: [{sessionId, method, prompt, node}]
   calls: new Map(),       // toolCallId -> {card, status, started, ended, title}
   agents: new Map(),      // agent id -> {name, parent}
   lastBlock: null,        // the block streaming text goes to
@@ -97,13 +102,33 @@ function onConnection(status) {
   const pill = $("connection");
   pill.textContent = status;
   pill.className = `pill ${status}`;
-  if (status === "online") start().catch(showError);
+  state.online = status === "online";
+  updateButtons();
+  if (state.online) start().catch(showError);
 }
 
 async function start() {
   await rpc.call("initialize", { protocolVersion: 1, clientCapabilities: {}, clientInfo: { name: "agentrio-console", version: "1" } });
   await refreshSessions();
   if (state.sessionId) await openSession(state.sessionId);
+  flushOutbox();
+}
+
+// Prompts typed offline wait here, shown as queued, and go once online again.
+function flushOutbox() {
+  while (state.online && state.outbox.length) {
+    const { sessionId, method, prompt, node } = state.outbox.shift();
+    node.classList.remove("queued");
+    node.removeAttribute("title");
+    if (sessionId === state.sessionId) $("transcript").append(node);  // after the replay it follows
+    send(sessionId, method, prompt);
+  }
+  saveOutbox();
+}
+
+function saveOutbox() {
+  const kept = state.outbox.map(({ sessionId, method, prompt }) => ({ sessionId, method, prompt }));
+  localStorage.setItem("agentrio-outbox", JSON.stringify(kept));
 }
 
 async function refreshSessions() {
@@ -112,14 +137,40 @@ async function refreshSessions() {
   list.replaceChildren();
   for (const s of sessions) {
     const meta = (s._meta && s._meta.agentrio) || {};
-    const item = el("li", { "data-session": s.sessionId, onclick: () => openSession(s.sessionId).catch(showError) },
+    const item = el("li", { "data-session": s.sessionId, onclick: () => { closeDrawer(); openSession(s.sessionId).catch(showError); } },
       el("div", {},
         el("div", { class: "sid", text: s.title || s.sessionId, title: s.sessionId }),
         el("div", { class: "when", text: `${new Date(s.updatedAt).toLocaleString()} · ${meta.messages ?? 0} msgs` })),
-      el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }));
-    if (s.sessionId === state.sessionId) item.classList.add("current");
+      el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }),
+      el("button", { type: "button", class: "delete", title: "Delete this session (click twice)", text: "×",
+                     onclick: (event) => { event.stopPropagation(); deleteSession(s.sessionId, event.target); } }));
+    if (s.sessionId === state.sessionId) {
+      item.classList.add("current");
+      item.querySelector(".pill").textContent = state.status;  // one status: the session's own updates
+      item.querySelector(".pill").className = `pill ${state.status}`;
+    }
     list.append(item);
   }
+}
+
+// The first click asks, the second deletes: no dialog to miss.
+async function deleteSession(sessionId, button) {
+  if (!button.classList.contains("confirm")) {
+    button.classList.add("confirm");
+    button.textContent = "delete?";
+    setTimeout(() => { button.classList.remove("confirm"); button.textContent = "×"; }, 4000);
+    return;
+  }
+  try {
+    await rpc.call("_agentrio/session/delete", { sessionId });
+    if (sessionId === state.sessionId) {
+      state.sessionId = null;
+      history.replaceState(null, "", location.pathname);
+      resetTranscript();
+      showSession();
+    }
+  } catch (error) { showError(error); }
+  await refreshSessions();
 }
 
 function resetTranscript() {
@@ -137,6 +188,8 @@ function resetTranscript() {
 async function newSession() {
   const { sessionId } = await rpc.call("session/new", { cwd: "", mcpServers: [] });
   state.sessionId = sessionId;
+  state.readOnly = false;
+  setStatus("idle");
   resetTranscript();
   showSession();
   await refreshSessions();
@@ -145,15 +198,25 @@ async function newSession() {
 
 async function openSession(sessionId) {
   state.sessionId = sessionId;
+  state.readOnly = false;
   resetTranscript();
   showSession();
-  await rpc.call("session/load", { sessionId, cwd: "", mcpServers: [] });
+  try {
+    await rpc.call("session/load", { sessionId, cwd: "", mcpServers: [] });
+  } catch (error) {
+    if (error.code !== -32010) throw error;
+    // Held by another process: its history came before the error, to read only.
+    state.readOnly = true;
+    notice(`read-only: ${error.message}`, true);
+    updateButtons();
+  }
   await refreshSessions();
 }
 
 function showSession() {
   $("session-title").textContent = state.sessionId ? "Session" : "No session";
   $("session-meta").textContent = state.sessionId || "";
+  if (state.sessionId) history.replaceState(null, "", `#session=${encodeURIComponent(state.sessionId)}`);
   for (const item of document.querySelectorAll("#sessions li")) {
     item.classList.toggle("current", item.dataset.session === state.sessionId);
   }
@@ -163,9 +226,11 @@ function showSession() {
 function setStatus(status) {
   if (status === "running" && state.status !== "running") state.turnStarted = performance.now();
   state.status = status;
-  const pill = $("status");
-  pill.textContent = status;
-  pill.className = `pill ${status}`;
+  for (const pill of [$("status"), document.querySelector("#sessions li.current .pill")]) {
+    if (!pill) continue;
+    pill.textContent = status;
+    pill.className = `pill ${status}`;
+  }
   for (const block of document.querySelectorAll(".streaming")) {
     if (status !== "running") block.classList.remove("streaming");
   }
@@ -173,12 +238,22 @@ function setStatus(status) {
 }
 
 function updateButtons() {
-  const open = Boolean(state.sessionId);
+  const open = Boolean(state.sessionId) && !state.readOnly;
   const running = state.status === "running";
+  const live = state.online;
   $("send").disabled = !open;
-  $("steer").disabled = !open || !running;
+  $("send").textContent = live ? "Send" : "Offline: queue";
+  $("send").title = live ? "Send as a prompt (queued as a follow-up while a turn runs)"
+    : "Offline: the prompt is kept and sent when the connection is back";
+  $("steer").disabled = !open || !running || !live;
   $("followup").disabled = !open;
-  $("cancel").disabled = !open || !running;
+  $("cancel").disabled = !open || !running || !live;
+}
+
+function showUsage(usage) {
+  if (!usage) return;
+  const count = (n) => n >= 10000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+  $("usage").textContent = `${count(usage.inputTokens)} in · ${count(usage.outputTokens)} out tokens`;
 }
 
 // -- transcript -------------------------------------------------------------
@@ -277,12 +352,18 @@ function lineDiff(oldText, newText) {
   return out;
 }
 
-function renderContent(body, content) {
+// A tool's output: open while the call runs, folded (one click away) once it is done.
+function renderContent(body, content, finished) {
   body.querySelectorAll(".result").forEach((n) => n.remove());
   for (const item of content || []) {
     if (item.type === "diff") body.append(el("div", { class: "result" }, diffView(item)));
     else if (item.type === "content" && item.content && item.content.type === "text") {
-      body.append(el("div", { class: "result" }, el("div", { class: "label", text: "output" }), el("pre", { text: item.content.text })));
+      const text = item.content.text;
+      const lines = text.split("\n").length;
+      const output = el("details", { class: "result output" },
+        el("summary", { class: "label", text: `output · ${lines} line${lines === 1 ? "" : "s"}` }), el("pre", { text }));
+      if (!finished) output.open = true;
+      body.append(output);
     }
   }
 }
@@ -309,7 +390,10 @@ function toolCall(update) {
     call.body.prepend(el("div", { class: "args" }, el("div", { class: "label", text: "arguments" }),
       el("pre", { text: JSON.stringify(update.rawInput, null, 2) })));
   }
-  if (update.content) renderContent(call.body, update.content);
+  if (update.content) {
+    const finished = ["completed", "failed"].includes(update.status || call.status);
+    renderContent(call.body, update.content, finished);
+  }
   if (update.status && update.status !== call.status) {
     call.status = update.status;
     call.pill.textContent = update.status.replace("_", " ");
@@ -322,7 +406,7 @@ function toolCall(update) {
       const duration = update._meta && update._meta.agentrio && update._meta.agentrio.duration;
       if (call.started == null) call.started = now;
       call.ended = duration ? Math.min(now, call.started + duration * 1000) : now;
-      if (update.status === "completed") call.card.classList.add("collapsed");
+      call.body.querySelectorAll(".args").forEach((n) => n.classList.add("folded"));
     }
     if (update.status !== "pending") closeApproval(id);
     renderTimeline();
@@ -396,6 +480,7 @@ function onNotification(method, params) {
     case "session_info_update": {
       const info = update._meta && update._meta.agentrio;
       if (info && info.status) setStatus(info.status);
+      if (info) showUsage(info.usage);
       break;
     }
   }
@@ -451,33 +536,61 @@ $("approval").addEventListener("cancel", (event) => event.preventDefault()); // 
 // -- to the gateway ---------------------------------------------------------
 function takePrompt() {
   const text = $("prompt").value.trim();
-  if (!text || !state.sessionId) return null;
+  if (!text || !state.sessionId || state.readOnly) return null;
   $("prompt").value = "";
   appendText("user", text, null);
   return [{ type: "text", text }];
 }
 
+// Sent now, or kept (shown queued) until the connection is back: never lost.
+function submit(method, prompt) {
+  if (state.online) { send(state.sessionId, method, prompt); return; }
+  const node = [...document.querySelectorAll(".message.user")].pop();
+  node.classList.add("queued");
+  node.title = "queued: sent when the connection is back";
+  state.outbox.push({ sessionId: state.sessionId, method, prompt, node });
+  saveOutbox();
+}
+
+function send(sessionId, method, prompt) {
+  const call = rpc.call(method, { sessionId, prompt });
+  if (method === "session/prompt") {
+    call.then(({ stopReason }) => { if (stopReason !== "end_turn") notice(`turn ended: ${stopReason}`); refreshSessions(); });
+  }
+  call.catch(showError);
+}
+
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const prompt = takePrompt();
-  if (!prompt) return;
-  rpc.call("session/prompt", { sessionId: state.sessionId, prompt })
-    .then(({ stopReason }) => { if (stopReason !== "end_turn") notice(`turn ended: ${stopReason}`); refreshSessions(); })
-    .catch(showError);
+  if (prompt) submit("session/prompt", prompt);
 });
 $("prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
 });
 $("steer").addEventListener("click", () => {
   const prompt = takePrompt();
-  if (prompt) rpc.call("_agentrio/steer", { sessionId: state.sessionId, prompt }).catch(showError);
+  if (prompt) send(state.sessionId, "_agentrio/steer", prompt);
 });
 $("followup").addEventListener("click", () => {
   const prompt = takePrompt();
-  if (prompt) rpc.call("_agentrio/followup", { sessionId: state.sessionId, prompt }).catch(showError);
+  if (prompt) submit("_agentrio/followup", prompt);
 });
 $("cancel").addEventListener("click", () => rpc.notify("session/cancel", { sessionId: state.sessionId }));
-$("new-session").addEventListener("click", () => newSession().catch(showError));
+$("new-session").addEventListener("click", () => { closeDrawer(); newSession().catch(showError); });
+$("forget-token").addEventListener("click", () => {
+  localStorage.removeItem("agentrio-token");
+  location.replace(location.pathname);
+});
+$("menu").addEventListener("click", () => document.body.classList.toggle("drawer-open"));
+function closeDrawer() { document.body.classList.remove("drawer-open"); }
+
+// Prompts kept from an earlier page (typed offline, then the page closed).
+for (const kept of JSON.parse(localStorage.getItem("agentrio-outbox") || "[]")) {
+  const node = el("div", { class: "message user queued", text: kept.prompt.map((b) => b.text).join("\n"),
+                           title: "queued: sent when the connection is back" });
+  state.outbox.push({ ...kept, node });
+}
 
 updateButtons();
 if (!token) notice("No token: open the address agentrio serve printed (…/?token=…).", true);

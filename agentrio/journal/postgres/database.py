@@ -232,6 +232,12 @@ class Database:
     def close(self) -> None:
         self._conn.close()
 
+    @property
+    def connection(self) -> psycopg.Connection:
+        """The connection, for statements of other modules run in the
+        store's thread (``fleet``), inside ``translated()``."""
+        return self._conn
+
     # -- leases ---------------------------------------------------------------
 
     def acquire(self, session_id: str) -> tuple[int, int]:

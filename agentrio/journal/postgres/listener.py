@@ -14,7 +14,7 @@ from psycopg import sql
 
 from ..buffered import RETRY_FIRST, RETRY_MAX
 from ..store import StoreError
-from .connection import connect
+from .connection import connect, redacted
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,14 @@ class Listener:
         self.stopping = False
         #: False once the thread has ended: nothing will be heard any more.
         self.alive = True
-        self._events: dict[tuple[str, str], trio.Event] = {}
+        self._events: dict[tuple[str, str | None], trio.Event] = {}
 
     def changed(self, channel: str, session_id: str) -> trio.Event:
         return self._events.setdefault((channel, session_id), trio.Event())
+
+    def changed_any(self, channel: str) -> trio.Event:
+        """Set by the next notification on ``channel``, for any session."""
+        return self._events.setdefault((channel, None), trio.Event())
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         token = trio.lowlevel.current_trio_token()
@@ -64,7 +68,9 @@ class Listener:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
         except psycopg.Error as exc:
             conn.close()
-            raise StoreError(f"{self._where}: cannot listen for notifications: {exc}") from exc
+            raise StoreError(
+                f"{self._where}: cannot listen for notifications: {redacted(str(exc), self._dsn)}"
+            ) from exc
         return conn
 
     def _loop(self, conn: psycopg.Connection | None, token: trio.lowlevel.TrioToken) -> None:
@@ -84,7 +90,9 @@ class Listener:
                 except (psycopg.Error, StoreError) as exc:
                     if conn is not None:
                         log.warning(
-                            "%s: lost the connection listening for notifications: %s", self._where, exc
+                            "%s: lost the connection listening for notifications: %s",
+                            self._where,
+                            redacted(str(exc), self._dsn),
                         )
                         conn.close()
                         conn = None
@@ -101,9 +109,10 @@ class Listener:
             time.sleep(min(left, POLL_SECONDS))
 
     def _deliver(self, channel: str, session_id: str) -> None:
-        event = self._events.pop((channel, session_id), None)
-        if event is not None:
-            event.set()
+        for key in ((channel, session_id), (channel, None)):
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
 
     def _wake_all(self) -> None:
         events, self._events = self._events, {}

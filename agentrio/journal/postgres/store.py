@@ -14,14 +14,16 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
+from ...messages import UserMessage
 from ..blobs import extract
 from ..buffered import BufferedStore
 from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
+from ..outcomes import Outcome, wait_outcome
 from ..ownership import Lease, LeaseHeld, LeaseLost
 from ..projection import SessionState
 from ..records import Record
-from ..remote import RemoteInput, decode_input, encode_input
+from ..remote import RemoteInput, decode_input, encode_input, inbox_id
 from ..store import (
     Claims,
     LoadedSession,
@@ -34,6 +36,7 @@ from ..store import (
     check_id,
     check_info,
 )
+from . import fleet
 from .connection import redacted
 from .database import Batch, Channels, Database, RecordRow
 from .listener import Listener
@@ -152,7 +155,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
     def _new_batch(self) -> Batch:
         return Batch()
 
-    def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], set[str]]]:
+    def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], float, set[str]]]:
         # The tokens as they are when the batch is handed over; records
         # appended to a session while it was being released are refused.
         tokens = {
@@ -524,6 +527,57 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._leases.pop(session_id, None)
         self._last_seq.pop(session_id, None)
         self._inputs_after.pop(session_id, None)
+
+    # -- the fleet ------------------------------------------------------------
+
+    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | object) -> str:
+        """Create the session if it is new, recording ``spec`` (a spec name,
+        or an ``AgentSpec`` whose name is taken) as the spec that runs it,
+        and post ``prompt`` as a follow-up, in one transaction: durable when
+        this returns, and the runtimes serving that spec are woken. No lease
+        is taken: whichever runtime serves the spec (``rt.serve``) claims
+        it. Returns the input's id (its inbox id), for ``outcome``."""
+        name = spec if isinstance(spec, str) else spec.name
+        message = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
+        data = encode_input(RemoteInput("followup", message))
+        info = SessionInfo(session_id, agent_name=name)
+        check_info(info)
+        return inbox_id(await self._call(fleet.submit, info, data, time.time()))
+
+    async def outcome(self, session_id: str, input_id: str, *, timeout: float | None = None) -> Outcome:
+        """The outcome of input ``input_id`` (as ``submit`` or ``post_input``
+        gave it: ``remote_<id>``) once the turn that answered it has ended,
+        whichever store wrote it, read from the journal (see ``outcomes``).
+        Waits for commits of the session's records (LISTEN/NOTIFY), and
+        raises ``TimeoutError`` after ``timeout`` seconds."""
+        return await wait_outcome(self.next_records, session_id, input_id, timeout)
+
+    async def claim_runnable(self, specs: Sequence[str], limit: int, *, report: int = 10) -> fleet.Claimed:
+        """Take the leases of at most ``limit`` sessions of ``specs`` that have
+        work and no live holder (see ``fleet``), skipping those another store
+        is claiming at the same moment; this store then holds them, as after
+        ``acquire``."""
+        sent = time.monotonic()
+        claimed = await self._call(fleet.claim, list(specs), limit, report)
+        for session_id, _, token, last_seq in claimed.sessions:
+            self._leases[session_id] = Lease(session_id, self.holder, token, sent + self.lease_seconds)
+            self._last_seq[session_id] = last_seq
+            self._inputs_after.pop(session_id, None)
+        return claimed
+
+    async def leave(self, session_id: str, token: int) -> None:
+        """Give the session (held with fencing token ``token``) up with work
+        left in it: committed, released, and made runnable for whichever
+        store claims it next (``fleet.leave``)."""
+        await self.release(session_id)
+        await self._call(fleet.leave, session_id, token)
+
+    async def input_posted(self) -> trio.Event:
+        """An event set by the next input posted (or session left) for any
+        session of the schema."""
+        listener = await self._listening()
+        self._check_listening(listener)
+        return listener.changed_any(self._db.channels.inputs)
 
 
 def _rows(

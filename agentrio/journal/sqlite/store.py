@@ -10,10 +10,12 @@ from pathlib import Path
 
 import trio
 
+from ...messages import UserMessage
 from ..blobs import extract
 from ..buffered import BufferedStore
 from ..checksum import snapshot_checksum, text_checksum
 from ..codec import encode_record, encode_state
+from ..outcomes import Outcome, wait_outcome
 from ..projection import SessionState
 from ..records import Record
 from ..store import (
@@ -27,6 +29,7 @@ from ..store import (
     check_info,
 )
 from ..thread import Result
+from . import fleet
 from .connection import Synchronous
 from .database import Batch, Database, RecordRow
 from .locks import Lock, SessionLocks
@@ -96,6 +99,8 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._locked: dict[str, Lock] = {}
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
+        #: Set by the next commit (see ``committed_event``).
+        self._commit_event = trio.Event()
         super().__init__(f"agentrio store {self.path.name}")
 
     def __repr__(self) -> str:
@@ -247,7 +252,38 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._last_seq.pop(session_id, None)
 
 
-def _rows(session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]) -> list[RecordRow]:
+    # -- the fleet, on one host (see ``fleet``) ---------------------------------
+
+    def _committed(self, value: object) -> None:
+        event, self._commit_event = self._commit_event, trio.Event()
+        event.set()
+
+    def committed_event(self) -> trio.Event:
+        """An event set by this store's next commit."""
+        return self._commit_event
+
+    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | object) -> str:
+        """Create the session if it is new, recording ``spec`` (a name, or an
+        ``AgentSpec``) as the spec that runs it, and queue ``prompt`` as a
+        follow-up; durable when this returns. ``SessionHeld`` while a writer
+        has the session open: give it to that agent (``agent.followup``).
+        The runtime that opens the session next runs it once resumed.
+        Returns the input's id, for ``outcome``."""
+        name = spec if isinstance(spec, str) else spec.name
+        message = prompt if isinstance(prompt, UserMessage) else UserMessage(prompt)
+        return await fleet.submit(self, session_id, message, name)
+
+    async def outcome(self, session_id: str, input_id: str, *, timeout: float | None = None) -> Outcome:
+        """The outcome of input ``input_id`` once the turn that answered it has
+        ended (see ``outcomes``); ``TimeoutError`` after ``timeout`` seconds.
+        Woken by this store's commits, and re-reading the journal every
+        ``fleet.OTHERS_EVERY`` seconds for another process's."""
+        return await wait_outcome(functools.partial(fleet.next_records, self), session_id, input_id, timeout)
+
+
+def _rows(
+    session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]
+) -> list[RecordRow]:
     """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
     now = time.time()
     rows = []
