@@ -176,3 +176,23 @@ async def test_a_text_document_goes_as_text_where_the_provider_wants_it(nursery,
         ],
     }[api]
     assert sent == expected
+
+
+def test_openai_chat_gathers_the_images_of_parallel_calls_after_the_last_tool_message():
+    from agentrio.messages import ToolResultMessage
+    from agentrio.models import ModelRequest, OpenAIChat
+
+    history = [
+        UserMessage("Screenshots of both, please."),
+        AssistantMessage([ToolCall("a", "shot", {}), ToolCall("b", "shot", {})]),
+        ToolResultMessage("a", "shot", [Text("left"), Image(PNG, "image/png")]),
+        ToolResultMessage("b", "shot", [Text("right")]),
+    ]
+    sent = OpenAIChat("m", api_key="k").request_body(ModelRequest("", history))["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[2]["content"] == "left\n[its images and documents follow in the next user message]"
+    assert sent[3]["content"] == "right"
+    assert sent[4]["content"] == [
+        {"type": "text", "text": "From the result of shot (a):"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG64}"}},
+    ]
