@@ -112,6 +112,8 @@ PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 BRACKETED_PASTE_ON, BRACKETED_PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 #: The longest paste kept; the rest is dropped rather than held in memory.
 MAX_PASTE = 1 << 20
+#: The longest unfinished escape sequence held for the next read.
+MAX_SEQUENCE = 64
 
 
 class KeyDecoder:
@@ -162,7 +164,10 @@ class KeyDecoder:
             while j < len(text) and not (text[j].isalpha() or text[j] == "~"):
                 j += 1
             if j == len(text):
-                self._pending = text[i:]
+                if len(text) - i <= MAX_SEQUENCE:
+                    self._pending = text[i:]
+                else:  # no terminal sends such a sequence: dropped, not held without end
+                    found.append(UNKNOWN)
                 break
             sequence = text[i : j + 1]
             i = j + 1

@@ -4,7 +4,18 @@ reads, pastes, and the editing keys (the pty tests drive them end to end)."""
 from __future__ import annotations
 
 from agentrio.cli.line_editor import History, LineEditor
-from agentrio.cli.terminal import ALT_ENTER, DELETE, ESC, HOME, LEFT, UP, WORD_LEFT, KeyDecoder, Paste
+from agentrio.cli.terminal import (
+    ALT_ENTER,
+    DELETE,
+    ESC,
+    HOME,
+    LEFT,
+    UNKNOWN,
+    UP,
+    WORD_LEFT,
+    KeyDecoder,
+    Paste,
+)
 
 
 def feed(*chunks: str) -> list:
@@ -19,6 +30,13 @@ def test_sequences_cut_between_reads_are_whole_keys():
     assert feed("\x1bOH") == [HOME]
     assert feed("\x1b\r") == [ALT_ENTER]
     assert feed("\x1b") == [ESC]  # an Esc that ends a read is the Esc key
+
+
+def test_an_escape_sequence_without_end_is_not_held_forever():
+    decoder = KeyDecoder()
+    assert decoder.feed("\x1b[") == []
+    assert decoder.feed("1;" * 50) == [UNKNOWN]  # dropped, not held for a final letter that never comes
+    assert decoder.feed("x") == ["x"]
 
 
 def test_a_paste_is_one_key_even_across_reads_and_its_end_marker_cut_in_two():
