@@ -145,8 +145,3 @@ def _cut(text: str, full: bool) -> str:
     return "\n".join(
         [*lines[:RESULT_LINES], f"... {len(lines) - RESULT_LINES} more lines (--full shows them)"]
     )
-
-
-def cost_text(usage: Usage) -> str:
-    """`` · $0.0123`` for a usage of known cost; nothing when it is unknown."""
-    return "" if usage.cost is None else f" · ${usage.cost:.4f}"
