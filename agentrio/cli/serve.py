@@ -55,12 +55,6 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--root {args.root}: not a directory", status=USAGE)
     factory, store, sandbox_line = factory_and_store(args)
     options = WebSocketOptions(token=args.token or stored_token(default_db().parent))
-    if not is_loopback(args.host):
-        print(
-            f"agentrio: warning: serving on {args.host}, beyond this machine, without encryption: the token "
-            "and every session cross the network in clear unless a TLS proxy stands in front",
-            file=sys.stderr,
-        )
 
     async def main() -> None:
         async with open_hub(
@@ -68,10 +62,17 @@ def run(args: argparse.Namespace) -> int:
         ) as hub:
             listeners = await hub.nursery.start(serve_websocket, hub, options, args.host, args.port)
             host, port = listeners[0].socket.getsockname()[:2]
+            print(f"agentrio: {sandbox_line}", file=sys.stderr, flush=True)
+            if not is_loopback(args.host):  # said once bound: a bind error stays one line
+                print(
+                    f"agentrio: warning: serving on {args.host}, beyond this machine, without encryption: "
+                    "the token and every session cross the network in clear unless a TLS proxy stands in front",
+                    file=sys.stderr,
+                    flush=True,
+                )
             shown = f"[{host}]" if ":" in host else host
             print(f"agentrio console: http://{shown}:{port}/?token={options.token}", flush=True)
             print(f"ACP over WebSocket: ws://{shown}:{port}/acp (Authorization: Bearer <token>)", flush=True)
-            print(f"agentrio: {sandbox_line}", file=sys.stderr, flush=True)
             with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
                     break  # an orderly stop: sessions are disposed, the store closed
