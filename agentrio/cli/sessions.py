@@ -53,16 +53,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument(
         "--json", action="store_true", help="one JSON object a session, in the same order, for scripts"
     )
-    listing.set_defaults(handler=_handler(list_sessions))
+    listing.set_defaults(handler=_handler(list_sessions, reads_only=True))
 
     show = actions.add_parser("show", parents=[store], help="a session's transcript")
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--full", action="store_true", help="tool results in full")
-    show.set_defaults(handler=_handler(show_session))
+    show.set_defaults(handler=_handler(show_session, reads_only=True))
 
     export = actions.add_parser("export", parents=[store], help="a session's journal as JSON lines")
     export.add_argument("session_id", metavar="ID")
-    export.set_defaults(handler=_handler(export_session))
+    export.set_defaults(handler=_handler(export_session, reads_only=True))
 
     fork = actions.add_parser(
         "fork", parents=[store], help="a new session from a prefix of another; prints its id"
@@ -98,12 +98,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _handler(
     command: Callable[[SQLiteStore, argparse.Namespace], Awaitable[None]],
+    *,
+    reads_only: bool = False,
 ) -> Callable[[argparse.Namespace], int]:
-    """A handler running ``command`` on the store of ``--db``, its errors told plainly."""
+    """A handler running ``command`` on the store of ``--db``, its errors
+    told plainly. A command that ``reads_only`` opens a store it cannot write
+    (on a read-only filesystem, or a read-only file) read-only, which needs
+    no write beside it; one it can write as usual, which upgrades an older one."""
 
     async def open_and_run(args: argparse.Namespace) -> None:
         # An existing file only: reading a mistyped path must not create one.
-        async with SQLiteStore(args.db, create=False) as store:
+        read_only = reads_only and not _writable(args.db)
+        async with SQLiteStore(args.db, create=False, read_only=read_only) as store:
             await command(store, args)
 
     def handler(args: argparse.Namespace) -> int:
@@ -123,6 +129,12 @@ def _handler(
     return handler
 
 
+def _writable(db: str) -> bool:
+    """Whether the store and its folder (where SQLite keeps its ``-wal`` and
+    ``-shm`` files) can be written."""
+    return os.access(db, os.W_OK) and os.access(os.path.dirname(os.path.abspath(db)), os.W_OK)
+
+
 def _read_only_hint(db: str) -> str:
     """Why a store on a read-only filesystem cannot be opened, when it is on one."""
     try:
@@ -132,8 +144,8 @@ def _read_only_hint(db: str) -> str:
     if not read_only:
         return ""
     return (
-        " (its folder is on a read-only filesystem, and SQLite writes beside a store even to read it: "
-        "copy the store somewhere writable and give that --db)"
+        " (its folder is on a read-only filesystem: sessions list, show and export read it there, "
+        "the other actions need a copy somewhere writable, given as --db)"
     )
 
 

@@ -3,6 +3,7 @@ agent spawned child agents, on a terminal."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -11,7 +12,8 @@ import pytest
 from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore, agent_tool
 from agentrio.journal import SessionInfo
 from agentrio.journal.fork import fork_session
-from agentrio.messages import AssistantMessage, Text, ToolCall
+from agentrio.journal.records import MessageAppended
+from agentrio.messages import AssistantMessage, Text, ToolCall, UserMessage
 
 
 async def fill(db) -> str:
@@ -138,16 +140,26 @@ def read_only_copy(tmp_path):
         subprocess.run(["umount", str(view)], check=False)
 
 
-async def test_a_store_on_a_read_only_filesystem_is_one_line_that_says_why(cli, read_only_copy):
+async def test_a_store_on_a_read_only_filesystem_is_listed_shown_and_exported(cli, read_only_copy):
     source, view = read_only_copy
     async with SQLiteStore(source / "sessions.db") as store:
-        await store.create_session(SessionInfo("kept"))
+        await store.create_session(SessionInfo("kept"), [MessageAppended(UserMessage("Keep this."))])
     cli.db = view / "sessions.db"
-    term = cli.spawn("sessions", "list", model=False)
+    listed = await cli.run("sessions", "list", "--json", model=False)
+    assert listed.returncode == 0, listed.stderr.decode()
+    (row,) = [json.loads(line) for line in listed.stdout.decode().splitlines()]
+    assert (row["session_id"], row["title"], row["messages"]) == ("kept", "Keep this.", 1)
+    shown = await cli.run("sessions", "show", "kept", model=False)
+    assert shown.returncode == 0 and "Keep this." in shown.stdout.decode()
+    exported = await cli.run("sessions", "export", "kept", model=False)
+    assert exported.returncode == 0 and "Keep this." in exported.stdout.decode()
+    # Nothing was written beside it (no -wal, -shm or -locks), and writing is refused in one line.
+    assert sorted(p.name for p in source.iterdir()) == ["sessions.db"]
+    term = cli.spawn("sessions", "delete", "kept", model=False)
     assert await term.wait() == 1
     (line,) = [line for line in term.text.splitlines() if line.strip()]
     assert line.startswith(f"agentrio: error: {view / 'sessions.db'}: ")
     assert line.endswith(
-        "its folder is on a read-only filesystem, and SQLite writes beside a store even to "
-        "read it: copy the store somewhere writable and give that --db)"
+        "(its folder is on a read-only filesystem: sessions list, show and export read it there, "
+        "the other actions need a copy somewhere writable, given as --db)"
     )

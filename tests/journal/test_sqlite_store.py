@@ -141,3 +141,40 @@ async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):
             sizes.append(wal.stat().st_size)
     # 300 commits of a few pages each, without checkpoints: over 2 MB.
     assert max(sizes) < 300_000
+
+
+async def test_a_read_only_store_reads_and_refuses_every_write(db):
+    async with SQLiteStore(db) as writer:
+        await writer.create_session(SessionInfo("s1"), tool_turn(1, 1))
+        # Read while its writer has it open, and again once it has closed.
+        async with SQLiteStore(db, read_only=True) as reader:
+            assert (await reader.load_session("s1"))[1] == tool_turn(1, 1)
+    before = db.read_bytes()
+    async with SQLiteStore(db, read_only=True) as reader:
+        assert [s.messages for s in await reader.list_summaries()] == [4]
+        for write in (
+            reader.create_session(SessionInfo("s2")),
+            reader.append("s1", tool_turn(2, 1)),
+            reader.claim_session("s1"),
+            reader.delete_session("s1"),
+        ):
+            with pytest.raises(StoreError, match="was opened read-only"):
+                await write
+        assert (await reader.load_session("s1"))[1] == tool_turn(1, 1)
+    assert db.read_bytes() == before
+    assert not db.with_name(db.name + "-locks").exists()
+
+
+async def test_a_read_only_store_refuses_a_missing_file_or_an_older_schema(db):
+    with pytest.raises(StoreError, match="no store at"):
+        async with SQLiteStore(db, read_only=True):
+            pass
+    assert not db.exists()
+    async with SQLiteStore(db):  # a store of the current schema
+        pass
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    with pytest.raises(StoreError, match="opened read-only: open it once where it can be written"):
+        async with SQLiteStore(db, read_only=True):
+            pass

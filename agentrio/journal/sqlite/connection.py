@@ -3,6 +3,7 @@ transactions, and SQLite errors told as store errors."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -27,11 +28,15 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"{path}: {exc}")
 
 
-def connect(path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+def connect(
+    path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, read_only: bool = False
+) -> sqlite3.Connection:
     """A connection in autocommit mode: transactions are explicit. WAL mode
     and the durability level are set later, once the file is known to be a
     store (setting them writes to the file). ``busy_timeout_ms``: how long
     a statement waits for another connection's lock before it fails.
+    ``read_only``: one that never writes to the file nor, where its folder
+    cannot be written, beside it (``read_only_uri``).
 
     A store's file is never empty (``schema.create_file``), so an empty file
     is a store that lost its contents: refused, never a new store."""
@@ -44,12 +49,26 @@ def connect(path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Co
         )
     # Made in the store's thread; ``Database.try_write``'s is used in the
     # trio thread.
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    target, uri = (read_only_uri(path), True) if read_only else (path, False)
+    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=uri)
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     # For the migration that adds checksums to rows written before them.
     conn.create_function("agentrio_record_checksum", 4, record_checksum, deterministic=True)
     conn.create_function("agentrio_snapshot_checksum", 4, snapshot_checksum, deterministic=True)
     return conn
+
+
+def read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` for reading only. A WAL reader needs the
+    ``-shm`` file beside the database, which SQLite makes if it is missing;
+    where the folder cannot be written and no ``-wal`` file is there, no
+    writer can be at work either (a writer needs both files), so the file is
+    opened as immutable, needing neither. A ``-wal`` left there (a writer that
+    did not close) is read through its ``-shm``, which must be there too."""
+    folder = path.absolute().parent
+    wal = path.with_name(f"{path.name}-wal")
+    immutable = not os.access(folder, os.W_OK) and not wal.exists()
+    return f"{path.absolute().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def configure(conn: sqlite3.Connection, path: Path, synchronous: Synchronous) -> None:

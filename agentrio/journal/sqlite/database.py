@@ -96,16 +96,31 @@ class Database:
         create: bool,
         synchronous: Synchronous,
         migrations: Sequence[tuple[str, ...]] = MIGRATIONS,
+        read_only: bool = False,
     ) -> None:
         self.path = path
+        self._rows = _CheckedRows(str(path), self._blob)
+        # Commits and record bytes since the last checkpoint.
+        self._commits = 0
+        self._bytes = 0
+        #: The trio thread's connection; none when read-only.
+        self._here: sqlite3.Connection | None = None
         with translated(path):
             if create:
                 create_file(path)
-            self._conn = connect(path)
+            self._conn = connect(path, read_only=read_only)
             try:
                 # Refuse a foreign or newer file before writing anything to it.
                 with transaction(self._conn, "DEFERRED"):
                     version = check_identity(self._conn, path, migrations)
+                if read_only:
+                    if version < len(migrations):
+                        raise StoreError(
+                            f"{path} has store schema version {version}, older than the {len(migrations)} "
+                            "this version of agentrio reads, and it is opened read-only: open it once "
+                            "where it can be written (agentrio run, say) to upgrade it"
+                        )
+                    return  # nothing to configure: WAL mode is the file's already
                 configure(self._conn, path, synchronous)
                 if version < len(migrations):
                     migrate(self._conn, path, migrations)
@@ -121,15 +136,12 @@ class Database:
             except BaseException:
                 self._conn.close()
                 raise
-        self._rows = _CheckedRows(str(path), self._blob)
-        # Commits and record bytes since the last checkpoint.
-        self._commits = 0
-        self._bytes = 0
 
     def close(self) -> None:
         with translated(self.path):
             try:
-                self._here.close()
+                if self._here is not None:
+                    self._here.close()
             finally:
                 self._conn.close()
 

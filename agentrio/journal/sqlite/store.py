@@ -64,7 +64,13 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     A committed batch survives the process being killed. With
     ``synchronous="FULL"`` it also survives an OS crash or a power cut, at
     the cost of an fsync a commit. With ``create=False`` a missing file is an
-    error rather than a new store. A new file is made whole, so an empty one
+    error rather than a new store. With ``read_only=True`` (implying
+    ``create=False``) it only reads: it writes nothing to the file, nor
+    beside it where its folder cannot be written (a read-only filesystem:
+    ``connection.read_only_uri``), refuses a file whose schema is older than
+    this code's rather than upgrading it, and every write (``create_session``,
+    ``append``, ``save_snapshot``, ``claim_session``, ``delete_session``)
+    raises ``StoreError``. A new file is made whole, so an empty one
     is a damaged store (``StoreCorrupt``), never a new one; every record and
     snapshot carries a checksum checked when it is read.
 
@@ -87,10 +93,22 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, create: bool = True, synchronous: Synchronous = "NORMAL"
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        synchronous: Synchronous = "NORMAL",
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
-        self._open_database = functools.partial(Database, self.path, create=create, synchronous=synchronous)
+        self.read_only = read_only
+        self._open_database = functools.partial(
+            Database,
+            self.path,
+            create=create and not read_only,
+            synchronous=synchronous,
+            read_only=read_only,
+        )
         #: Whether a barrier may commit in the trio thread (see above).
         self._commits_here = synchronous == "NORMAL"
         self._claims = Claims()
@@ -143,8 +161,13 @@ class SQLiteStore(BufferedStore[Database, Batch]):
                 self._locks.release(self._locked.popitem()[1])
             self._claims.release_all(self)
 
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"{self!r} was opened read-only")
+
     def _last_seq_of(self, session_id: str) -> int:
         self._check_usable()
+        self._check_writable()
         try:
             return self._last_seq[session_id]
         except KeyError:
@@ -157,6 +180,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         check_info(info)
         self._check_usable()
+        self._check_writable()
         blobs: dict[str, bytes] = {}
         rows = _rows(info.session_id, 0, records, blobs)
         await self._call(Database.create_session, info, rows, blobs)
@@ -177,6 +201,8 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         return loaded
 
     def _saw(self, session_id: str, last_seq: int) -> None:
+        if self.read_only:
+            return  # so that ``append`` asks ``_last_seq_of``, which refuses
         # A session being written here knows its last record better than the
         # file (records appended while it was read are not in it yet); one
         # that another process wrote since this store last did, the file.
@@ -210,6 +236,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     async def claim_session(self, session_id: str) -> None:
         check_id(session_id)
         self._check_usable()
+        self._check_writable()
         self._claims.claim(session_id, self)  # this process's writers first
         try:
             self._locked[session_id] = self._locks.acquire(session_id)
@@ -250,7 +277,6 @@ class SQLiteStore(BufferedStore[Database, Batch]):
             finally:
                 await self.release_session(session_id)
         self._last_seq.pop(session_id, None)
-
 
     # -- the fleet, on one host (see ``fleet``) ---------------------------------
 
