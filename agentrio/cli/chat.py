@@ -30,6 +30,7 @@ from ..actors import Agent, AgentSpec
 from ..events import Event
 from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
+from .advice import advice
 from .errors import CommandError
 from .line_editor import History, LineEditor
 from .live_view import LiveView, approval_question, safe, terminal_console
@@ -215,6 +216,10 @@ class Chat:
                 async for event in events:
                     self._track(event)
                     self.view(event)
+                    if event.type == "agent_end" and (
+                        said := advice(event.stop_reason, max_turns=self.settings.max_turns)
+                    ):
+                        self.say(said, "yellow")
 
     def _track(self, event: Event) -> None:
         match event.type:

@@ -33,6 +33,7 @@ from ..actors import Agent, RunResult
 from ..events import Event
 from ..messages import converter
 from ..models import OutputSpec
+from .advice import advice
 from .errors import USAGE, CommandError
 from .live_view import LiveView, approval_question, exit_status, terminal_console
 from .options import Settings, add_agent_options, help_text
@@ -106,6 +107,8 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
             print(
                 f"session {agent.session_id} (continue it with --resume {agent.session_id})", file=sys.stderr
             )
+        if said := advice(result.stop_reason, max_turns=settings.max_turns, session_id=agent.session_id):
+            print(f"agentrio: {said}", file=sys.stderr)
         if spec.output_spec is not None:
             _print_output(spec.output_spec, result, args)
         return result.stop_reason

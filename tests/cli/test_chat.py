@@ -354,3 +354,21 @@ async def test_history_is_recalled_with_up_and_ctrl_r_in_the_next_chat(cli):
     assert await term.wait() == 0
     history = (cli.workspace.parent / "data" / "agentrio" / "history").read_text().splitlines()
     assert history[-2:] == ['"alpha question once more"', '"/quit"']
+
+
+async def test_a_turn_that_stops_short_says_how_to_go_on(cli):
+    cli.server.add(AssistantMessage([ToolCall("c1", "ls", {})]), AssistantMessage([Text("Two files.")]))
+    term = cli.spawn("chat", "--max-turns", "1", "--permission", "allow")
+    await term.expect_text("/help for help")
+    term.type_line("Look around.")
+    await term.expect(r"■ max_turns")
+    await term.expect_text(
+        "it used its 1 model requests: say 'continue' to go on "
+        "(start chat with a higher --max-turns for longer runs)"
+    )
+    term.type_line("continue")
+    await term.expect_text("Two files.")
+    await term.expect(r"■ completed")
+    term.type_line("/quit")
+    assert await term.wait() == 0
+    assert "say 'continue'" not in term.text[term.text.index("Two files.") :]

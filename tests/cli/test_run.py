@@ -356,3 +356,31 @@ async def test_a_search_is_summed_up_by_its_pattern_and_where_it_looks(cli):
     await term.expect(r"✓ grep TODO in src  ")
     await term.expect(r"✓ glob \*\*/\*\.py  ")
     assert await term.wait() == 0
+
+
+async def test_a_run_that_stops_short_says_how_to_go_on_and_the_command_it_gives_works(cli):
+    (cli.workspace / "a.txt").write_text("a\n")
+    cli.server.add(AssistantMessage([ToolCall("c1", "read", {"path": "a.txt"})]))
+    stopped = await cli.run("run", "Read a.txt.", "--max-turns", "1", "--session", "work")
+    assert stopped.returncode == 3
+    assert stopped.stderr.decode().splitlines()[-1] == (
+        "agentrio: it used its 1 model requests: continue with: agentrio run --resume work 'continue' "
+        "(raise --max-turns for longer runs)"
+    )
+    # The advised command, as printed, continues the session.
+    cli.server.add(AssistantMessage([Text("It says a.")]))
+    went_on = await cli.run("run", "--resume", "work", "continue")
+    assert went_on.returncode == 0
+    assert went_on.stderr.decode().splitlines()[-1] == "session work (continue it with --resume work)"
+    roles = [m["role"] for m in cli.server.requests[1].body["messages"]]
+    contents = [m.get("content") for m in cli.server.requests[1].body["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "user", "user"]
+    assert (contents[1], contents[-1]) == ("Read a.txt.", "continue")
+
+    cli.server.add(HTTPError(400, "the model refused this request"))
+    failed = await cli.run("run", "Again.", "--resume", "work", "--json")
+    assert failed.returncode == 1
+    assert failed.stderr.decode().splitlines()[-1] == (
+        "agentrio: the model request failed: continue with: agentrio run --resume work 'continue' "
+        "(check --model and --base-url if it fails again)"
+    )
