@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError, Transport
-from .sessions import SESSION_HELD, Session, SessionHub, prompt_text
+from .sessions import SESSION_HELD, Session, SessionHub, prompt_content
 
 PROTOCOL_VERSION = 1
 
@@ -95,7 +95,7 @@ class AcpConnection:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {"list": {}},
             },
@@ -145,7 +145,7 @@ class AcpConnection:
 
     async def prompt(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
-        text = prompt_text(params.get("prompt"))
+        text = prompt_content(params.get("prompt"))
         return {"stopReason": await session.prompt(text, self.peer)}
 
     async def cancel(self, params: Any) -> None:
@@ -153,8 +153,8 @@ class AcpConnection:
 
     async def steer(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
-        return {"inputId": await session.steer(prompt_text(params.get("prompt")), self.peer)}
+        return {"inputId": await session.steer(prompt_content(params.get("prompt")), self.peer)}
 
     async def followup(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
-        return {"inputId": await session.followup(prompt_text(params.get("prompt")), self.peer)}
+        return {"inputId": await session.followup(prompt_content(params.get("prompt")), self.peer)}

@@ -317,6 +317,23 @@ function appendText(kind, text, meta) {
   scrollDown();
 }
 
+// A prompt's image, in the user message it came with: only the raster types
+// agentrio accepts, from base64 data, so the data: URL can hold nothing else.
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+function appendImage(content, meta) {
+  if (!IMAGE_TYPES.has(content.mimeType) || !/^[A-Za-z0-9+/]*={0,2}$/.test(content.data || "")) return;
+  const parent = containerFor(meta);
+  let block = parent.lastElementChild;
+  if (!block || block.dataset.kind !== "user") {
+    block = el("div", { class: "message user" });
+    block.dataset.kind = "user";
+    parent.append(block);
+  }
+  block.append(el("img", { class: "prompt-image", alt: "image", src: `data:${content.mimeType};base64,${content.data}` }));
+  state.lastBlock = null;
+  scrollDown();
+}
+
 // Answers are drawn from a small, safe subset of Markdown (fenced code,
 // `code`, **bold**), as DOM nodes, at most once a frame while they stream.
 const dirty = new Set();
@@ -487,7 +504,10 @@ function onNotification(method, params) {
   if (method !== "session/update" || params.sessionId !== state.sessionId) return;
   const update = params.update;
   switch (update.sessionUpdate) {
-    case "user_message_chunk": appendText("user", update.content.text || "", update._meta); break;
+    case "user_message_chunk":
+      if (update.content.type === "image") appendImage(update.content, update._meta);
+      else appendText("user", update.content.text || "", update._meta);
+      break;
     case "agent_message_chunk": appendText("agent", update.content.text || "", update._meta); break;
     case "agent_thought_chunk": appendText("thought", update.content.text || "", update._meta); break;
     case "tool_call":
