@@ -55,6 +55,7 @@ class AcpConnection:
             "_agentrio/steer": self.steer,
             "_agentrio/followup": self.followup,
             "_agentrio/session/delete": self.delete_session,
+            "_agentrio/session/rename": self.rename_session,
         }
 
     async def run(self) -> None:
@@ -139,6 +140,10 @@ class AcpConnection:
         if (session := self._attached.pop(session_id, None)) is not None:
             session.detach(self.peer)
         return {}
+
+    async def rename_session(self, params: Any) -> dict[str, Any]:
+        title = await self.hub.rename(_param(params, "sessionId", str), _param(params, "title", str))
+        return {"title": title}
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         return {"sessions": await self.hub.listing()}

@@ -25,7 +25,8 @@ import trio
 
 from ... import events as ev
 from ...actors import Agent, AgentScope, AgentSpec, Subscription
-from ...journal import SessionHeld, SessionNotFound
+from ...journal import JournalCorrupt, SessionHeld, SessionNotFound, StoreCorrupt
+from ...journal.records import MAX_TITLE, SessionRenamed
 from ...mailbox import QueuedInput
 from ...messages import Image, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
@@ -194,6 +195,10 @@ class Session:
         for peer in list(self.peers):
             if peer is not skip:
                 peer.send(message, encoded)
+
+    def announce_title(self, title: str) -> None:
+        """Tell every attached client the session's new title."""
+        self._broadcast({"sessionUpdate": "session_info_update", "title": title})
 
     def _status_update(self) -> dict[str, Any]:
         """The session's status, and the prompts waiting for a turn (after a
@@ -449,6 +454,8 @@ class SessionHub:
         self._spec_for = spec_for
         self.nursery = nursery
         self.sessions: dict[str, Session] = {}
+        #: The titles of stored sessions listed so far, read once each.
+        self._titles: dict[str, str | None] = {}
         self._lock = trio.Lock()
 
     async def new(
@@ -576,10 +583,62 @@ class SessionHub:
                 "updatedAt": _iso(summary.updated_at),
                 "_meta": {"agentrio": meta},
             }
-            if live is not None and (title := _title(live.agent.messages)):
+            if live is not None:
+                title = live.agent.title or _title(live.agent.messages)
+            else:
+                title = await self._stored_title(session_id)
+            if title:
                 info["title"] = title
             listed.append(info)
         return listed
+
+    async def _stored_title(self, session_id: str) -> str | None:
+        """A stored session's title, read from its journal the first time it
+        is listed (renames through this hub keep it current)."""
+        if session_id not in self._titles:
+            try:
+                state = (await self.runtime.store.load_state(session_id)).state
+            except (SessionNotFound, StoreCorrupt, JournalCorrupt):
+                return None
+            self._titles[session_id] = state.title or _title(tuple(state.messages))
+        return self._titles[session_id]
+
+    async def rename(self, session_id: str, title: str) -> str:
+        """Give ``session_id`` the title ``title`` (whitespace collapsed), as a
+        ``session_renamed`` record in its journal, live or stored; the
+        clients attached to it are told. Refused when another process holds
+        it. Returns the title as kept."""
+        title = " ".join(title.split())
+        if not title:
+            raise RpcError(INVALID_PARAMS, "title must hold some text")
+        if len(title) > MAX_TITLE:
+            raise RpcError(
+                INVALID_PARAMS, f"title is at most {MAX_TITLE} characters, this one has {len(title)}"
+            )
+        async with self._lock:
+            if (session := self.sessions.get(session_id)) is not None:
+                await session.agent.rename(title)
+                session.announce_title(title)
+            else:
+                await self._rename_stored(session_id, title)
+                self._titles[session_id] = title
+        return title
+
+    async def _rename_stored(self, session_id: str, title: str) -> None:
+        store = self.runtime.store
+        try:
+            await store.claim_session(session_id)
+        except SessionHeld as exc:
+            raise RpcError(SESSION_HELD, str(exc), {"sessionId": session_id}) from None
+        try:
+            await store.load_session(session_id)  # it must exist
+            await store.append(session_id, [SessionRenamed(title)])
+            await store.sync(session_id)
+        except SessionNotFound:
+            raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
+        finally:
+            with trio.CancelScope(shield=True):
+                await store.release_session(session_id)
 
     async def _start(self, session_id: str, cwd: Path, spec: AgentSpec, servers: list[_Server]) -> Session:
         choices = RememberedChoices(spec.permission)
