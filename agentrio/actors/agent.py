@@ -24,7 +24,7 @@ from ..events import (
 from ..events import Inbox as InboxEvent
 from ..initiator import Initiator, clear_initiator, current_initiator
 from ..journal import Journal
-from ..journal.records import ActorFailed
+from ..journal.records import MAX_TITLE, ActorFailed, SessionRenamed
 from ..journal.repair import repair
 from ..mailbox import (
     TARGETS,
@@ -125,6 +125,11 @@ class _Maintain:
 class _SetGoal:
     text: str
     max_turns: int | None
+
+
+@attrs.frozen
+class _Rename:
+    title: str
 
 
 @attrs.frozen
@@ -491,6 +496,21 @@ class Agent:
             raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
         await self._call(_SetGoal(text, max_turns))
 
+    @property
+    def title(self) -> str | None:
+        """The title the session was last renamed to (None: never renamed)."""
+        return self._state.title
+
+    async def rename(self, title: str) -> None:
+        """Give the session ``title`` (whitespace runs collapsed; at most
+        ``MAX_TITLE`` characters): a ``session_renamed`` record, durable when
+        this returns, at once even while a turn runs."""
+        if not isinstance(title, str) or not (title := " ".join(title.split())):
+            raise ValueError("rename needs the title as non-empty text")
+        if len(title) > MAX_TITLE:
+            raise ValueError(f"a title is at most {MAX_TITLE} characters, this one has {len(title)}")
+        await self._call(_Rename(title))
+
     async def resume(self, *, continue_turn: bool = False) -> None:
         """Start the pending input of a restored session (a restored agent
         waits for this, or for new input, before it runs). With
@@ -679,6 +699,9 @@ class Agent:
                 self._continue = self._continue or continue_turn
                 if self.inbox or self._continue:
                     self._wake()
+            case _Rename(title=title):
+                await self._journal.append(SessionRenamed(title))
+                await self._journal.sync()
             case _SetGoal(text=text, max_turns=max_turns):
                 await set_goal(self._ports(), text, max_turns)
                 await self._journal.sync()

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 from ..journal import SessionInfo, SessionState
-from ..journal.records import Compacted, MessageAppended, Record, TurnEnded, TurnStarted
+from ..journal.records import Compacted, MessageAppended, Record, SessionRenamed, TurnEnded, TurnStarted
 from ..messages import (
     AssistantMessage,
     Document,
@@ -76,13 +76,19 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
 
 
 def title(records: Iterable[Record], limit: int = 50) -> str:
-    """What a session is about: the first line of its first prompt ("" before there is one)."""
+    """What a session is about: the title it was last renamed to, else the
+    first line of its first prompt ("" before there is one)."""
+    first = renamed = None
     for record in records:
-        if isinstance(record, MessageAppended) and isinstance(record.message, UserMessage):
+        if isinstance(record, SessionRenamed):
+            renamed = record.title
+        elif (
+            first is None and isinstance(record, MessageAppended) and isinstance(record.message, UserMessage)
+        ):
             lines = [line for line in record.message.text.splitlines() if line.strip()]
-            text = " ".join(lines[0].split()) if lines else ""
-            return text if len(text) <= limit else text[: limit - 1] + "…"
-    return ""
+            first = " ".join(lines[0].split()) if lines else ""
+    text = renamed if renamed is not None else first or ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _message(message: Message, full: bool, number: str) -> Iterator[str]:

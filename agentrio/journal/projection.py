@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from ..mailbox.items import QueuedInput, Target
 from ..messages import (
     AssistantMessage,
     Message,
@@ -15,7 +16,6 @@ from ..messages import (
     UserMessage,
     unanswered_calls,
 )
-from ..mailbox.items import QueuedInput, Target
 from .records import (
     ActorFailed,
     Compacted,
@@ -26,6 +26,7 @@ from .records import (
     Record,
     RequestFailed,
     RolledBack,
+    SessionRenamed,
     StateEntered,
     StepEnded,
     StepStarted,
@@ -86,6 +87,8 @@ class SessionState:
     #: The system prompt journaled last (None: none yet), and its digest.
     system_prompt: str | None = None
     system_prompt_digest: str | None = None
+    #: The title the session was last renamed to (None: never renamed).
+    title: str | None = None
     #: Ids pending in either queue, derived from them (rebuilt when None, as
     #: after decoding a snapshot), so a splice checks uniqueness in O(items).
     _pending_ids: set[str] | None = attrs.field(default=None, init=False, repr=False, eq=False)
@@ -189,6 +192,8 @@ class SessionState:
                 self.usage = self.usage + usage
             case ActorFailed() | RequestFailed():
                 pass
+            case SessionRenamed(title=title):
+                self.title = title
             case SystemPromptSet(prompt=prompt, digest=digest):
                 self.system_prompt, self.system_prompt_digest = prompt, digest
             case RolledBack(first=first):

@@ -15,6 +15,7 @@ import attrs
 from ..mailbox.items import InboxSpliced
 from ..messages import Message, ToolResultMessage, Usage, UserMessage, register_tagged_union
 
+
 @attrs.frozen
 class TurnStarted:
     turn: int
@@ -174,6 +175,20 @@ class SystemPromptSet:
     type: ClassVar[str] = "system_prompt_set"
 
 
+#: The longest title a session may be given.
+MAX_TITLE = 200
+
+
+@attrs.frozen
+class SessionRenamed:
+    """The session's title, as someone chose it: the last one counts (a
+    session never renamed is known by its first prompt)."""
+
+    title: str
+
+    type: ClassVar[str] = "session_renamed"
+
+
 def prompt_digest(prompt: str) -> str:
     """A short hash naming a system prompt."""
     return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -196,6 +211,7 @@ Record = (
     | GoalSet
     | GoalEnded
     | RequestFailed
+    | SessionRenamed
 )
 
 register_tagged_union(Record, "type")

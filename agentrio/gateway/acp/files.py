@@ -53,8 +53,9 @@ class ClientFiles:
         return content
 
     async def write(self, peer: Peer, path: Path, content: str) -> None:
-        await peer.request("fs/write_text_file", {"sessionId": self.session_id, "path": str(path),
-                                                  "content": content})
+        await peer.request(
+            "fs/write_text_file", {"sessionId": self.session_id, "path": str(path), "content": content}
+        )
 
 
 def through_client(tool: Tool, files: ClientFiles, cwd: Path) -> Tool:
@@ -91,7 +92,9 @@ async def _read(files: ClientFiles, peer: Peer, workspace: Workspace, args: dict
         if size >= MAX_CHARS:
             break
         if len(line) > MAX_LINE_CHARS:
-            line = f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS:,} more characters on this line]"
+            line = (
+                f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS:,} more characters on this line]"
+            )
         shown_lines.append(f"{number:>6}\t{line}")
         size += len(shown_lines[-1]) + 1
     if len(shown_lines) < len(lines):

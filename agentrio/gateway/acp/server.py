@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError, Transport
-from .sessions import SESSION_HELD, Session, SessionHub, prompt_text
+from .sessions import SESSION_HELD, Session, SessionHub, prompt_content
 
 PROTOCOL_VERSION = 1
 
@@ -55,6 +55,7 @@ class AcpConnection:
             "_agentrio/steer": self.steer,
             "_agentrio/followup": self.followup,
             "_agentrio/session/delete": self.delete_session,
+            "_agentrio/session/rename": self.rename_session,
         }
 
     async def run(self) -> None:
@@ -95,7 +96,7 @@ class AcpConnection:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
                 "sessionCapabilities": {"list": {}},
             },
@@ -140,12 +141,16 @@ class AcpConnection:
             session.detach(self.peer)
         return {}
 
+    async def rename_session(self, params: Any) -> dict[str, Any]:
+        title = await self.hub.rename(_param(params, "sessionId", str), _param(params, "title", str))
+        return {"title": title}
+
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         return {"sessions": await self.hub.listing()}
 
     async def prompt(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
-        text = prompt_text(params.get("prompt"))
+        text = prompt_content(params.get("prompt"))
         return {"stopReason": await session.prompt(text, self.peer)}
 
     async def cancel(self, params: Any) -> None:
@@ -153,8 +158,8 @@ class AcpConnection:
 
     async def steer(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
-        return {"inputId": await session.steer(prompt_text(params.get("prompt")), self.peer)}
+        return {"inputId": await session.steer(prompt_content(params.get("prompt")), self.peer)}
 
     async def followup(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
-        return {"inputId": await session.followup(prompt_text(params.get("prompt")), self.peer)}
+        return {"inputId": await session.followup(prompt_content(params.get("prompt")), self.peer)}

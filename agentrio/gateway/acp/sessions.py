@@ -9,6 +9,7 @@ slows the agent or another client.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import logging
 import shlex
@@ -24,9 +25,10 @@ import trio
 
 from ... import events as ev
 from ...actors import Agent, AgentScope, AgentSpec, Subscription
-from ...journal import SessionHeld, SessionNotFound
+from ...journal import JournalCorrupt, SessionHeld, SessionNotFound, StoreCorrupt
+from ...journal.records import MAX_TITLE, SessionRenamed
 from ...mailbox import QueuedInput
-from ...messages import ToolCall, UserMessage
+from ...messages import Image, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.permissions import decide
@@ -34,7 +36,7 @@ from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 from .outbox import encode
-from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, text_block
+from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, user_updates
 
 log = logging.getLogger("agentrio.gateway")
 
@@ -48,6 +50,9 @@ REFUSED = -32012
 #: Prompts one session holds at once (running or waiting for their turn);
 #: one more is refused with ``BUSY``.
 MAX_PROMPTS = 16
+
+#: What a prompt gives its user message: text, or text and images.
+Content = str | list[Text | Image]
 
 PERMISSION_OPTIONS = [
     {"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
@@ -191,6 +196,10 @@ class Session:
             if peer is not skip:
                 peer.send(message, encoded)
 
+    def announce_title(self, title: str) -> None:
+        """Tell every attached client the session's new title."""
+        self._broadcast({"sessionUpdate": "session_info_update", "title": title})
+
     def _status_update(self) -> dict[str, Any]:
         """The session's status, and the prompts waiting for a turn (after a
         restart too: they are in the journal)."""
@@ -209,7 +218,7 @@ class Session:
 
     # -- input ------------------------------------------------------------------
 
-    async def prompt(self, text: str, origin: Peer | None) -> str:
+    async def prompt(self, text: Content, origin: Peer | None) -> str:
         """Run ``text`` as a follow-up; the ACP stop reason of the run that
         handled it. An error stop is raised as ``RpcError``."""
         if len(self._prompts) >= MAX_PROMPTS:
@@ -235,13 +244,13 @@ class Session:
             )
         return stop
 
-    async def steer(self, text: str, origin: Peer | None) -> str:
+    async def steer(self, text: Content, origin: Peer | None) -> str:
         return (await self.agent.steer(self._queued(text, origin))).id
 
-    async def followup(self, text: str, origin: Peer | None) -> str:
+    async def followup(self, text: Content, origin: Peer | None) -> str:
         return (await self.agent.followup(self._queued(text, origin))).id
 
-    def _queued(self, text: str, origin: Peer | None) -> QueuedInput:
+    def _queued(self, text: Content, origin: Peer | None) -> QueuedInput:
         queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(text))
         self._origins[queued.id] = origin
         return queued
@@ -317,8 +326,8 @@ class Session:
             prompt = self._prompts.get(item.id)
             if claimed:
                 # The input becomes part of the transcript: show it to the other clients.
-                update = {"sessionUpdate": "user_message_chunk", "content": text_block(item.message.text)}
-                self._broadcast(update, skip=origin)
+                for update in user_updates(item.message):
+                    self._broadcast(update, skip=origin)
                 if prompt is not None:
                     self._claimed.append(prompt)
             elif prompt is not None:
@@ -371,11 +380,14 @@ class Session:
             pass  # settled meanwhile (a cancel, another client)
 
 
-def prompt_text(prompt: Any) -> str:
-    """The text of an ACP prompt: its text blocks and embedded text resources."""
+def prompt_content(prompt: Any) -> str | list[Text | Image]:
+    """The content of an ACP prompt's user message: its text blocks and
+    embedded text resources, joined, then its images (checked as ``Image``
+    checks them; one that is not a valid image is refused)."""
     if not isinstance(prompt, list):
         raise RpcError(INVALID_PARAMS, "prompt must be a list of content blocks")
-    parts = []
+    parts: list[str] = []
+    images: list[Text | Image] = []
     for block in prompt:
         if not isinstance(block, dict):
             raise RpcError(INVALID_PARAMS, "a content block is an object")
@@ -386,11 +398,31 @@ def prompt_text(prompt: Any) -> str:
                 parts.append(f"<file uri={resource.get('uri', '')!r}>\n{resource['text']}\n</file>")
         elif block.get("type") == "resource_link" and isinstance(block.get("uri"), str):
             parts.append(f"[{block.get('name') or block['uri']}]({block['uri']})")
+        elif block.get("type") == "image":
+            images.append(_image(block))
         else:
             raise RpcError(INVALID_PARAMS, f"unsupported content block type {block.get('type')!r}")
-    if not parts:
-        raise RpcError(INVALID_PARAMS, "the prompt has no text")
-    return "\n\n".join(parts)
+    if not parts and not images:
+        raise RpcError(INVALID_PARAMS, "the prompt has no text and no image")
+    text = "\n\n".join(parts)
+    if not images:
+        return text
+    return [Text(text), *images] if text else images
+
+
+def _image(block: dict[str, Any]) -> Image:
+    """An ACP ``image`` block (base64 ``data``, ``mimeType``) as an ``Image``."""
+    data, media_type = block.get("data"), block.get("mimeType")
+    if not isinstance(data, str) or not isinstance(media_type, str):
+        raise RpcError(INVALID_PARAMS, "an image block needs its base64 data and its mimeType as strings")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        raise RpcError(INVALID_PARAMS, "an image block's data is not base64") from None
+    try:
+        return Image(raw, media_type)
+    except (TypeError, ValueError) as exc:
+        raise RpcError(INVALID_PARAMS, f"the image is refused: {exc}") from None
 
 
 class SessionHub:
@@ -422,6 +454,8 @@ class SessionHub:
         self._spec_for = spec_for
         self.nursery = nursery
         self.sessions: dict[str, Session] = {}
+        #: The titles of stored sessions listed so far, read once each.
+        self._titles: dict[str, str | None] = {}
         self._lock = trio.Lock()
 
     async def new(
@@ -549,10 +583,62 @@ class SessionHub:
                 "updatedAt": _iso(summary.updated_at),
                 "_meta": {"agentrio": meta},
             }
-            if live is not None and (title := _title(live.agent.messages)):
+            if live is not None:
+                title = live.agent.title or _title(live.agent.messages)
+            else:
+                title = await self._stored_title(session_id)
+            if title:
                 info["title"] = title
             listed.append(info)
         return listed
+
+    async def _stored_title(self, session_id: str) -> str | None:
+        """A stored session's title, read from its journal the first time it
+        is listed (renames through this hub keep it current)."""
+        if session_id not in self._titles:
+            try:
+                state = (await self.runtime.store.load_state(session_id)).state
+            except (SessionNotFound, StoreCorrupt, JournalCorrupt):
+                return None
+            self._titles[session_id] = state.title or _title(tuple(state.messages))
+        return self._titles[session_id]
+
+    async def rename(self, session_id: str, title: str) -> str:
+        """Give ``session_id`` the title ``title`` (whitespace collapsed), as a
+        ``session_renamed`` record in its journal, live or stored; the
+        clients attached to it are told. Refused when another process holds
+        it. Returns the title as kept."""
+        title = " ".join(title.split())
+        if not title:
+            raise RpcError(INVALID_PARAMS, "title must hold some text")
+        if len(title) > MAX_TITLE:
+            raise RpcError(
+                INVALID_PARAMS, f"title is at most {MAX_TITLE} characters, this one has {len(title)}"
+            )
+        async with self._lock:
+            if (session := self.sessions.get(session_id)) is not None:
+                await session.agent.rename(title)
+                session.announce_title(title)
+            else:
+                await self._rename_stored(session_id, title)
+                self._titles[session_id] = title
+        return title
+
+    async def _rename_stored(self, session_id: str, title: str) -> None:
+        store = self.runtime.store
+        try:
+            await store.claim_session(session_id)
+        except SessionHeld as exc:
+            raise RpcError(SESSION_HELD, str(exc), {"sessionId": session_id}) from None
+        try:
+            await store.load_session(session_id)  # it must exist
+            await store.append(session_id, [SessionRenamed(title)])
+            await store.sync(session_id)
+        except SessionNotFound:
+            raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
+        finally:
+            with trio.CancelScope(shield=True):
+                await store.release_session(session_id)
 
     async def _start(self, session_id: str, cwd: Path, spec: AgentSpec, servers: list[_Server]) -> Session:
         choices = RememberedChoices(spec.permission)

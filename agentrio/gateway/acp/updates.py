@@ -10,6 +10,7 @@ never collide with the parent's.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 from collections.abc import Iterator
@@ -17,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ... import events as ev
-from ...messages import AssistantMessage, Message, Text, Thinking, ToolCall, ToolResultMessage, UserMessage
+from ...messages import (
+    AssistantMessage,
+    Image,
+    Message,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from ...models import events as stream
 
 #: ACP's tool kinds, by built-in tool name; anything else is ``other``.
@@ -48,6 +58,22 @@ MAX_PROGRESS_CHARS = 16_000
 
 def text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def user_updates(message: UserMessage) -> Iterator[dict[str, Any]]:
+    """A user message as ``user_message_chunk`` updates: its text, then each
+    image as an ACP image block (a document is shown by its text only)."""
+    if text := message.text:
+        yield {"sessionUpdate": "user_message_chunk", "content": text_block(text)}
+    if not isinstance(message.content, str):
+        for part in message.content:
+            if isinstance(part, Image):
+                block = {
+                    "type": "image",
+                    "data": base64.b64encode(part.data).decode(),
+                    "mimeType": part.media_type,
+                }
+                yield {"sessionUpdate": "user_message_chunk", "content": block}
 
 
 def _content(text: str) -> dict[str, Any]:
@@ -273,8 +299,7 @@ def history_updates(
     calls: dict[str, ToolCall] = {}
     for message in messages:
         if isinstance(message, UserMessage):
-            if text := message.text:
-                yield {"sessionUpdate": "user_message_chunk", "content": text_block(text)}
+            yield from user_updates(message)
         elif isinstance(message, AssistantMessage):
             for part in message.content:
                 if isinstance(part, Thinking) and part.text:

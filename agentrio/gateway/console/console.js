@@ -143,16 +143,49 @@ async function refreshSessions() {
         el("div", { class: "sid", text: s.title || s.sessionId, title: s.sessionId }),
         el("div", { class: "when", text: `${new Date(s.updatedAt).toLocaleString()} · ${meta.messages ?? 0} msgs` })),
       el("span", { class: `pill ${meta.status === "running" ? "running" : ""}`, text: meta.status || "" }),
+      el("button", { type: "button", class: "rename", title: "Rename this session", text: "✎",
+                     onclick: (event) => { event.stopPropagation(); startRename(item, s); } }),
       el("button", { type: "button", class: "delete", title: "Delete this session (click twice)", text: "×",
                      onclick: (event) => { event.stopPropagation(); deleteSession(s.sessionId, event.target); } }));
     showDeleteButton(item.querySelector(".delete"), s.sessionId);
     if (s.sessionId === state.sessionId) {
       item.classList.add("current");
+      $("session-title").textContent = s.title || "Session";
       item.querySelector(".pill").textContent = state.status;  // one status: the session's own updates
       item.querySelector(".pill").className = `pill ${state.status}`;
     }
     list.append(item);
   }
+}
+
+// Renaming edits the title in place: Enter (or leaving the field) keeps it, Escape does not.
+function startRename(item, s) {
+  const shown = item.querySelector(".sid");
+  const input = el("input", { class: "rename-title", value: s.title || "", maxlength: "200", "aria-label": "New title" });
+  let done = false;
+  const finish = async (save) => {
+    if (done) return;
+    done = true;
+    const title = input.value.trim();
+    input.replaceWith(shown);
+    if (!save || !title || title === s.title) return;
+    try {
+      await rpc.call("_agentrio/session/rename", { sessionId: s.sessionId, title });
+    } catch (error) {
+      showError(error);
+    }
+    await refreshSessions();
+  };
+  input.addEventListener("click", (event) => event.stopPropagation());
+  input.addEventListener("keydown", (event) => {
+    event.stopPropagation();
+    if (event.key === "Enter") finish(true);
+    else if (event.key === "Escape") finish(false);
+  });
+  input.addEventListener("blur", () => finish(true));
+  shown.replaceWith(input);
+  input.focus();
+  input.select();
 }
 
 // The first click asks (for 4 s, across redraws of the list), the second deletes: no dialog to miss.
@@ -225,6 +258,13 @@ async function openSession(sessionId) {
     updateButtons();
   }
   await refreshSessions();
+}
+
+// A rename, from this console or another client: the header and the list say it.
+function showTitle(title) {
+  $("session-title").textContent = title;
+  const item = document.querySelector(`#sessions li[data-session="${CSS.escape(state.sessionId)}"] .sid`);
+  if (item) item.textContent = title;
 }
 
 function showSession() {
@@ -314,6 +354,23 @@ function appendText(kind, text, meta) {
     (kind === "thought" ? block.querySelector("span") : block).textContent += text;
   }
   state.lastBlock = kind === "user" ? null : block;
+  scrollDown();
+}
+
+// A prompt's image, in the user message it came with: only the raster types
+// agentrio accepts, from base64 data, so the data: URL can hold nothing else.
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+function appendImage(content, meta) {
+  if (!IMAGE_TYPES.has(content.mimeType) || !/^[A-Za-z0-9+/]*={0,2}$/.test(content.data || "")) return;
+  const parent = containerFor(meta);
+  let block = parent.lastElementChild;
+  if (!block || block.dataset.kind !== "user") {
+    block = el("div", { class: "message user" });
+    block.dataset.kind = "user";
+    parent.append(block);
+  }
+  block.append(el("img", { class: "prompt-image", alt: "image", src: `data:${content.mimeType};base64,${content.data}` }));
+  state.lastBlock = null;
   scrollDown();
 }
 
@@ -487,12 +544,16 @@ function onNotification(method, params) {
   if (method !== "session/update" || params.sessionId !== state.sessionId) return;
   const update = params.update;
   switch (update.sessionUpdate) {
-    case "user_message_chunk": appendText("user", update.content.text || "", update._meta); break;
+    case "user_message_chunk":
+      if (update.content.type === "image") appendImage(update.content, update._meta);
+      else appendText("user", update.content.text || "", update._meta);
+      break;
     case "agent_message_chunk": appendText("agent", update.content.text || "", update._meta); break;
     case "agent_thought_chunk": appendText("thought", update.content.text || "", update._meta); break;
     case "tool_call":
     case "tool_call_update": toolCall(update); break;
     case "session_info_update": {
+      if (update.title) showTitle(update.title);
       const info = update._meta && update._meta.agentrio;
       if (info && info.status) setStatus(info.status);
       if (info) showUsage(info.usage);
