@@ -29,7 +29,7 @@ from ..messages import converter
 from .errors import USAGE, CommandError
 from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
-from .transcript import timestamp, title, transcript
+from .transcript import spent, timestamp, title, transcript
 
 DB_VARIABLE = "AGENTRIO_DB"
 
@@ -149,16 +149,24 @@ def _read_only_hint(db: str) -> str:
     )
 
 
-async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:
-    """Each session's title (``transcript.title``), read from its journal."""
-    found = {}
+async def headlines(store: SQLiteStore, nodes: list[Node]) -> dict[str, tuple[str, float | None]]:
+    """Each session's title (``transcript.title``) and what it cost
+    (``transcript.spent``), from one read of its journal."""
+    found: dict[str, tuple[str, float | None]] = {}
     for node in nodes:
         session_id = node.summary.info.session_id
         try:
-            found[session_id] = title((await store.load_session(session_id))[1])
+            records = (await store.load_session(session_id))[1]
         except SessionNotFound:  # deleted meanwhile
-            found[session_id] = ""
+            found[session_id] = ("", None)
+        else:
+            found[session_id] = (title(records), spent(records))
     return found
+
+
+async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:
+    """Each session's title (``transcript.title``), read from its journal."""
+    return {session_id: named for session_id, (named, _) in (await headlines(store, nodes)).items()}
 
 
 async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
@@ -166,12 +174,12 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
     if not nodes:
         print(f"no sessions in {args.db}", file=sys.stderr)
         return
-    named = await titles(store, nodes)
+    named = await headlines(store, nodes)
     if args.json:
         for node in nodes:
             print(json.dumps(_as_json(node, named), ensure_ascii=False))
         return
-    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT", "TITLE")]
+    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT", "COST", "TITLE")]
     for node in nodes:
         info = node.summary.info
         rows.append(
@@ -184,7 +192,8 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
                 str(len(node.children)),
                 str(len(node.forks)),
                 node.relation,
-                named[info.session_id] or "-",
+                "-" if (cost := named[info.session_id][1]) is None else f"${cost:.4f}",
+                named[info.session_id][0] or "-",
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -192,10 +201,12 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
-def _as_json(node: Node, named: dict[str, str]) -> dict[str, object]:
+def _as_json(node: Node, named: dict[str, tuple[str, float | None]]) -> dict[str, object]:
+    title, cost = named[node.summary.info.session_id]
     return {
         **converter.unstructure(node.summary.info, SessionInfo),
-        "title": named[node.summary.info.session_id],
+        "title": title,
+        "cost": cost,
         "messages": node.summary.messages,
         "updated_at": node.summary.updated_at,
         "children": list(node.children),

@@ -75,6 +75,18 @@ def transcript(info: SessionInfo, records: Iterable[Record], *, full: bool = Fal
     )
 
 
+def spent(records: Iterable[Record]) -> float | None:
+    """What a session's model requests cost in US dollars (its answers and
+    its compactions' summaries); None while any of them has no known price."""
+    usage = Usage()
+    for record in records:
+        if isinstance(record, MessageAppended) and isinstance(record.message, AssistantMessage):
+            usage += record.message.usage
+        elif isinstance(record, Compacted):
+            usage += record.usage
+    return usage.cost
+
+
 def title(records: Iterable[Record], limit: int = 50) -> str:
     """What a session is about: the title it was last renamed to, else the
     first line of its first prompt ("" before there is one)."""

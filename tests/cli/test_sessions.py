@@ -53,16 +53,17 @@ async def test_list_draws_child_agents_and_forks_under_their_session(cli):
         "CHILDREN",
         "FORKS",
         "PARENT",
+        "COST",
         "TITLE",
     ]
-    # id, agent, created, messages, last activity, children, forks, parent, title
+    # id, agent, created, messages, last activity, children, forks, parent, cost, title
     at = r"\S+ \S+"
-    assert re.fullmatch(rf"lead +lead +{at} +4 +{at} +1 +1 +- +Get calc.py reviewed.", lines[1])
+    assert re.fullmatch(rf"lead +lead +{at} +4 +{at} +1 +1 +- +- +Get calc.py reviewed.", lines[1])
     assert re.fullmatch(
-        rf"├─ {child} +reviewer +{at} +2 +{at} +0 +0 +child of lead +Review calc.py", lines[2]
+        rf"├─ {child} +reviewer +{at} +2 +{at} +0 +0 +child of lead +- +Review calc.py", lines[2]
     )
     assert re.fullmatch(
-        rf"└─ retry +lead +{at} +4 +{at} +0 +0 +fork of lead \(4 messages\) +Get calc.py reviewed.", lines[3]
+        rf"└─ retry +lead +{at} +4 +{at} +0 +0 +fork of lead \(4 messages\) +- +Get calc.py reviewed.", lines[3]
     )
     assert len(lines) == 4
 

@@ -41,9 +41,9 @@ async def fill(db):
         [
             AssistantMessage(
                 [ToolCall("c1", "echo", {"text": "line 1\nline 2"}), ToolCall("c2", "fail", {})],
-                usage=Usage(100, 10),
+                usage=Usage(100, 10, cost=0.0015),
             ),
-            say("done", usage=Usage(50, 5)),
+            say("done", usage=Usage(50, 5, cost=0.0005)),
             say("cut short", stop_reason="max_tokens"),
         ]
     )
@@ -70,17 +70,18 @@ def run(capsys, *argv):
     return status, out, err
 
 
-def columns(out: str) -> list[tuple[str, ...]]:
+def columns(out: str, *, cost: bool = False) -> list[tuple[str, ...]]:
     """The lines of a listing cut where the header's columns start (cells
-    are left-aligned under their heading), without the two timestamps and the title."""
+    are left-aligned under their heading), without the two timestamps and the
+    title, and without the cost unless asked for."""
     header, *lines = out.splitlines()
-    names = ["AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT"]
+    names = ["AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT", "COST"]
     starts = [0, *(header.index(name) for name in names), header.index("TITLE")]
     rows = []
     for line in lines:
         cells = (line[a:b].rstrip() for a, b in zip(starts, starts[1:]))
-        id_, agent, _, messages, _, children, forks, parent = cells
-        rows.append((id_, agent, messages, children, forks, parent))
+        id_, agent, _, messages, _, children, forks, parent, cost_ = cells
+        rows.append((id_, agent, messages, children, forks, parent, *([cost_] if cost else [])))
     return rows
 
 
@@ -88,14 +89,16 @@ def test_list_shows_one_line_a_session(db, capsys):
     status, out, _ = run(capsys, "sessions", "list", "--db", str(db))
     assert status == 0
     assert out.splitlines()[0].split() == [
-        "ID", "AGENT", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "CHILDREN", "FORKS", "PARENT", "TITLE"
+        "ID", "AGENT", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "CHILDREN", "FORKS", "PARENT", "COST", "TITLE"
     ]
     # Forks sit under their parent, as a tree.
-    main, fork, crashed = columns(out)
-    assert main == ("main", "a", "7", "0", "1", "-")
+    main, fork, crashed = columns(out, cost=True)
+    # What each session's requests cost: both answers of main (and of the
+    # fork, which holds them); unknown where tokens had no price.
+    assert main == ("main", "a", "7", "0", "1", "-", "$0.0020")
     assert fork[0].startswith("└─ session_")
-    assert fork[1:] == ("a", "5", "0", "0", "fork of main (5 messages)")
-    assert crashed == ("crashed", "-", "2", "0", "0", "-")
+    assert fork[1:] == ("a", "5", "0", "0", "fork of main (5 messages)", "$0.0020")
+    assert crashed == ("crashed", "-", "2", "0", "0", "-", "-")
 
 
 async def fill_family(db):
@@ -223,7 +226,7 @@ TRANSCRIPT = """[N] numbers the messages: agentrio sessions fork main --at N kee
 --- turn 2 ended: max_tokens ---
 
 pending for the next step: for later
-usage: 150 input, 15 output, 0 cache read, 0 cache write tokens
+usage: 150 input, 15 output, 0 cache read, 0 cache write tokens · $0.0020
 """
 
 
