@@ -17,8 +17,7 @@ def config_dir() -> Path:
 
 
 def default_db() -> Path:
-    """The store every command uses unless told otherwise; the same file as
-    ``agentrio.gateway.default_db`` picks when ``$AGENTRIO_DB`` is unset."""
+    """The store every command uses unless told otherwise (``config``)."""
     return data_dir() / "sessions.db"
 
 

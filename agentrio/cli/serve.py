@@ -17,12 +17,13 @@ from pathlib import Path
 import trio
 
 from .._errors import sole_error
-from ..gateway import default_db, open_hub
+from ..gateway import open_hub
 from ..gateway.websocket import MIN_TOKEN, WebSocketOptions, is_loopback, serve_websocket, stored_token
 from ..journal import StoreError
 from .acp import add_gateway_options, factory_and_store
 from .errors import USAGE, CommandError
 from .options import help_text, port_number
+from .paths import data_dir
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CommandError(f"--root {args.root}: not a directory", status=USAGE)
     factory, store, sandbox_line = factory_and_store(args)
-    options = WebSocketOptions(token=args.token or stored_token(default_db().parent))
+    options = WebSocketOptions(token=args.token or stored_token(data_dir()))
 
     async def main() -> None:
         async with open_hub(

@@ -6,7 +6,6 @@ extra)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,16 +18,7 @@ from ..tools.sandbox import Sandbox
 from .acp.sessions import SessionHub, SpecFactory
 from .agents import AgentFactory, SpecError
 
-__all__ = ["AgentFactory", "SessionHub", "SpecError", "default_db", "open_hub"]
-
-
-def default_db() -> Path:
-    """``$AGENTRIO_DB``, else ``sessions.db`` in agentrio's folder of the
-    user's data directory (``$XDG_DATA_HOME``, else ``~/.local/share``)."""
-    if variable := os.environ.get("AGENTRIO_DB"):
-        return Path(variable)
-    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return data / "agentrio" / "sessions.db"
+__all__ = ["AgentFactory", "SessionHub", "SpecError", "open_hub"]
 
 
 @asynccontextmanager
