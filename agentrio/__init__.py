@@ -185,8 +185,18 @@ if TYPE_CHECKING:
         Subscription,
         agent_tool,
     )
+    from .gateway.mcp_serve import serve_mcp
     from .initiator import Initiator, current_initiator, with_initiator, without_initiator
-    from .journal import LeaseLost, MemoryStore, Outcome, RemoteInput, SessionHeld, SQLiteStore, Store, StoreError
+    from .journal import (
+        LeaseLost,
+        MemoryStore,
+        Outcome,
+        RemoteInput,
+        SessionHeld,
+        SQLiteStore,
+        Store,
+        StoreError,
+    )
     from .journal.postgres import PostgresStore
     from .messages import (
         ABORTED_BEFORE_DISPATCH,
@@ -205,7 +215,6 @@ if TYPE_CHECKING:
         project_tool_protocol,
     )
     from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
-    from .gateway.mcp_serve import serve_mcp
     from .supervisors import Runtime, run_sync
     from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
     from .tools.sandbox import Sandbox, SandboxUnavailable

@@ -13,8 +13,8 @@ import attrs
 
 from .mailbox.items import QueuedInput, Target
 from .messages import Message, ToolCall, ToolResultMessage, Usage, register_tagged_union
-from .models.events import StreamEvent
 from .models.errors import ProviderError
+from .models.events import StreamEvent
 
 
 @attrs.frozen(kw_only=True)

@@ -29,7 +29,7 @@ def current_initiator() -> Initiator | None:
     return _initiator.get()
 
 
-class with_initiator:  # noqa: N801 - used like a function: ``with with_initiator(...)``
+class with_initiator:
     """Attribute the work inside the block (and tasks it spawns) to ``initiator``.
 
     A class rather than a generator: every tool call enters one.

@@ -115,13 +115,35 @@ def _events(response_id: str, output: list) -> list:
                     output_index=index,
                     sequence_number=next(seq),
                 ),
-                _of_part(ResponseContentPartAddedEvent, "response.content_part.added", item, index, seq,
-                         part=part.model_copy(update={"text": ""})),
-                _of_part(ResponseTextDeltaEvent, "response.output_text.delta", item, index, seq,
-                         delta=part.text, logprobs=[]),
-                _of_part(ResponseTextDoneEvent, "response.output_text.done", item, index, seq,
-                         text=part.text, logprobs=[]),
-                _of_part(ResponseContentPartDoneEvent, "response.content_part.done", item, index, seq, part=part),
+                _of_part(
+                    ResponseContentPartAddedEvent,
+                    "response.content_part.added",
+                    item,
+                    index,
+                    seq,
+                    part=part.model_copy(update={"text": ""}),
+                ),
+                _of_part(
+                    ResponseTextDeltaEvent,
+                    "response.output_text.delta",
+                    item,
+                    index,
+                    seq,
+                    delta=part.text,
+                    logprobs=[],
+                ),
+                _of_part(
+                    ResponseTextDoneEvent,
+                    "response.output_text.done",
+                    item,
+                    index,
+                    seq,
+                    text=part.text,
+                    logprobs=[],
+                ),
+                _of_part(
+                    ResponseContentPartDoneEvent, "response.content_part.done", item, index, seq, part=part
+                ),
             ]
         events.append(
             ResponseOutputItemDoneEvent(

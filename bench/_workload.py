@@ -23,9 +23,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _measure import allocated, cpu  # noqa: E402
+from _measure import allocated, cpu
 
-from agentrio import (  # noqa: E402
+from agentrio import (
     Agent,
     AgentSpec,
     AssistantMessage,

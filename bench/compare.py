@@ -56,7 +56,10 @@ def main() -> None:
     parser.add_argument("--unsubscribed", action="store_true", help="no subscriber")
     args = parser.parse_args()
     for tree in (args.old, args.new):
-        if not (tree / "agentrio" / "__init__.py").is_file() or not (tree / "bench" / "_workload.py").is_file():
+        if (
+            not (tree / "agentrio" / "__init__.py").is_file()
+            or not (tree / "bench" / "_workload.py").is_file()
+        ):
             parser.error(f"{tree}: not a checkout of agentrio with bench/_workload.py")
     trees = {"old": args.old, "new": args.new}
     figures: dict[str, list[float]] = {"old": [], "new": []}
@@ -65,7 +68,9 @@ def main() -> None:
             print(f"  round {round_ + 1} of {args.rounds}: {which} ({tree})...", file=sys.stderr, flush=True)
             figures[which] += per_turn(tree, args)
     print(f"per turn of a {args.turns}-turn conversation, {'no' if args.unsubscribed else 'one'} subscriber;")
-    print(f"CPU, median [min–max] of {args.rounds * args.conversations} conversations, the trees taking turns")
+    print(
+        f"CPU, median [min–max] of {args.rounds * args.conversations} conversations, the trees taking turns"
+    )
     for which, values in figures.items():
         median, low, high = (f"{v * 1e6:.0f}" for v in (statistics.median(values), min(values), max(values)))
         print(f"  {which} ({trees[which]}): {median} µs [{low}–{high}]")

@@ -40,9 +40,9 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentrio import PostgresStore  # noqa: E402
-from tests.fleet.workers import ready, start_worker  # noqa: E402
-from tests.pgcluster import Cluster  # noqa: E402
+from agentrio import PostgresStore
+from tests.fleet.workers import ready, start_worker
+from tests.pgcluster import Cluster
 
 
 class Workers:

@@ -34,15 +34,17 @@ import trio_websocket
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentrio import AgentSpec, AssistantMessage, MemoryStore, ScriptedModel, Text  # noqa: E402
-from agentrio.gateway import open_hub  # noqa: E402
-from agentrio.gateway.websocket import WebSocketOptions, serve_websocket  # noqa: E402
+from agentrio import AgentSpec, AssistantMessage, MemoryStore, ScriptedModel, Text
+from agentrio.gateway import open_hub
+from agentrio.gateway.websocket import WebSocketOptions, serve_websocket
 
 TOKEN = "bench"
 
 
 async def _call(ws, request_id: int, method: str, params: dict) -> dict:
-    await ws.send_message(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+    await ws.send_message(
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    )
     while True:
         message = json.loads(await ws.get_message())
         if message.get("id") == request_id and "method" not in message:
@@ -58,15 +60,20 @@ async def one_case(text: str, stalled: bool) -> tuple[float, float]:
         url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/acp?token={TOKEN}"
         async with trio_websocket.open_websocket_url(url) as reader:
             await _call(reader, 1, "initialize", {"protocolVersion": 1})
-            session_id = (await _call(reader, 2, "session/new", {"cwd": "", "mcpServers": []}))["result"]["sessionId"]
+            session_id = (await _call(reader, 2, "session/new", {"cwd": "", "mcpServers": []}))["result"][
+                "sessionId"
+            ]
             async with trio_websocket.open_websocket_url(url) as other:
                 if stalled:
                     for request_id, method, params in (
                         (1, "initialize", {"protocolVersion": 1}),
                         (2, "session/load", {"sessionId": session_id, "cwd": "", "mcpServers": []}),
                     ):
-                        await other.send_message(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                                                             "params": params}))
+                        await other.send_message(
+                            json.dumps(
+                                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+                            )
+                        )
                     await trio.sleep(0.1)
                 wall, cpu = time.perf_counter(), time.process_time()
                 prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "talk"}]}
@@ -91,10 +98,12 @@ def main() -> None:
     text = "".join(f"line {i:06d} " + "x" * 988 + "\n" for i in range(lines))
     results: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     for run in range(args.runs):
-        for stalled in ((False, True) if run % 2 == 0 else (True, False)):
+        for stalled in (False, True) if run % 2 == 0 else (True, False):
             results[stalled].append(trio.run(one_case, text, stalled))
-    print(f"{args.megabytes:g} MB streamed to one reader, {args.runs} runs "
-          f"(python bench/gateway_fanout.py --runs {args.runs} --megabytes {args.megabytes:g})")
+    print(
+        f"{args.megabytes:g} MB streamed to one reader, {args.runs} runs "
+        f"(python bench/gateway_fanout.py --runs {args.runs} --megabytes {args.megabytes:g})"
+    )
     for stalled, label in ((False, "alone"), (True, "beside a stalled client")):
         walls = [w for w, _ in results[stalled]]
         cpus = [c for _, c in results[stalled]]

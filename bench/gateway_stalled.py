@@ -72,7 +72,9 @@ async def one_run(clients: int) -> tuple[int, int]:
     )
     workspace = Path(tempfile.mkdtemp())
     async with open_hub(MemoryStore(), lambda cwd: AgentSpec("bench", model, tools=[tool]), workspace) as hub:
-        listeners = await hub.nursery.start(serve_websocket, hub, WebSocketOptions(TOKEN, stall_timeout=3600), "127.0.0.1", 0)
+        listeners = await hub.nursery.start(
+            serve_websocket, hub, WebSocketOptions(TOKEN, stall_timeout=3600), "127.0.0.1", 0
+        )
         url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/acp?token={TOKEN}"
         async with trio_websocket.open_websocket_url(url) as reader, trio.open_nursery() as nursery:
             await _call(reader, 1, "initialize", {"protocolVersion": 1})

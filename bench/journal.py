@@ -49,7 +49,7 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentrio import (  # noqa: E402
+from agentrio import (
     AgentSpec,
     AssistantMessage,
     PostgresStore,
@@ -62,10 +62,9 @@ from agentrio import (  # noqa: E402
     Usage,
     UserMessage,
 )
-from agentrio.journal import Journal, SessionInfo, SessionState, Store  # noqa: E402
-from agentrio.journal.codec import decode_record, encode_record  # noqa: E402
-from agentrio.mailbox import InboxSpliced, QueuedInput  # noqa: E402
-from agentrio.journal.records import (  # noqa: E402
+from agentrio.journal import Journal, SessionInfo, SessionState, Store
+from agentrio.journal.codec import decode_record, encode_record
+from agentrio.journal.records import (
     MessageAppended,
     Record,
     StepEnded,
@@ -74,6 +73,7 @@ from agentrio.journal.records import (  # noqa: E402
     TurnEnded,
     TurnStarted,
 )
+from agentrio.mailbox import InboxSpliced, QueuedInput
 
 CALLS_PER_TURN = 3
 #: Messages a turn adds: the prompt, each call and its result, the answer.
@@ -208,8 +208,7 @@ class Times:
     def show(self, clock: str, scale: float = 1e3, unit: str = "ms") -> str:
         runs = getattr(self, clock)
         return (
-            f"{statistics.median(runs) * scale:7.1f} {unit} "
-            f"({min(runs) * scale:.1f}-{max(runs) * scale:.1f})"
+            f"{statistics.median(runs) * scale:7.1f} {unit} ({min(runs) * scale:.1f}-{max(runs) * scale:.1f})"
         )
 
 
@@ -275,7 +274,9 @@ async def bench_restore(
     results = {}
     for messages, session_id in sizes.items():
         await write_session(store, session_id, messages // MESSAGES_PER_TURN)
-    print(f"restore from {where}: Runtime.create of a stored session (snapshot + records after it), {rounds} runs")
+    print(
+        f"restore from {where}: Runtime.create of a stored session (snapshot + records after it), {rounds} runs"
+    )
     for messages, session_id in sizes.items():
         ours, naive = Times(), Times()
         for _ in range(rounds):
@@ -302,7 +303,9 @@ async def bench_postgres_restore(rounds: int, counts: tuple[int, ...]) -> None:
         dsn = cluster.new_database()
         async with PostgresStore(dsn) as store:
             where = f"PostgreSQL {cluster.server_version().split()[0]} (CPU: this process)"
-            await bench_restore(store, functools.partial(naive_restore_pg, dsn, store.schema), where, rounds, counts)
+            await bench_restore(
+                store, functools.partial(naive_restore_pg, dsn, store.schema), where, rounds, counts
+            )
     finally:
         cluster.stop()
 

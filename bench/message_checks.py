@@ -61,7 +61,9 @@ def main() -> None:
                 times[checked].append(run(args.steps))
     for checked, label in ((True, "checked"), (False, "unchecked")):
         t = times[checked]
-        print(f"{label:9}: median {statistics.median(t):6.1f} us CPU per step, spread {min(t):.1f}-{max(t):.1f} ({args.runs} runs of {args.steps:,} steps)")
+        print(
+            f"{label:9}: median {statistics.median(t):6.1f} us CPU per step, spread {min(t):.1f}-{max(t):.1f} ({args.runs} runs of {args.steps:,} steps)"
+        )
     print(f"checked / unchecked: {statistics.median(times[True]) / statistics.median(times[False]):.2f}x")
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentrio.models.partial_json import PartialJSON, parse_partial_json  # noqa: E402
+from agentrio.models.partial_json import PartialJSON, parse_partial_json
 
 DOC = json.dumps(
     {"result": [{"name": f"city {i}", "population": i * 1000, "tags": ["a", "b"]} for i in range(200)]}

@@ -52,7 +52,9 @@ def main() -> None:
     for name, body in [("one long line", long_line), ("short events", events)]:
         times = cpu(body, args.chunk, args.runs)
         results[name] = statistics.median(times)
-        print(f"{name:14}: median {results[name]:.3f} s CPU, spread {min(times):.3f}-{max(times):.3f} s ({args.runs} runs, {args.mib} MiB in {args.chunk}-byte reads)")
+        print(
+            f"{name:14}: median {results[name]:.3f} s CPU, spread {min(times):.3f}-{max(times):.3f} s ({args.runs} runs, {args.mib} MiB in {args.chunk}-byte reads)"
+        )
     print(f"long line / short events: {results['one long line'] / results['short events']:.2f}x")
 
 

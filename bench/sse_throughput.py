@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentrio.models.anthropic_stream import AnthropicStreamMapper  # noqa: E402
-from agentrio.models.openai_chat_stream import ChatStreamMapper  # noqa: E402
-from agentrio.models.openai_responses_stream import ResponsesStreamMapper  # noqa: E402
-from agentrio.models.sse import SSEDecoder  # noqa: E402
+from agentrio.models.anthropic_stream import AnthropicStreamMapper
+from agentrio.models.openai_chat_stream import ChatStreamMapper
+from agentrio.models.openai_responses_stream import ResponsesStreamMapper
+from agentrio.models.sse import SSEDecoder
 
 CORPUS = ROOT / "tests" / "conformance" / "provider-streams"
 #: The largest complete (error-free) stream of each wire format, and the
@@ -40,7 +40,11 @@ FILES = {
     "anthropic": ["26", "21"],
 }
 DECODE_ONLY = ["11"]
-MAPPERS = {"openai-chat": ChatStreamMapper, "openai-responses": ResponsesStreamMapper, "anthropic": AnthropicStreamMapper}
+MAPPERS = {
+    "openai-chat": ChatStreamMapper,
+    "openai-responses": ResponsesStreamMapper,
+    "anthropic": AnthropicStreamMapper,
+}
 
 
 def load(file: str) -> tuple[str, bytes]:
@@ -115,7 +119,9 @@ def sdk_runners():
     request = httpx2.Request("POST", "http://127.0.0.1:9/stream")
 
     def response(chunks: list[bytes]):
-        return httpx2.Response(200, content=iter(chunks), request=request, headers={"content-type": "text/event-stream"})
+        return httpx2.Response(
+            200, content=iter(chunks), request=request, headers={"content-type": "text/event-stream"}
+        )
 
     def decoder(module) -> Callable[[list[bytes]], int]:
         return lambda chunks: sum(1 for _ in module.SSEDecoder().iter_bytes(iter(chunks)))
@@ -130,7 +136,9 @@ def sdk_runners():
     def anthropic_parse(provider: str, chunks: list[bytes]) -> int | None:
         if provider != "anthropic":
             return None
-        stream = anthropic._streaming.Stream(cast_to=RawMessageStreamEvent, response=response(chunks), client=anthropic_client)
+        stream = anthropic._streaming.Stream(
+            cast_to=RawMessageStreamEvent, response=response(chunks), client=anthropic_client
+        )
         return sum(1 for _ in stream)
 
     return [

@@ -68,7 +68,9 @@ def main() -> None:
     modes = args.modes.split(",")
     if unknown := set(modes) - set(MODES):
         parser.error(f"unknown modes: {', '.join(sorted(unknown))}")
-    header(f"Tracing: CPU per turn of a {turns:,}-turn conversation, {CALLS} parallel calls a turn", args.runs)
+    header(
+        f"Tracing: CPU per turn of a {turns:,}-turn conversation, {CALLS} parallel calls a turn", args.runs
+    )
     figures = {mode: repeat(per_turn, mode, turns, runs=args.runs)["per turn"] for mode in modes}
     base = figures[modes[0]]
     for mode, spread in figures.items():

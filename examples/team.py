@@ -15,7 +15,17 @@ import sys
 
 import trio
 
-from agentrio import AgentSpec, AssistantMessage, Runtime, ScriptedModel, Text, ToolCall, Usage, agent_tool, tool
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Runtime,
+    ScriptedModel,
+    Text,
+    ToolCall,
+    Usage,
+    agent_tool,
+    tool,
+)
 from agentrio.cli.render import EventPrinter
 
 STEERING = "Focus on the error messages, please."
@@ -47,7 +57,9 @@ def reviewer_sees_steering(request):
 
 REVIEWER = AgentSpec(
     "reviewer",
-    ScriptedModel([reply("Reading the parser.", ("r1", "inspect", {"path": "parser.py"})), reviewer_sees_steering]),
+    ScriptedModel(
+        [reply("Reading the parser.", ("r1", "inspect", {"path": "parser.py"})), reviewer_sees_steering]
+    ),
     tools=[inspect],
 )
 TESTER = AgentSpec(

@@ -21,12 +21,18 @@ _ids = st.sampled_from([f"call_{i}" for i in range(6)])
 _json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
 _arguments = st.dictionaries(
     st.text(max_size=6),
-    st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=6),
+    st.recursive(
+        _json_scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=6,
+    ),
     max_size=4,
 )
 
 texts = st.builds(Text, _text)
-thinkings = st.builds(Thinking, _text, signature=st.none() | _text, redacted=st.booleans(), id=st.none() | _text)
+thinkings = st.builds(
+    Thinking, _text, signature=st.none() | _text, redacted=st.booleans(), id=st.none() | _text
+)
 tool_calls = st.builds(ToolCall, _ids, st.sampled_from(["read", "write", "bash"]), _arguments)
 usages = st.builds(
     Usage,

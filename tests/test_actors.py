@@ -9,6 +9,7 @@ import tracemalloc
 
 import pytest
 import trio
+import trio.lowlevel
 
 from agentrio import (
     AgentDisposed,
@@ -157,7 +158,7 @@ async def test_many_steers_against_a_busy_agent_keep_memory_bounded_and_lose_not
         async with trio.open_nursery() as nursery:
             results = start_run(nursery, agent, "go")
             while agent.running_tools == ():
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             most_waiting = 0
             tracemalloc.start()
             baseline = tracemalloc.get_traced_memory()[0]
@@ -257,10 +258,10 @@ async def test_on_crash_restores_the_agent_from_its_journal_and_finishes_pending
         async with record(agent) as rec, trio.open_nursery() as nursery:
             first = start_run(nursery, agent, "first")
             while not calls_seen:
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             second = start_run(nursery, agent, "second")
             while not agent.inbox.next_turn:
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             second_queued.set()
         records = (await rt.store.load_session(agent.session_id))[1]
     assert calls_seen == ["first", "second"]
@@ -293,7 +294,7 @@ async def test_past_its_restart_intensity_the_agent_stops_for_good_and_alone():
         async with record(agent) as rec, trio.open_nursery() as nursery:
             runs = [start_run(nursery, agent, f"p{i}") for i in range(4)]
             while len(agent.inbox.next_turn) < 3:
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             all_queued.set()
         assert [e.restarted for e in rec.of("agent_failed")] == [True, True, False]
         assert rec.of("agent_failed")[-1].escalated
@@ -390,12 +391,16 @@ async def test_wait_idle_returns_only_when_a_process_that_ignores_sigterm_is_dea
     pid_file = tmp_path / "pid"
 
     async def stubborn(args, ctx):
-        await ctx.run_process(f"trap '' TERM; echo $$ > {pid_file}; while true; do sleep 0.05; done", grace=0.5)
+        await ctx.run_process(
+            f"trap '' TERM; echo $$ > {pid_file}; while true; do sleep 0.05; done", grace=0.5
+        )
         return "never"
 
     model = ScriptedModel([calls(("stubborn", {})), say("after")])
     async with Runtime() as rt:
-        agent = await rt.create(AgentSpec("a", model, tools=[Tool("stubborn", "", {"type": "object"}, stubborn)]))
+        agent = await rt.create(
+            AgentSpec("a", model, tools=[Tool("stubborn", "", {"type": "object"}, stubborn)])
+        )
         async with trio.open_nursery() as nursery:
             start_run(nursery, agent, "go")
             while not pid_file.exists() or not pid_file.read_text().strip():
@@ -425,15 +430,21 @@ async def test_a_result_first_in_model_order_is_committed_before_later_calls_fin
         return "slow"
 
     tools = [Tool("fast", "", {"type": "object"}, fast), Tool("slow", "", {"type": "object"}, slow)]
-    agent = await rt.create(AgentSpec("a", ScriptedModel([calls(("fast", {}), ("slow", {})), say("end")]), tools=tools))
+    agent = await rt.create(
+        AgentSpec("a", ScriptedModel([calls(("fast", {}), ("slow", {})), say("end")]), tools=tools)
+    )
     async with record(agent) as rec, trio.open_nursery() as nursery:
         start_run(nursery, agent, "go")
         while not rec.of("tool_execution_end"):
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         order.append("fast committed")
         # Durable too: the store already holds it as a message.
         records = (await rt.store.load_session(agent.session_id))[1]
-        assert [r.message.tool_name for r in records if isinstance(r, MessageAppended) and r.message.role == "tool_result"] == ["fast"]
+        assert [
+            r.message.tool_name
+            for r in records
+            if isinstance(r, MessageAppended) and r.message.role == "tool_result"
+        ] == ["fast"]
         release.set()
     assert order == ["fast committed", "slow finished"]
     assert [e.tool_name for e in rec.of("tool_execution_end")] == ["fast", "slow"]
@@ -443,7 +454,9 @@ async def test_a_result_first_in_model_order_is_committed_before_later_calls_fin
 
 
 def test_a_spec_with_a_dict_for_limits_names_the_field():
-    with pytest.raises(TypeError, match=r"AgentSpec.limits: expected a Limits — write Limits\(max_turns=...\)"):
+    with pytest.raises(
+        TypeError, match=r"AgentSpec.limits: expected a Limits — write Limits\(max_turns=...\)"
+    ):
         AgentSpec("a", ScriptedModel([]), limits={"max_turns": 3})
 
 
@@ -451,7 +464,10 @@ def test_a_plain_function_as_a_tool_says_to_decorate_it():
     def f(x: int) -> str:
         return str(x)
 
-    with pytest.raises(TypeError, match=r"AgentSpec.tools\[0\]: expected a Tool — decorate the function with @tool — got function 'f'"):
+    with pytest.raises(
+        TypeError,
+        match=r"AgentSpec.tools\[0\]: expected a Tool — decorate the function with @tool — got function 'f'",
+    ):
         AgentSpec("a", ScriptedModel([]), tools=[f])
 
 
@@ -462,7 +478,11 @@ def test_a_plain_function_as_a_tool_says_to_decorate_it():
         ({"max_turns": 0}, ValueError, r"Limits.max_turns: expected a positive int or None, got 0"),
         ({"max_turns": True}, TypeError, r"Limits.max_turns"),
         ({"timeout": "soon"}, TypeError, r"Limits.timeout: expected seconds"),
-        ({"max_parallel_tool_calls": None}, TypeError, r"Limits.max_parallel_tool_calls: expected a positive int"),
+        (
+            {"max_parallel_tool_calls": None},
+            TypeError,
+            r"Limits.max_parallel_tool_calls: expected a positive int",
+        ),
     ],
 )
 def test_limits_name_the_field_the_expected_type_and_the_value(fields, error, message):
@@ -490,9 +510,10 @@ def test_a_spec_names_each_wrong_field(fields, message):
 
 
 def test_hooks_must_be_functions():
-    with pytest.raises(TypeError, match=r"Hooks.pre_step: expected a function, a list of functions or None, got 'x'"):
+    with pytest.raises(
+        TypeError, match=r"Hooks.pre_step: expected a function, a list of functions or None, got 'x'"
+    ):
         Hooks(pre_step="x")
-
 
 
 async def test_a_run_whose_journal_refuses_to_close_it_still_ends_and_says_why():

@@ -2,6 +2,7 @@
 
 import pytest
 import trio
+import trio.lowlevel
 
 from agentrio import AgentSpec, ScriptedModel, ToolResultMessage
 from agentrio.tools.builtin import coding_tools
@@ -14,13 +15,20 @@ from .helpers import calls, echo_tool, say, start_run
 async def _approve_with(rt, decision, reason=None, *, tools=None, model=None):
     """Run one batch whose first call needs approval, answer it, and return
     the agent, its recorder, the approval request and the run's result."""
-    model = model or ScriptedModel([calls(("echo", {"text": "risky"}), ("echo", {"text": "after"})), say("done")])
-    spec = AgentSpec("a", model, tools=tools or [echo_tool()], permission=lambda call, tool: "ask" if call.arguments.get("text") == "risky" else "allow")
+    model = model or ScriptedModel(
+        [calls(("echo", {"text": "risky"}), ("echo", {"text": "after"})), say("done")]
+    )
+    spec = AgentSpec(
+        "a",
+        model,
+        tools=tools or [echo_tool()],
+        permission=lambda call, tool: "ask" if call.arguments.get("text") == "risky" else "allow",
+    )
     agent = await rt.create(spec)
     async with record(agent) as rec, trio.open_nursery() as nursery:
         results = start_run(nursery, agent, "go")
         while not rec.of("approval_request"):
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         request = rec.of("approval_request")[0]
         assert agent.pending_approvals == (request.request_id,)
         await agent.answer(request.request_id, decision, reason)
@@ -53,7 +61,9 @@ async def test_deny_and_stop_ends_the_run_and_runs_nothing_else(rt):
     first, second = _results(agent)
     assert "permission denied by the user, and the run stopped" in first.text
     assert second.is_error and "TOOL_NOT_STARTED" in second.text
-    assert [e.tool_call_id for e in rec.of("tool_execution_start")] == [e.tool_call_id for e in rec.of("tool_execution_end")]
+    assert [e.tool_call_id for e in rec.of("tool_execution_start")] == [
+        e.tool_call_id for e in rec.of("tool_execution_end")
+    ]
     assert not any(e.result.text.startswith("echo") for e in rec.of("tool_execution_end"))
 
 
@@ -79,7 +89,7 @@ async def test_the_approval_request_summarizes_what_the_call_would_do(rt, tmp_pa
         nursery.start_soon(agent.run, "turn debug off")
         for expected in (1, 2):
             while len(rec.of("approval_request")) < expected:
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
             await agent.answer(rec.of("approval_request")[-1].request_id, "approve")
     edit_summary, bash_summary = [e.summary for e in rec.of("approval_request")]
     assert "-DEBUG = True" in edit_summary and "+DEBUG = False" in edit_summary
@@ -103,7 +113,9 @@ async def test_a_policy_may_deny_and_stop_the_run(rt):
     """A call allowed before the refusal has started already (each call starts
     once its own check passes, dsh 7.9); nothing after it starts."""
     policy = rules(allow("echo"), deny("echo", text="rm -rf *", reason="never delete trees", stop=True))
-    model = ScriptedModel([calls(("echo", {"text": "ls"}), ("echo", {"text": "rm -rf /"}), ("echo", {"text": "pwd"}))])
+    model = ScriptedModel(
+        [calls(("echo", {"text": "ls"}), ("echo", {"text": "rm -rf /"}), ("echo", {"text": "pwd"}))]
+    )
     agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], permission=policy))
     async with record(agent) as rec:
         result = await agent.run("go")
@@ -113,7 +125,9 @@ async def test_a_policy_may_deny_and_stop_the_run(rt):
     assert denied.text == "permission denied by policy, and the run stopped: never delete trees"
     assert never.is_error and "TOOL_NOT_STARTED" in never.text
     assert [r.error_code for r in (first, denied, never)] == [None, "PERMISSION_DENIED", "TOOL_NOT_STARTED"]
-    assert [e.result.text for e in rec.of("tool_execution_end") if e.result.text.startswith("echo")] == ["echo: ls"]
+    assert [e.result.text for e in rec.of("tool_execution_end") if e.result.text.startswith("echo")] == [
+        "echo: ls"
+    ]
     assert rec.of("approval_request") == []
 
 

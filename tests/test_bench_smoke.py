@@ -129,7 +129,11 @@ def test_compare_takes_turns_between_two_checkouts_and_refuses_what_is_not_one(t
         "bench/compare.py", str(ROOT), str(ROOT), "--rounds", "1", "--conversations", "1", "--turns", "3"
     )
     assert lines[0] == "per turn of a 3-turn conversation, one subscriber;"
-    assert [line.split(":")[0].strip() for line in lines[2:]] == [f"old ({ROOT})", f"new ({ROOT})", "new / old"]
+    assert [line.split(":")[0].strip() for line in lines[2:]] == [
+        f"old ({ROOT})",
+        f"new ({ROOT})",
+        "new / old",
+    ]
     done = subprocess.run(
         [sys.executable, "bench/compare.py", str(tmp_path), str(ROOT)],
         capture_output=True,

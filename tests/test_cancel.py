@@ -7,6 +7,7 @@ import time
 import attrs
 import pytest
 import trio
+import trio.lowlevel
 
 from agentrio import (
     ABORTED_BEFORE_DISPATCH,
@@ -37,7 +38,7 @@ class Scenario:
     async def block(self, name="blocked", once=True):
         """Hang; with ``once``, only the first time (later calls pass through)."""
         if once and self.reached.is_set():
-            return None
+            return
         self.running.add(name)
         try:
             self.reached.set()
@@ -106,19 +107,27 @@ def build(case, s: Scenario):
         )
     if case == "awaiting_approval":
         spec = AgentSpec(
-            "a", ScriptedModel([calls(("quick", {})), after]), tools=[quick_tool()], permission=lambda c, t: "ask"
+            "a",
+            ScriptedModel([calls(("quick", {})), after]),
+            tools=[quick_tool()],
+            permission=lambda c, t: "ask",
         )
         return spec
     if case == "execute_parallel":
         model = ScriptedModel([calls(("quick", {}), ("block", {}), ("block", {}), ("quick", {})), after])
         return AgentSpec(
-            "a", model, tools=[quick_tool(), s.blocking_tool("block")], limits=Limits(max_parallel_tool_calls=2)
+            "a",
+            model,
+            tools=[quick_tool(), s.blocking_tool("block")],
+            limits=Limits(max_parallel_tool_calls=2),
         )
     if case == "execute_exclusive":
         model = ScriptedModel([calls(("quick", {}), ("block", {}), ("quick", {})), after])
         return AgentSpec("a", model, tools=[quick_tool(), s.blocking_tool("block", mode="exclusive")])
     if case == "turn_stopping":
-        return AgentSpec("a", ScriptedModel([say("almost"), after]), hooks=Hooks(turn_stopping=lambda a: s.block()))
+        return AgentSpec(
+            "a", ScriptedModel([say("almost"), after]), hooks=Hooks(turn_stopping=lambda a: s.block())
+        )
     raise AssertionError(case)
 
 
@@ -146,7 +155,7 @@ async def test_cancel_at_every_state_leaves_a_valid_history_and_nothing_running(
         results = start_run(nursery, agent, "do the task")
         if case == "awaiting_approval":
             while not rec.of("approval_request"):
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
         else:
             await s.reached.wait()
         await agent.cancel()
@@ -216,7 +225,12 @@ async def test_started_tools_are_aborted_and_undispatched_ones_never_start(rt):
         await agent.cancel()
     results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
     # quick finished, block #1 was running, block #2 was running, quick #2 was never dispatched
-    assert [r.text.split(":")[0] for r in results] == ["quick result", TOOL_ABORTED, TOOL_ABORTED, ABORTED_BEFORE_DISPATCH]
+    assert [r.text.split(":")[0] for r in results] == [
+        "quick result",
+        TOOL_ABORTED,
+        TOOL_ABORTED,
+        ABORTED_BEFORE_DISPATCH,
+    ]
     starts = [e.tool_call_id for e in rec.of("tool_execution_start")]
     ends = [e.tool_call_id for e in rec.of("tool_execution_end")]
     assert starts == ends  # each call has a start/end pair, in model order
@@ -307,7 +321,9 @@ async def test_a_tool_that_ignores_cancellation_cannot_hold_the_agent(autojump_c
 
 
 async def test_a_cancelled_call_reports_how_long_it_ran_and_one_never_started_none(rt, autojump_clock):
-    model = ScriptedModel([calls(("sleep", {"seconds": 60, "tag": "a"}), ("sleep", {"seconds": 60, "tag": "b"}))])
+    model = ScriptedModel(
+        [calls(("sleep", {"seconds": 60, "tag": "a"}), ("sleep", {"seconds": 60, "tag": "b"}))]
+    )
     spec = AgentSpec("a", model, tools=[sleeper(mode="exclusive")])
     agent = await rt.create(spec)
     async with record(agent) as recorder, trio.open_nursery() as nursery:

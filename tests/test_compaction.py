@@ -57,7 +57,8 @@ def _summary(text: str) -> UserMessage:
 
 def _compaction_events(rec) -> list[tuple]:
     return [
-        (e.type, e.reason, e.tokens_before) + ((e.tokens_after, e.messages_summarized, e.error) if e.type == "compaction_end" else ())
+        (e.type, e.reason, e.tokens_before)
+        + ((e.tokens_after, e.messages_summarized, e.error) if e.type == "compaction_end" else ())
         for e in rec.events
         if e.type.startswith("compaction")
     ]
@@ -115,11 +116,18 @@ async def test_passing_the_threshold_compacts_once_then_the_run_goes_on(rt):
         result = await agent.run(LONG)  # 605 + 200 estimated: past 800
     assert result.stop_reason == "completed"
     assert rec.types() == [
-        "agent_start", "turn_start", "step_start",
-        "message_start", "message_end",  # the prompt, admitted first
-        "compaction_start", "compaction_end",
-        "message_start", "message_end",  # the answer
-        "step_end", "turn_end", "agent_end",
+        "agent_start",
+        "turn_start",
+        "step_start",
+        "message_start",
+        "message_end",  # the prompt, admitted first
+        "compaction_start",
+        "compaction_end",
+        "message_start",
+        "message_end",  # the answer
+        "step_end",
+        "turn_end",
+        "agent_end",
     ]
     summary = _summary("first summary")
     kept = [summary, before[3], UserMessage(LONG)]  # the last answer fits in 100 tokens
@@ -171,13 +179,22 @@ async def test_an_overflow_compacts_and_retries_the_request_once(rt):
         result = await agent.run("second")
     assert result.stop_reason == "completed" and result.text == "answer"
     assert rec.types() == [
-        "agent_start", "turn_start", "step_start",
-        "message_start", "message_end",  # the prompt
-        "compaction_start", "compaction_end",
-        "message_start", "message_end",  # the answer to the retried request
-        "step_end", "turn_end", "agent_end",
+        "agent_start",
+        "turn_start",
+        "step_start",
+        "message_start",
+        "message_end",  # the prompt
+        "compaction_start",
+        "compaction_end",
+        "message_start",
+        "message_end",  # the answer to the retried request
+        "step_end",
+        "turn_end",
+        "agent_end",
     ]
-    assert [(e.reason, e.messages_summarized, e.error) for e in rec.of("compaction_end")] == [("overflow", 2, None)]
+    assert [(e.reason, e.messages_summarized, e.error) for e in rec.of("compaction_end")] == [
+        ("overflow", 2, None)
+    ]
     overflowed, summarized, retried = model.requests[1:]
     assert overflowed.messages == [*first, UserMessage("second")]
     assert summarized.messages[-1].text == DEFAULT_COMPACTION_PROMPT
@@ -230,7 +247,10 @@ async def test_a_failed_summary_at_the_threshold_stops_the_run_and_says_why(rt):
     before = list(agent.messages)
     result = await agent.run("second")
     assert result.stop_reason == "compaction_failed"
-    assert result.error == "the summary request failed: empty_summary: the model gave no summary (stop reason stop)"
+    assert (
+        result.error
+        == "the summary request failed: empty_summary: the model gave no summary (stop reason stop)"
+    )
     assert list(agent.messages) == [*before, UserMessage("second")]
     assert request_problems(_next(agent)) == []
 
@@ -305,7 +325,9 @@ async def _compacted_session(store) -> tuple[str, list]:
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_a_restored_session_has_the_compacted_history_and_the_journal_all_of_it(kind, tmp_path, monkeypatch):
+async def test_a_restored_session_has_the_compacted_history_and_the_journal_all_of_it(
+    kind, tmp_path, monkeypatch
+):
     monkeypatch.setattr(journal_module, "SNAPSHOT_EVERY", 3)  # restores start from a snapshot
     memory = MemoryStore()
 
@@ -341,16 +363,21 @@ def test_the_transcript_shows_the_summary_and_what_it_replaced():
     from agentrio.journal.records import StepEnded, StepStarted, TurnEnded, TurnStarted
 
     records = [
-        TurnStarted(1), StepStarted(1),
+        TurnStarted(1),
+        StepStarted(1),
         MessageAppended(UserMessage("the original question")),
         MessageAppended(AssistantMessage([Text("the original answer")])),
-        StepEnded(1), TurnEnded(1, "completed"),
+        StepEnded(1),
+        TurnEnded(1, "completed"),
         Compacted(_summary("goals: answer the question"), 2, "manual", 120, 30, Usage(50, 10)),
     ]
     lines = list(transcript(SessionInfo("s"), records, full=True))
     text = "\n".join(lines)
     assert "user: the original question" in text and "assistant: the original answer" in text
-    assert "--- compacted (manual): the first 2 messages of history replaced by a summary, about 120 -> 30 tokens ---" in lines
+    assert (
+        "--- compacted (manual): the first 2 messages of history replaced by a summary, about 120 -> 30 tokens ---"
+        in lines
+    )
     assert "goals: answer the question" in text
     assert lines[-1] == "usage: 50 input, 10 output, 0 cache read, 0 cache write tokens"
 
@@ -394,12 +421,20 @@ async def test_a_cut_text_reply_is_continued_with_a_larger_budget(rt):
     assert continued.messages == [*first.messages, agent.messages[1], UserMessage(CONTINUE_PROMPT)]
     assert (first.max_tokens, continued.max_tokens) == (None, 200)
     assert rec.types() == [
-        "agent_start", "turn_start", "step_start",
-        "message_start", "message_end",  # the prompt
-        "message_start", "message_end",  # the cut reply
-        "message_start", "message_end",  # the request to go on
-        "message_start", "message_end",  # the rest of the reply
-        "step_end", "turn_end", "agent_end",
+        "agent_start",
+        "turn_start",
+        "step_start",
+        "message_start",
+        "message_end",  # the prompt
+        "message_start",
+        "message_end",  # the cut reply
+        "message_start",
+        "message_end",  # the request to go on
+        "message_start",
+        "message_end",  # the rest of the reply
+        "step_end",
+        "turn_end",
+        "agent_end",
     ]
 
 
@@ -434,7 +469,9 @@ async def test_a_reply_cut_inside_a_tool_call_is_never_continued_nor_executed(rt
         executed.append(text)
         return text
 
-    cut = AssistantMessage([Text("I will"), ToolCall("c1", "echo", {"text": "par"})], stop_reason="max_tokens")
+    cut = AssistantMessage(
+        [Text("I will"), ToolCall("c1", "echo", {"text": "par"})], stop_reason="max_tokens"
+    )
     model = ScriptedModel([cut])
     agent = await rt.create(AgentSpec("a", model, tools=[echo], limits=Limits(continue_on_max_tokens=3)))
     result = await agent.run("go")
@@ -477,7 +514,9 @@ async def test_a_cancel_during_the_summary_ends_the_compaction_and_keeps_history
         ("compaction_start", None),
         ("compaction_end", "interrupted"),
     ]
-    assert list(agent.messages[: len(before)]) == before and agent.messages[len(before)] == UserMessage("second")
+    assert list(agent.messages[: len(before)]) == before and agent.messages[len(before)] == UserMessage(
+        "second"
+    )
     assert request_problems(_next(agent)) == []
 
 
@@ -528,7 +567,14 @@ def test_compaction_events_and_records_round_trip_through_json():
     fields = {"agent_id": "a", "session_id": "s", "seq": 1, "time": 0.0}
     for event in (
         CompactionStart(reason="overflow", tokens_before=900, **fields),
-        CompactionEnd(reason="overflow", tokens_before=900, tokens_after=120, messages_summarized=7, usage=Usage(5, 1), **fields),
+        CompactionEnd(
+            reason="overflow",
+            tokens_before=900,
+            tokens_after=120,
+            messages_summarized=7,
+            usage=Usage(5, 1),
+            **fields,
+        ),
     ):
         assert converter.structure(json.loads(json.dumps(converter.unstructure(event))), Event) == event
     record = Compacted(_summary("s"), 3, "manual", 90, 30, Usage(5, 1))

@@ -28,7 +28,11 @@ async def test_the_team_example_delegates_steers_and_cancels():
     assert where("lead", "ask_tester") < where("    tester", "run started")
     assert where("    tester", "run started") < where("    reviewer", "assistant ›")
     # The reviewer was steered mid-run and answered the steer; the tester was cancelled.
-    assert where("    reviewer", "inspect parser.py") < where("    reviewer", "queued steering") < where("    reviewer", "you › Focus")
+    assert (
+        where("    reviewer", "inspect parser.py")
+        < where("    reviewer", "queued steering")
+        < where("    reviewer", "you › Focus")
+    )
     assert "■ completed" in lines[where("    reviewer", "■")]
     assert "TOOL_ABORTED" in lines[where("    tester", "✗ run_tests")]
     assert "■ aborted" in lines[where("    tester", "■")]

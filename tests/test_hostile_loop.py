@@ -8,7 +8,17 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentrio import AgentSpec, AssistantMessage, Runtime, ScriptedModel, SQLiteStore, Text, Tool, ToolCall, ToolResult
+from agentrio import (
+    AgentSpec,
+    AssistantMessage,
+    Runtime,
+    ScriptedModel,
+    SQLiteStore,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
 from agentrio.messages import project_tool_protocol
 
 #: Anything JSON can say, with the awkward corners: deep nesting, huge and
@@ -17,7 +27,11 @@ _strings = st.text(st.characters(codec=None, exclude_categories=()), max_size=40
     ["", "\x00", "\ud800", "\u202e", "a" * 10_000, "../../etc/passwd", "<invoke name='x'>"]
 )
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | _strings,
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _strings,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_strings, inner, max_size=4),
     max_leaves=30,
 )
@@ -40,18 +54,35 @@ async def _tool(args, ctx):
     return repr(args)[:500]
 
 
-TOOLS = [Tool(name.replace("-", "_"), "", SCHEMA, _tool) for name in ("echo", "raise", "huge", "parts", "cancel-ish")]
+TOOLS = [
+    Tool(name.replace("-", "_"), "", SCHEMA, _tool)
+    for name in ("echo", "raise", "huge", "parts", "cancel-ish")
+]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(calls=st.lists(st.tuples(_behaviours, _arguments), min_size=1, max_size=4), prompt=_strings, answer=_strings)
-def test_hostile_arguments_and_contents_end_the_run_and_restore_exactly(tmp_path_factory, calls, prompt, answer):
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    calls=st.lists(st.tuples(_behaviours, _arguments), min_size=1, max_size=4),
+    prompt=_strings,
+    answer=_strings,
+)
+def test_hostile_arguments_and_contents_end_the_run_and_restore_exactly(
+    tmp_path_factory, calls, prompt, answer
+):
     db = tmp_path_factory.mktemp("hostile") / "s.db"
     parts = [ToolCall(f"c{i}", name.replace("-", "_"), args) for i, (name, args) in enumerate(calls)]
     # A third reply for when the answer looks like tool-call markup and the
     # loop asks once for a repair.
     model = ScriptedModel(
-        [AssistantMessage(parts), AssistantMessage([Text(answer or "done")]), AssistantMessage([Text("done")])]
+        [
+            AssistantMessage(parts),
+            AssistantMessage([Text(answer or "done")]),
+            AssistantMessage([Text("done")]),
+        ]
     )
 
     async def main():

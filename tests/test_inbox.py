@@ -16,7 +16,9 @@ async def _inbox():
     await store.create_session(SessionInfo("s"))
     changes = []
     journal = Journal(store, "s", SessionState())
-    inbox = Inbox(journal.state.queue, journal.append, lambda record, removed: changes.append((record, removed)))
+    inbox = Inbox(
+        journal.state.queue, journal.append, lambda record, removed: changes.append((record, removed))
+    )
     return inbox, store, changes
 
 
@@ -137,7 +139,17 @@ async def test_remove_and_clear_are_discards():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["put_step", "put_turn", "claim_turn", "claim_step", "remove", "clear", "splice"]), st.integers(-3, 3)), max_size=25))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(
+                ["put_step", "put_turn", "claim_turn", "claim_step", "remove", "clear", "splice"]
+            ),
+            st.integers(-3, 3),
+        ),
+        max_size=25,
+    )
+)
 def test_queues_are_always_the_projection_of_the_log(operations):
     async def main():
         inbox, store, _ = await _inbox()

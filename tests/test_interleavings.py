@@ -31,7 +31,12 @@ def _replies(seed):
     async def answer(request):
         await trio.sleep(rng.choice([0, 0.5, 2]))
         if rng.random() < 0.5:
-            return calls(*[("sleep", {"seconds": rng.choice([0, 1, 4]), "tag": str(i)}) for i in range(rng.randint(1, 3))])
+            return calls(
+                *[
+                    ("sleep", {"seconds": rng.choice([0, 1, 4]), "tag": str(i)})
+                    for i in range(rng.randint(1, 3))
+                ]
+            )
         return say("ok")
 
     return [answer] * 200
@@ -43,7 +48,11 @@ def test_any_interleaving_keeps_inbox_journal_and_history_consistent(operations,
     async def main():
         async with Runtime() as rt:
             model = ScriptedModel(_replies(seed))
-            agent = await rt.create(AgentSpec("a", model, tools=[sleeper(mode=random.Random(seed).choice(["parallel", "exclusive"]))]))
+            agent = await rt.create(
+                AgentSpec(
+                    "a", model, tools=[sleeper(mode=random.Random(seed).choice(["parallel", "exclusive"]))]
+                )
+            )
             results = []
             async with trio.open_nursery() as nursery:
 

@@ -64,7 +64,11 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def test_every_part_of_the_package_has_a_layer():
-    parts = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    parts = {
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
     assert parts <= set(LAYERS), f"give these a layer: {sorted(parts - set(LAYERS))}"
 
 

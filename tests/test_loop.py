@@ -39,21 +39,36 @@ async def test_event_order_of_a_tool_turn(rt):
         "agent_start",
         "turn_start",
         "step_start",
-        "message_start", "message_end",  # the prompt
-        "message_start", "message_end",  # the assistant asks for two calls
-        "tool_execution_start", "tool_execution_start",
-        "tool_execution_end", "message_start", "message_end",
-        "tool_execution_end", "message_start", "message_end",
+        "message_start",
+        "message_end",  # the prompt
+        "message_start",
+        "message_end",  # the assistant asks for two calls
+        "tool_execution_start",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
         "step_end",
         "step_start",
-        "message_start", "message_end",  # the final answer
+        "message_start",
+        "message_end",  # the final answer
         "step_end",
         "turn_end",
         "agent_end",
     ]
     assert rec.states() == [
-        "build_context", "call_model", "validate_tools", "check_permission", "execute_tools", "append_results",
-        "build_context", "call_model", "done",
+        "build_context",
+        "call_model",
+        "validate_tools",
+        "check_permission",
+        "execute_tools",
+        "append_results",
+        "build_context",
+        "call_model",
+        "done",
     ]
     assert [e.status for e in rec.of("status")] == ["running", "idle"]
     seqs = [e.seq for e in rec.events]
@@ -106,7 +121,9 @@ async def test_second_run_new_messages_hold_only_that_run(rt):
 
 
 async def test_usage_is_summed_over_the_run(rt):
-    model = ScriptedModel([calls(("echo", {"text": "x"}), usage=Usage(10, 5, 2, 1)), say("y", usage=Usage(20, 7))])
+    model = ScriptedModel(
+        [calls(("echo", {"text": "x"}), usage=Usage(10, 5, 2, 1)), say("y", usage=Usage(20, 7))]
+    )
     agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()]))
     result = await agent.run("go")
     assert result.usage == Usage(30, 12, 2, 1)
@@ -170,11 +187,23 @@ async def _refuse(ctx, call_next):
     "call, expected, code",
     [
         (ToolCall("c", "nope", {}), "unknown tool 'nope'; available tools: echo, explode", "TOOL_NOT_FOUND"),
-        (ToolCall("c", "echo", {"txt": "x"}), "invalid arguments for echo: 'text' is a required property", "TOOL_INPUT_INVALID"),
-        (ToolCall("c", "echo", {"text": 3}), "invalid arguments for echo: text: 3 is not of type 'string'", "TOOL_INPUT_INVALID"),
+        (
+            ToolCall("c", "echo", {"txt": "x"}),
+            "invalid arguments for echo: 'text' is a required property",
+            "TOOL_INPUT_INVALID",
+        ),
+        (
+            ToolCall("c", "echo", {"text": 3}),
+            "invalid arguments for echo: text: 3 is not of type 'string'",
+            "TOOL_INPUT_INVALID",
+        ),
         (ToolCall("c", "echo", {}, raw_arguments='{"text": '), "not a JSON object", "TOOL_INPUT_INVALID"),
         (ToolCall("c", "explode", {"reason": "x"}), "RuntimeError: boom: x", "TOOL_FAILED"),
-        (ToolCall("c", "echo", {"text": "forbidden"}), "refused: echoing that is not allowed", "PERMISSION_DENIED"),
+        (
+            ToolCall("c", "echo", {"text": "forbidden"}),
+            "refused: echoing that is not allowed",
+            "PERMISSION_DENIED",
+        ),
     ],
 )
 async def test_tool_failures_become_error_results_with_a_code_and_the_run_goes_on(rt, call, expected, code):
@@ -193,7 +222,11 @@ async def test_tool_failures_become_error_results_with_a_code_and_the_run_goes_o
     assert "recover" in rec.states()
     # The code is journaled with the result.
     _, records = await rt.store.load_session(agent.session_id)
-    assert [r.message.error_code for r in records if getattr(r, "type", "") == "message_appended" and r.message.role == "tool_result"] == [code]
+    assert [
+        r.message.error_code
+        for r in records
+        if getattr(r, "type", "") == "message_appended" and r.message.role == "tool_result"
+    ] == [code]
 
 
 async def test_a_successful_result_has_no_error_code(rt):
@@ -268,7 +301,12 @@ def _next_request(agent):
 
 @pytest.mark.parametrize(
     "stop_reason, run_stop",
-    [("max_tokens", "max_tokens"), ("context_overflow", "context_overflow"), ("error", "model_error"), ("aborted", "aborted")],
+    [
+        ("max_tokens", "max_tokens"),
+        ("context_overflow", "context_overflow"),
+        ("error", "model_error"),
+        ("aborted", "aborted"),
+    ],
 )
 async def test_truncated_output_is_never_executed(rt, stop_reason, run_stop):
     executed = []
@@ -340,7 +378,12 @@ async def test_a_retried_attempt_is_discarded_and_never_enters_history(rt, autoj
     types = rec.types(skip=("state", "inbox", "status"))
     i = types.index("message_discard")
     assert types[i - 3 : i + 3] == [
-        "message_start", "message_update", "message_update", "message_discard", "request_retry", "message_start"
+        "message_start",
+        "message_update",
+        "message_update",
+        "message_discard",
+        "request_retry",
+        "message_start",
     ]
     assert [m.text for m in agent.messages] == ["go", "the real answer"]
     retry = rec.of("request_retry")[0]
@@ -415,7 +458,9 @@ async def test_tool_calls_written_as_text_are_discarded_and_retried_once(rt, fak
     assert len(model.requests) == 3  # the repair did not count as a turn of its own
     types = rec.types(skip=("state", "inbox", "status", "message_update"))
     assert types[types.index("message_discard") - 1 : types.index("message_discard") + 2] == [
-        "message_start", "message_discard", "message_start"
+        "message_start",
+        "message_discard",
+        "message_start",
     ]
 
 
@@ -439,7 +484,9 @@ async def test_the_protocol_repair_text_is_the_hooks_to_choose(rt):
         return "Use the tools API, please."
 
     model = ScriptedModel([say(fake), say("fixed")])
-    agent = await rt.create(AgentSpec("a", model, tools=[echo_tool()], hooks=Hooks(on_protocol_violation=repair)))
+    agent = await rt.create(
+        AgentSpec("a", model, tools=[echo_tool()], hooks=Hooks(on_protocol_violation=repair))
+    )
     assert (await agent.run("go")).text == "fixed"
     assert seen == [fake]
     assert model.requests[1].messages[-1] == UserMessage("Use the tools API, please.")
@@ -465,7 +512,13 @@ async def test_a_fatal_tool_error_ends_the_run_after_its_batch(rt, autojump_cloc
 
     log = []
     model = ScriptedModel(
-        [calls(("sleep", {"seconds": 1, "tag": "running"}), ("deploy", {}), ("sleep", {"seconds": 1, "tag": "later"}))]
+        [
+            calls(
+                ("sleep", {"seconds": 1, "tag": "running"}),
+                ("deploy", {}),
+                ("sleep", {"seconds": 1, "tag": "later"}),
+            )
+        ]
     )
     spec = AgentSpec("a", model, tools=[deploy, sleeper(log=log)], limits=Limits(max_parallel_tool_calls=2))
     agent = await rt.create(spec)
@@ -524,7 +577,9 @@ async def test_an_adapter_that_raises_fails_the_request_and_a_failing_observer_f
     def observe(event):
         raise KeyError("observer")
 
-    agent = await rt.create(AgentSpec("b", ScriptedModel([say("hi")]), hooks=Hooks(on_assistant_stream=observe)))
+    agent = await rt.create(
+        AgentSpec("b", ScriptedModel([say("hi")]), hooks=Hooks(on_assistant_stream=observe))
+    )
     result = await agent.run("go")
     assert result.stop_reason == "error" and "observer" in result.error
 

@@ -23,11 +23,20 @@ def _nested(depth):
 @pytest.mark.parametrize(
     ("make", "says"),
     [
-        (lambda: UserMessage(None), "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall/Image/Document parts, got None"),
-        (lambda: UserMessage([1, 2]), "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall/Image/Document parts, got list item 0 of type int"),
+        (
+            lambda: UserMessage(None),
+            "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall/Image/Document parts, got None",
+        ),
+        (
+            lambda: UserMessage([1, 2]),
+            "UserMessage.content: expected a str or a list of Text/Thinking/ToolCall/Image/Document parts, got list item 0 of type int",
+        ),
         (lambda: UserMessage([Text("a"), "b"]), "got list item 1 of type str"),
         (lambda: UserMessage((Text("a"),)), "got a value of type tuple"),
-        (lambda: ToolResultMessage("c", "t", [1, "two", None]), "ToolResultMessage.content: expected a list of Text/Thinking/ToolCall/Image/Document parts, got list item 0 of type int"),
+        (
+            lambda: ToolResultMessage("c", "t", [1, "two", None]),
+            "ToolResultMessage.content: expected a list of Text/Thinking/ToolCall/Image/Document parts, got list item 0 of type int",
+        ),
         (lambda: ToolResultMessage("c", "t", "text"), "ToolResultMessage.content: expected a list"),
         (lambda: ToolResultMessage(None, "t"), "ToolResultMessage.tool_call_id: expected a str, got None"),
         (lambda: ToolResultMessage("c", "t", is_error="yes"), "ToolResultMessage.is_error: expected a bool"),
@@ -38,8 +47,14 @@ def _nested(depth):
         (lambda: Text(5), "Text.text: expected a str, got a value of type int"),
         (lambda: Text(b"bytes"), "Text.text: expected a str, got a value of type bytes"),
         (lambda: Thinking("t", signature=1), "Thinking.signature: expected a str or None"),
-        (lambda: ToolCall("c", "t", [1]), "ToolCall.arguments: expected a dict of JSON data, got a value of type list"),
-        (lambda: ToolCall("c", "t", {"a": {1, 2}}), "ToolCall.arguments: expected a dict of JSON data, got a value of type set at ['a']"),
+        (
+            lambda: ToolCall("c", "t", [1]),
+            "ToolCall.arguments: expected a dict of JSON data, got a value of type list",
+        ),
+        (
+            lambda: ToolCall("c", "t", {"a": {1, 2}}),
+            "ToolCall.arguments: expected a dict of JSON data, got a value of type set at ['a']",
+        ),
         (lambda: ToolCall("c", "t", {"a": [1, (2,)]}), "got a value of type tuple at ['a'][1]"),
         (lambda: ToolCall("c", "t", {"a": {3: 1}}), "got a key of type int at ['a']"),
         (lambda: ToolCall("c", "t", {"a": math.nan}), "nan at ['a'] (JSON has no NaN or infinity)"),
@@ -81,12 +96,14 @@ def test_a_tool_result_can_check_its_content_with_the_messages_rule():
         content: object = attrs.field(validator=is_str_or_parts)
 
     assert Result("ok").content == "ok"
-    with pytest.raises(TypeError, match=r"Result.content: expected a str or a list of .*, got list item 2 of type NoneType"):
+    with pytest.raises(
+        TypeError, match=r"Result.content: expected a str or a list of .*, got list item 2 of type NoneType"
+    ):
         Result([Text("a"), Text("b"), None])
 
 
 def test_model_arguments_a_journal_cannot_hold_are_kept_raw():
-    for raw in ('{"x": NaN}', '{"x": Infinity}', '{"a":' * 5000 + "1" + "}" * 5000, '[1]', '"s"'):
+    for raw in ('{"x": NaN}', '{"x": Infinity}', '{"a":' * 5000 + "1" + "}" * 5000, "[1]", '"s"'):
         call = parse_tool_call("c", "t", raw)
         assert (call.arguments, call.raw_arguments) == ({}, raw)
     assert parse_tool_call("c", "t", '{"x": 1}').arguments == {"x": 1}
@@ -105,14 +122,21 @@ _scalars = (
 _parts = (
     st.builds(Text, st.text(max_size=5))
     | st.builds(Thinking, st.text(max_size=5), signature=st.none() | st.text(max_size=5))
-    | st.builds(ToolCall, st.text(max_size=3), st.text(max_size=3), st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=2))
+    | st.builds(
+        ToolCall,
+        st.text(max_size=3),
+        st.text(max_size=3),
+        st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=2),
+    )
 )
 _anything = st.recursive(
     _scalars | _parts,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.tuples(inner)
-    | st.frozensets(st.integers(), max_size=2)
-    | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner)
+        | st.frozensets(st.integers(), max_size=2)
+        | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -177,7 +201,9 @@ async def test_hostile_but_valid_content_is_journaled_and_restored_exactly(tmp_p
 
     tools = [Tool("echo", "Echo.", {"type": "object"}, echo)]
     replies = [
-        AssistantMessage([Thinking(odd, signature=odd), Text(odd), ToolCall("c1", "echo", {"text": odd, "deep": deep})]),
+        AssistantMessage(
+            [Thinking(odd, signature=odd), Text(odd), ToolCall("c1", "echo", {"text": odd, "deep": deep})]
+        ),
         AssistantMessage([Text(odd)]),
     ]
     db = tmp_path / "s.db"

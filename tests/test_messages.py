@@ -94,7 +94,9 @@ def test_projection_synthesizes_a_result_for_an_unanswered_call():
 
 def test_projection_keeps_the_first_of_duplicate_results():
     asking = AssistantMessage([ToolCall("a", "read", {})])
-    projected = project_tool_protocol([UserMessage("hi"), asking, _result("a", text="first"), _result("a", text="second")])
+    projected = project_tool_protocol(
+        [UserMessage("hi"), asking, _result("a", text="first"), _result("a", text="second")]
+    )
     assert [m.text for m in projected[2:]] == ["first"]
 
 
@@ -139,7 +141,9 @@ def test_a_growing_projection_stays_incremental_for_an_agent_written_history():
     from agentrio.messages.protocol import GrowingProjection
 
     asking = AssistantMessage([ToolCall("a", "read", {}), ToolCall("b", "read", {})])
-    growing = GrowingProjection([UserMessage("hi"), asking, _result("a"), _result("b"), AssistantMessage([Text("ok")])])
+    growing = GrowingProjection(
+        [UserMessage("hi"), asking, _result("a"), _result("b"), AssistantMessage([Text("ok")])]
+    )
     assert not growing._grown_out
     growing.append(_result("zzz"))  # an orphan: only the full projection knows what to do
     assert growing._grown_out

@@ -61,7 +61,12 @@ async def test_a_layer_that_corrupts_arguments_gets_a_contract_error_and_the_too
         ran.append(args)
         return "ran"
 
-    tool = Tool("write", "", {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}, execute)
+    tool = Tool(
+        "write",
+        "",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        execute,
+    )
 
     async def buggy_plugin(ctx, call_next):
         ctx.args["path"] = 42

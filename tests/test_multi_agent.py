@@ -4,6 +4,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 import trio
+import trio.lowlevel
 
 from agentrio import (
     AgentSpec,
@@ -39,7 +40,12 @@ async def test_a_child_runs_the_task_and_its_text_is_the_result(rt):
     worker = _worker_spec(say("the answer is 42", usage=Usage(30, 5)))
     lead = AgentSpec(
         "lead",
-        ScriptedModel([calls(("ask_worker", {"task": "compute it"}), usage=Usage(10, 2)), say("done", usage=Usage(20, 1))]),
+        ScriptedModel(
+            [
+                calls(("ask_worker", {"task": "compute it"}), usage=Usage(10, 2)),
+                say("done", usage=Usage(20, 1)),
+            ]
+        ),
         tools=[agent_tool(worker, name="ask_worker", description="Delegate a task.")],
     )
     parent = await rt.create(lead)
@@ -86,7 +92,11 @@ async def test_children_run_in_parallel_under_the_parents_pool(rt, autojump_cloc
     def worker(tag):
         return calls(("sleep", {"seconds": 5, "tag": tag}))
 
-    workers = AgentSpec("worker", ScriptedModel([worker("a"), worker("b"), say("a done"), say("b done")]), tools=[sleeper(log=log)])
+    workers = AgentSpec(
+        "worker",
+        ScriptedModel([worker("a"), worker("b"), say("a done"), say("b done")]),
+        tools=[sleeper(log=log)],
+    )
     lead = AgentSpec(
         "lead",
         ScriptedModel([calls(("ask", {"task": "one"}), ("ask", {"task": "two"})), say("both done")]),
@@ -134,7 +144,9 @@ async def test_a_failing_child_is_an_error_result_not_a_crash(rt):
     result = await parent.run("go")
     (failure,) = _results(parent)
     assert failure.is_error
-    assert failure.text == "the sub-agent stopped early (model_error: HTTP 401 authentication_error: bad key)."
+    assert (
+        failure.text == "the sub-agent stopped early (model_error: HTTP 401 authentication_error: bad key)."
+    )
     assert result.stop_reason == "completed"
 
 
@@ -201,7 +213,7 @@ async def test_setup_runs_before_the_agent_is_published_and_lives_with_it():
         agent = await rt.create(AgentSpec("a", ScriptedModel([say("hi")])), setup=setup)
         assert rt.registry.get(agent.id) is agent
         await agent.run("hello")
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         log.append("runtime exiting")
     assert log == [
         "setup sees status idle",
@@ -218,7 +230,7 @@ async def test_a_setup_commit_runs_last_before_publishing_and_its_failure_fails_
     def setup_with(commit):
         async def setup(agent, scope):
             log.append("setup")
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
             return commit
 
         return setup
@@ -280,7 +292,9 @@ async def test_a_failing_setup_rolls_back_the_registration_and_what_it_opened(rt
         await rt.create(AgentSpec("a", ScriptedModel([])), session_id="s1", setup=setup)
     assert closed == [True]
     assert "s1" not in rt.registry and len(rt.registry) == 0
-    agent = await rt.create(AgentSpec("a", ScriptedModel([say("ok")])), session_id="s1")  # the id is free again
+    agent = await rt.create(
+        AgentSpec("a", ScriptedModel([say("ok")])), session_id="s1"
+    )  # the id is free again
     assert (await agent.run("hi")).stop_reason == "completed"
 
 
@@ -446,7 +460,9 @@ async def test_host_driven_work_is_never_attributed_to_an_old_tool_call(rt):
         seen.append(current_initiator())
         return "ok"
 
-    parent = await rt.create(AgentSpec("lead", ScriptedModel([calls(("spawn_helper", {})), say("done")]), tools=[spawn_helper]))
+    parent = await rt.create(
+        AgentSpec("lead", ScriptedModel([calls(("spawn_helper", {})), say("done")]), tools=[spawn_helper])
+    )
     await parent.run("go")
     call_id = parent.messages[1].tool_calls[0].id
     assert created["host"].initiator is None

@@ -105,7 +105,9 @@ def test_scalars_and_unions_are_wrapped_and_unwrapped():
 
 def test_an_invalid_answer_says_what_to_fix_field_by_field():
     with pytest.raises(OutputInvalid) as caught:
-        TRIP.parse('{"id": "not-a-uuid", "visits": [{"place": {"city": "Oslo"}, "day": "2026-01-01", "mood": "sad"}]}')
+        TRIP.parse(
+            '{"id": "not-a-uuid", "visits": [{"place": {"city": "Oslo"}, "day": "2026-01-01", "mood": "sad"}]}'
+        )
     assert caught.value.errors == [
         "visits.0.mood: 'sad' is not one of ['happy', 'grumpy']",
         "visits.0.place: 'country' is a required property",
@@ -153,7 +155,13 @@ def test_a_pydantic_output_arrives_as_the_model():
 
 
 def _object(properties: dict[str, Any], required: list[str], **extra: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False, **extra}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize(
@@ -205,7 +213,11 @@ def test_partial_answers_show_what_is_written_so_far():
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=10,
 )
@@ -219,11 +231,15 @@ def _grows_into(partial: Any, final: Any) -> bool:
         if not isinstance(partial, dict) or list(partial) != list(final)[: len(partial)]:
             return False
         keys = list(partial)
-        return all(partial[k] == final[k] for k in keys[:-1]) and (not keys or _grows_into(partial[keys[-1]], final[keys[-1]]))
+        return all(partial[k] == final[k] for k in keys[:-1]) and (
+            not keys or _grows_into(partial[keys[-1]], final[keys[-1]])
+        )
     if isinstance(final, list):
         if not isinstance(partial, list) or len(partial) > len(final):
             return False
-        return all(p == f for p, f in zip(partial[:-1], final)) and (not partial or _grows_into(partial[-1], final[len(partial) - 1]))
+        return all(p == f for p, f in zip(partial[:-1], final)) and (
+            not partial or _grows_into(partial[-1], final[len(partial) - 1])
+        )
     if isinstance(final, str):
         return isinstance(partial, str) and final.startswith(partial)
     if isinstance(final, (int, float)) and not isinstance(final, bool):
@@ -242,7 +258,9 @@ def test_every_prefix_of_a_json_document_parses_to_a_part_of_it(value, indent, d
         assert _grows_into(partial, value), (text[:cut], partial)
 
 
-@pytest.mark.parametrize("garbage", ["", "   ", "}", "]]", "Sure! Here it is", '{"a": 1}}', "\\", '{"a": tru'])
+@pytest.mark.parametrize(
+    "garbage", ["", "   ", "}", "]]", "Sure! Here it is", '{"a": 1}}', "\\", '{"a": tru']
+)
 def test_partial_json_never_raises(garbage):
     result = parse_partial_json(garbage)
     assert result is None or isinstance(result, (dict, list, str, int, float, bool))
@@ -329,7 +347,9 @@ def test_strict_mode_gets_a_described_reference_inlined_and_only_formats_it_know
         "description": "Who wrote it.",
     }
     assert "format" not in strict["properties"]["file"]
-    assert openai_strict(_object({"at": {"type": "string", "format": "date-time"}}, ["at"]))["properties"]["at"] == {
+    assert openai_strict(_object({"at": {"type": "string", "format": "date-time"}}, ["at"]))["properties"][
+        "at"
+    ] == {
         "type": "string",
         "format": "date-time",
     }

@@ -38,7 +38,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
 def _blocks(language, text=README):
-    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
+    return re.findall(rf"```{language}\n(.*?)```", text, re.DOTALL)
 
 
 def _fenced(text: str = README) -> list[tuple[str, str, str]]:
@@ -97,45 +97,50 @@ def _shell_env(**variables: str) -> dict[str, str]:
 #: Every fenced block of README.md, in order: the heading it is under, its
 #: language, and the tests that run it (in this module unless one says another).
 BLOCKS = [
-    ("Quick start", "sh",
-     "test_quick_start_is_two_commands_and_ci_runs_them",
-     "test_the_quick_start_installs_this_tree_and_runs_the_demo"),
-    ("Use it from the terminal", "sh",
-     "test_the_terminal_section_runs_as_written"),
-    ("Use it from the terminal", "json",
-     "test_the_terminal_section_runs_as_written"),
-    ("Use it from the terminal", "sh",
-     "test_the_terminal_section_runs_as_written"),
-    ("A tour of the API", "python",
-     "test_the_tour_example_runs_as_written"),
-    ("Tools", "python",
-     "test_the_deploy_tool_runs_make_deploy_and_reports_progress"),
-    ("Tools", "python",
-     "test_typed_tools.py::test_the_readme_typed_tool_example_gets_the_enum_member"),
-    ("Durable sessions", "python",
-     "test_the_durable_sessions_snippet_creates_then_restores"),
-    ("Durable sessions", "sh",
-     "test_the_sessions_commands_run_as_written"),
-    ("Sessions on PostgreSQL", "python",
-     "test_the_postgres_snippet_restores_and_says_when_a_session_is_held"),
-    ("Teams: agents as tools", "python",
-     "test_the_team_snippet_runs_the_reviewer_as_a_child_with_coding_tools"),
-    ("Supervisors and MCP tool servers", "python",
-     "test_the_supervisor_snippet_restarts_the_watcher_with_the_index"),
-    ("Supervisors and MCP tool servers", "python",
-     "test_the_mcp_snippet_gives_the_agent_the_time_servers_tools"),
-    ("Models", "python",
-     "test_the_from_string_snippet_reaches_each_provider_through_its_environment"),
-    ("Tracing", "python",
-     "test_tracing.py::test_the_readme_tracing_example_runs_as_written"),
-    ("Editors and the web console (ACP)", "json",
-     "test_the_zed_settings_start_an_acp_agent_that_answers"),
-    ("Editors and the web console (ACP)", "sh",
-     "test_agentrio_serve_as_written_serves_the_console_it_prints"),
-    ("Performance", "sh",
-     "test_the_performance_commands_name_benchmarks_that_run"),
-    ("Layout", "",
-     "test_the_layout_lists_every_package"),
+    (
+        "Quick start",
+        "sh",
+        "test_quick_start_is_two_commands_and_ci_runs_them",
+        "test_the_quick_start_installs_this_tree_and_runs_the_demo",
+    ),
+    ("Use it from the terminal", "sh", "test_the_terminal_section_runs_as_written"),
+    ("Use it from the terminal", "json", "test_the_terminal_section_runs_as_written"),
+    ("Use it from the terminal", "sh", "test_the_terminal_section_runs_as_written"),
+    ("A tour of the API", "python", "test_the_tour_example_runs_as_written"),
+    ("Tools", "python", "test_the_deploy_tool_runs_make_deploy_and_reports_progress"),
+    ("Tools", "python", "test_typed_tools.py::test_the_readme_typed_tool_example_gets_the_enum_member"),
+    ("Durable sessions", "python", "test_the_durable_sessions_snippet_creates_then_restores"),
+    ("Durable sessions", "sh", "test_the_sessions_commands_run_as_written"),
+    (
+        "Sessions on PostgreSQL",
+        "python",
+        "test_the_postgres_snippet_restores_and_says_when_a_session_is_held",
+    ),
+    (
+        "Teams: agents as tools",
+        "python",
+        "test_the_team_snippet_runs_the_reviewer_as_a_child_with_coding_tools",
+    ),
+    (
+        "Supervisors and MCP tool servers",
+        "python",
+        "test_the_supervisor_snippet_restarts_the_watcher_with_the_index",
+    ),
+    (
+        "Supervisors and MCP tool servers",
+        "python",
+        "test_the_mcp_snippet_gives_the_agent_the_time_servers_tools",
+    ),
+    ("Models", "python", "test_the_from_string_snippet_reaches_each_provider_through_its_environment"),
+    ("Tracing", "python", "test_tracing.py::test_the_readme_tracing_example_runs_as_written"),
+    ("Editors and the web console (ACP)", "json", "test_the_zed_settings_start_an_acp_agent_that_answers"),
+    (
+        "Editors and the web console (ACP)",
+        "sh",
+        "test_agentrio_serve_as_written_serves_the_console_it_prints",
+    ),
+    ("Performance", "sh", "test_the_performance_commands_name_benchmarks_that_run"),
+    ("Layout", "", "test_the_layout_lists_every_package"),
 ]
 
 
@@ -153,9 +158,14 @@ def test_the_tour_example_runs_as_written(tmp_path):
     example = _blocks("python")[0]
     script = tmp_path / "tour.py"
     script.write_text(example)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["  read_config -> eu-west-1", "completed - The service runs in eu-west-1."]
+    assert done.stdout.splitlines() == [
+        "  read_config -> eu-west-1",
+        "completed - The service runs in eu-west-1.",
+    ]
 
 
 def test_quick_start_is_two_commands_and_ci_runs_them():
@@ -333,10 +343,14 @@ async def test_the_deploy_tool_runs_make_deploy_and_reports_progress(tmp_path, m
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     deploy = (await _run_fragment(_block("Tools", "python")))["deploy"]
     assert deploy.execution_mode == "exclusive"
-    model = ScriptedModel([
-        calls(("deploy", {"service": "web"})), say("web is deployed."),
-        calls(("deploy", {"service": "db"})), say("db failed."),
-    ])
+    model = ScriptedModel(
+        [
+            calls(("deploy", {"service": "web"})),
+            say("web is deployed."),
+            calls(("deploy", {"service": "db"})),
+            say("db failed."),
+        ]
+    )
     async with Runtime() as rt:
         agent = await rt.create(AgentSpec("ops", model, tools=[deploy]))
         async with record(agent) as events:
@@ -399,12 +413,14 @@ async def test_the_team_snippet_runs_the_reviewer_as_a_child_with_coding_tools(t
     from agentrio import Runtime, ScriptedModel
 
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    model = ScriptedModel([
-        calls(("ask_reviewer", {"task": "Review calc.py."})),  # lead
-        calls(("read", {"path": "calc.py"})),  # reviewer
-        say("add subtracts."),  # reviewer
-        say("The reviewer found that add subtracts."),  # lead
-    ])
+    model = ScriptedModel(
+        [
+            calls(("ask_reviewer", {"task": "Review calc.py."})),  # lead
+            calls(("read", {"path": "calc.py"})),  # reviewer
+            say("add subtracts."),  # reviewer
+            say("The reviewer found that add subtracts."),  # lead
+        ]
+    )
     team = await _run_fragment(_block("Teams: agents as tools", "python"), model=model, root=tmp_path)
     async with Runtime() as rt:
         lead = await rt.create(team["lead"])
@@ -455,9 +471,14 @@ async def test_the_supervisor_snippet_restarts_the_watcher_with_the_index(capsys
     snippet = _block("Supervisors and MCP tool servers", "python", 0)
     await _run_fragment(snippet, run_index=run_index, run_watcher=run_watcher, serve=serve)
     assert log == [
-        "index up", "watcher up",
-        "index down", "watcher down", "index up", "watcher up",  # the restart
-        "watcher down", "index down",  # the block's end
+        "index up",
+        "watcher up",
+        "index down",
+        "watcher down",
+        "index up",
+        "watcher up",  # the restart
+        "watcher down",
+        "index down",  # the block's end
     ]
     (printed,) = capsys.readouterr().out.splitlines()
     assert printed.startswith("ChildRestart(") and "restarting=['index', 'watcher']" in printed
@@ -468,10 +489,12 @@ async def test_the_mcp_snippet_gives_the_agent_the_time_servers_tools():
     ``mcp-server-time``; the agent then asks it the time in Paris."""
     from agentrio import Runtime, ScriptedModel
 
-    model = ScriptedModel([
-        calls(("get_current_time", {"timezone": "Europe/Paris"})),
-        say("It is evening in Paris."),
-    ])
+    model = ScriptedModel(
+        [
+            calls(("get_current_time", {"timezone": "Europe/Paris"})),
+            say("It is evening in Paris."),
+        ]
+    )
     async with Runtime() as rt:
         snippet = _block("Supervisors and MCP tool servers", "python", 1)
         names = await _run_fragment(snippet, rt=rt, model=model)
@@ -496,13 +519,18 @@ async def test_the_from_string_snippet_reaches_each_provider_through_its_environ
     openai = await start_fake_openai(nursery, [say("from OpenAI")])
     anthropic = await start_fake_anthropic(nursery, [say("from Anthropic"), say("from the spec's model")])
     for name, value in dict(
-        OPENAI_API_KEY="sk-openai", OPENAI_BASE_URL=openai.base_url,
-        ANTHROPIC_API_KEY="sk-anthropic", ANTHROPIC_BASE_URL=anthropic.base_url,
+        OPENAI_API_KEY="sk-openai",
+        OPENAI_BASE_URL=openai.base_url,
+        ANTHROPIC_API_KEY="sk-anthropic",
+        ANTHROPIC_BASE_URL=anthropic.base_url,
     ).items():
         monkeypatch.setenv(name, value)
     snippet = _block("Models", "python")
     assert set(re.findall(r"[A-Z]+_[A-Z_]+", snippet)) == {
-        "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
     }
     names, models = {}, []
     for statement in ast.parse(snippet).body:  # each `model = ...` replaces the last
@@ -595,7 +623,10 @@ async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, t
     env = _shell_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake.base_url, HOME=str(tmp_path))
     process = await trio.lowlevel.open_process(
         ["/bin/sh", "-c", f"exec {command}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
     )
     try:
         with trio.fail_after(60):
@@ -616,8 +647,9 @@ async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, t
             assert (await client.get(f"http://{address}/acp")).status_code == 401
         async with trio_websocket.open_websocket_url(f"ws://{address}/acp?token={token}") as ws:
             initialize = {"protocolVersion": 1, "clientCapabilities": {}}
-            await ws.send_message(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                              "params": initialize}))
+            await ws.send_message(
+                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize})
+            )
             assert json.loads(await ws.get_message())["result"]["protocolVersion"] == 1
     finally:
         process.send_signal(signal.SIGINT)
@@ -661,8 +693,9 @@ def test_the_performance_commands_name_benchmarks_that_run():
     assert len(set(scripts)) == len(scripts) and all((ROOT / s).is_file() for s in scripts)
     # Each as `python SCRIPT --help` runs it (its folder first on sys.path),
     # all in one interpreter to start it once.
-    helps = subprocess.run([sys.executable, "-c", _HELP_OF_EACH, *scripts], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120)
+    helps = subprocess.run(
+        [sys.executable, "-c", _HELP_OF_EACH, *scripts], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert helps.returncode == 0, helps.stderr
     for number, (script, (status, usage)) in enumerate(json.loads(helps.stdout).items()):
         assert status == 0 and usage.startswith("usage: "), (script, status, usage)
@@ -672,7 +705,7 @@ def test_the_performance_commands_name_benchmarks_that_run():
 def test_the_layout_lists_every_package():
     """The Layout block is a listing, not code: each folder it names is a
     package of agentrio, and it names every one."""
-    listed = re.findall(r"^  (\w+)/", _block("Layout", ""), re.M)
+    listed = re.findall(r"^  (\w+)/", _block("Layout", ""), re.MULTILINE)
     packages = sorted(p.parent.name for p in (ROOT / "agentrio").glob("*/__init__.py"))
     assert _block("Layout", "").startswith("agentrio/\n")
     assert sorted(listed) == packages
@@ -683,7 +716,8 @@ def test_the_agentrio_toml_settings_named_are_the_ones_it_takes():
     agentrio.toml may set; the config loader takes exactly those."""
     from agentrio.cli.config import KEYS
 
-    named = re.search(r"an `agentrio.toml` in\sthe working directory or the nearest parent\s+that has one \(([^)]*)\)", README)[
-        1
-    ]
+    named = re.search(
+        r"an `agentrio.toml` in\sthe working directory or the nearest parent\s+that has one \(([^)]*)\)",
+        README,
+    )[1]
     assert tuple(re.findall(r"`(\w+)`", named)) == KEYS

@@ -32,6 +32,7 @@ from agentrio.models.scripted import message_events
 
 from .helpers import calls, counting_switches, echo_tool, say
 
+
 def _key(event) -> tuple:
     """Which text a delta continues."""
     if event.type == "message_update":
@@ -66,7 +67,12 @@ def _strictly_increasing(events) -> bool:
 _step = st.one_of(
     st.just(("turn",)),
     st.tuples(st.just("text"), st.integers(0, 1), st.text(max_size=5)),
-    st.tuples(st.just("tool"), st.sampled_from(["a", "b"]), st.sampled_from(["stdout", "stderr"]), st.text(max_size=5)),
+    st.tuples(
+        st.just("tool"),
+        st.sampled_from(["a", "b"]),
+        st.sampled_from(["stdout", "stderr"]),
+        st.text(max_size=5),
+    ),
 )
 
 
@@ -77,7 +83,12 @@ def _emit_all(bus: EventBus, steps) -> None:
         elif step[0] == "text":
             bus.emit(MessageUpdate, delta=TextDelta(step[1], step[2]))
         else:
-            bus.emit(ToolExecutionUpdate, tool_call_id=step[1], tool_name="t", progress={"stream": step[2], "text": step[3]})
+            bus.emit(
+                ToolExecutionUpdate,
+                tool_call_id=step[1],
+                tool_name="t",
+                progress={"stream": step[2], "text": step[3]},
+            )
 
 
 async def _live_and_replayed(steps, since_fraction):
@@ -91,7 +102,9 @@ async def _live_and_replayed(steps, since_fraction):
 
 @settings(max_examples=200, deadline=None)
 @given(steps=st.lists(_step, max_size=60), since_fraction=st.floats(0, 1))
-def test_the_log_replays_every_lifecycle_event_after_since_and_the_unseen_text_of_each_delta_run(steps, since_fraction):
+def test_the_log_replays_every_lifecycle_event_after_since_and_the_unseen_text_of_each_delta_run(
+    steps, since_fraction
+):
     seen, since, (missed, replayed) = trio.run(_live_and_replayed, steps, since_fraction)
     after = [e for e in seen if e.seq > since]
     assert missed == 0
@@ -107,7 +120,12 @@ async def test_the_log_keeps_a_bounded_run_of_text_and_counts_what_it_left_out()
     piece = "x" * 1000
     async with bus.subscribe():
         for _ in range(1000):  # 1 MB of output in one run
-            bus.emit(ToolExecutionUpdate, tool_call_id="a", tool_name="t", progress={"stream": "stdout", "text": piece})
+            bus.emit(
+                ToolExecutionUpdate,
+                tool_call_id="a",
+                tool_name="t",
+                progress={"stream": "stdout", "text": piece},
+            )
         bus.emit(TurnStart, turn=1)
     missed, events = bus.replay(0)
     assert missed == 0

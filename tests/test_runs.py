@@ -7,6 +7,7 @@ import tracemalloc
 import weakref
 
 import trio
+import trio.lowlevel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,7 +66,7 @@ async def test_a_steered_input_says_it_joined_another_turn(rt):
     async with trio.open_nursery() as nursery:
         results = start_run(nursery, agent, "start")
         while not agent.running_tools:
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         steered = await agent.steer("also this")
         release.set()
     assert results[0].text == "both handled" and not results[0].joined
@@ -107,7 +108,7 @@ async def test_the_cancel_cause_is_on_turn_end_agent_end_the_result_and_the_jour
     async with agent.subscribe() as events, trio.open_nursery() as nursery:
         results = start_run(nursery, agent, "go")
         while not model.requests:  # mid-turn, in the model request
-            await trio.sleep(0)
+            await trio.lowlevel.checkpoint()
         await agent.cancel("user")
     seen = []
     while True:
@@ -115,7 +116,10 @@ async def test_the_cancel_cause_is_on_turn_end_agent_end_the_result_and_the_jour
             seen.append(events.receive_nowait())
         except (trio.WouldBlock, trio.EndOfChannel):
             break
-    assert [(e.type, e.cancel_cause) for e in seen if e.type in ("turn_end", "agent_end")] == [("turn_end", "user"), ("agent_end", "user")], [e.type for e in seen]
+    assert [(e.type, e.cancel_cause) for e in seen if e.type in ("turn_end", "agent_end")] == [
+        ("turn_end", "user"),
+        ("agent_end", "user"),
+    ], [e.type for e in seen]
     assert results[0].cancel_cause == "user"
     records = (await rt.store.load_session(agent.session_id))[1]
     assert [r.cancel_cause for r in records if isinstance(r, TurnEnded)] == ["user"]
@@ -237,7 +241,9 @@ async def test_a_subscriber_that_never_reads_costs_bounded_memory_and_loses_no_l
     lagged = [e for e in kept if e.type == "lagged"]
     assert lagged and sum(e.dropped for e in lagged) > 0 and not any(e.missed for e in lagged)
     # Every lifecycle event is there, in order.
-    assert [e.type for e in kept if e.type in ("tool_execution_end", "message_end", "turn_end", "agent_end")] == [
+    assert [
+        e.type for e in kept if e.type in ("tool_execution_end", "message_end", "turn_end", "agent_end")
+    ] == [
         "message_end",
         "message_end",
         "tool_execution_end",
@@ -281,7 +287,11 @@ async def test_children_are_live_handles(rt):
     worker = AgentSpec(
         "worker", ScriptedModel([calls(("wait", {}))]), tools=[Tool("wait", "", {"type": "object"}, wait)]
     )
-    lead = AgentSpec("lead", ScriptedModel([calls(("ask", {"task": "t"})), say("end")]), tools=[agent_tool(worker, name="ask", description="")])
+    lead = AgentSpec(
+        "lead",
+        ScriptedModel([calls(("ask", {"task": "t"})), say("end")]),
+        tools=[agent_tool(worker, name="ask", description="")],
+    )
     parent = await rt.create(lead)
     async with trio.open_nursery() as nursery:
         results = start_run(nursery, parent, "go")

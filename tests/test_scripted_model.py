@@ -168,7 +168,13 @@ def test_duplicate_tool_names_are_rejected():
 
 @pytest.mark.parametrize(
     "raw, arguments, kept",
-    [("", {}, None), ("  ", {}, None), ('{"a": 1}', {"a": 1}, None), ("[1]", {}, "[1]"), ('{"a": ', {}, '{"a": ')],
+    [
+        ("", {}, None),
+        ("  ", {}, None),
+        ('{"a": 1}', {"a": 1}, None),
+        ("[1]", {}, "[1]"),
+        ('{"a": ', {}, '{"a": '),
+    ],
 )
 def test_streamed_arguments_that_are_not_a_json_object_are_kept_raw(raw, arguments, kept):
     call = parse_tool_call("c", "read", raw)

@@ -2,6 +2,7 @@
 
 import pytest
 import trio
+import trio.lowlevel
 
 from agentrio import AgentDisposed, AgentSpec, Hooks, Reject, ScriptedModel, UserMessage
 
@@ -38,7 +39,14 @@ async def test_steering_joins_the_current_turn_after_the_batch_commits(rt, autoj
 
 
 async def test_follow_ups_wait_for_the_turn_to_end_and_get_a_turn_each(rt, autojump_clock):
-    model = ScriptedModel([calls(("sleep", {"seconds": 3, "tag": "x"})), say("first done"), say("tests ran"), say("docs written")])
+    model = ScriptedModel(
+        [
+            calls(("sleep", {"seconds": 3, "tag": "x"})),
+            say("first done"),
+            say("tests ran"),
+            say("docs written"),
+        ]
+    )
     agent = await rt.create(AgentSpec("a", model, tools=[sleeper()]))
     async with record(agent) as rec, trio.open_nursery() as nursery:
         nursery.start_soon(agent.run, "fix the bug")
@@ -46,7 +54,10 @@ async def test_follow_ups_wait_for_the_turn_to_end_and_get_a_turn_each(rt, autoj
         await agent.followup("then run the tests")
         await agent.followup("then write docs")
     assert [_user_texts(r)[-1] for r in model.requests] == [
-        "fix the bug", "fix the bug", "then run the tests", "then write docs"
+        "fix the bug",
+        "fix the bug",
+        "then run the tests",
+        "then write docs",
     ]
     # The first follow-up is not in the first turn's second request.
     assert _user_texts(model.requests[1]) == ["fix the bug"]
@@ -59,7 +70,7 @@ async def test_injected_context_comes_before_the_queued_prompt(rt):
     agent = await rt.create(AgentSpec("a", model))
     async with record(agent) as rec:
         await agent.inject("the user is on the main branch")
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         assert agent.status == "idle" and rec.of("agent_start") == []  # inject does not wake
         await agent.run("commit the change")
     assert _user_texts(model.requests[0]) == ["the user is on the main branch", "commit the change"]
@@ -134,6 +145,7 @@ async def test_a_wake_up_during_maintenance_is_latched(rt):
         return "compacted"
 
     async with record(agent) as rec, trio.open_nursery() as nursery:
+
         async def maintain():
             order.append(await agent.run_maintenance(compact))
 
@@ -207,7 +219,7 @@ async def test_subscriptions_end_when_the_agent_is_disposed(rt):
                     seen.append(event.type)
 
         nursery.start_soon(watch)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         await agent.run("hi")
         await agent.dispose()
     assert seen[-1] == "status"
@@ -232,7 +244,9 @@ async def test_pre_step_may_reject_and_the_input_is_not_requeued(rt):
 
 async def test_pre_step_may_replace_the_input(rt):
     model = ScriptedModel([say("ok")])
-    agent = await rt.create(AgentSpec("a", model, hooks=Hooks(pre_step=lambda s: [s.input[0].message.text.upper()])))
+    agent = await rt.create(
+        AgentSpec("a", model, hooks=Hooks(pre_step=lambda s: [s.input[0].message.text.upper()]))
+    )
     await agent.run("shout")
     assert _user_texts(model.requests[0]) == ["SHOUT"]
 
@@ -257,6 +271,8 @@ async def test_turn_stopping_may_keep_the_turn_going(rt):
 async def test_on_assistant_stream_observes_the_live_stream(rt):
     seen = []
     model = ScriptedModel([say("observed")], chunk_size=3)
-    agent = await rt.create(AgentSpec("a", model, hooks=Hooks(on_assistant_stream=lambda e: seen.append(e.type))))
+    agent = await rt.create(
+        AgentSpec("a", model, hooks=Hooks(on_assistant_stream=lambda e: seen.append(e.type)))
+    )
     await agent.run("go")
     assert seen[0] == "start" and seen[-1] == "done" and seen.count("text_delta") == 3

@@ -148,7 +148,10 @@ def answers_and_ends(rec) -> list[str]:
 
 @pytest.mark.parametrize("api", ["responses", "anthropic"])
 async def test_over_each_providers_real_stream_an_invalid_answer_is_retried_then_converted(nursery, rt, api):
-    replies = [typed_answer(api, {"colour": "green", "litres": 1}), typed_answer(api, {"colour": "red", "litres": 2.5})]
+    replies = [
+        typed_answer(api, {"colour": "green", "litres": 1}),
+        typed_answer(api, {"colour": "red", "litres": 2.5}),
+    ]
     server, agent = await typed_agent(nursery, rt, api, Paint, replies)
     async with record(agent) as rec:
         result = await agent.run("Paint?")
@@ -165,7 +168,9 @@ async def test_over_each_providers_real_stream_an_invalid_answer_is_retried_then
     assert correction["role"] == "user"
     said = correction["content"]
     said = said if isinstance(said, str) else "".join(block["text"] for block in said)
-    assert said.startswith("Your answer does not fit the Paint schema: colour: 'green' is not one of ['red', 'blue']")
+    assert said.startswith(
+        "Your answer does not fit the Paint schema: colour: 'green' is not one of ['red', 'blue']"
+    )
     # Each answer streamed as output_update events before its message ended.
     assert answers_and_ends(rec) == ["output_update", "message_end", "output_update", "message_end"]
     assert [e.output for e in rec.of("output_update")][-1] == {"colour": "red", "litres": 2.5}

@@ -59,11 +59,11 @@ def test_decorator_options():
 
 
 def test_sphinx_docstrings():
-    description, params = parse_docstring('''Do it.
+    description, params = parse_docstring("""Do it.
 
     :param path: Where.
     :param int count: How many.
-    ''')
+    """)
     assert description == "Do it."
     assert params == {"path": "Where.", "count": "How many."}
 
@@ -100,10 +100,20 @@ def test_nested_fields_are_named_by_their_path():
     t = Tool(
         "t",
         "",
-        {"type": "object", "properties": {"edits": {"type": "array", "items": {"type": "object", "properties": {"line": {"type": "integer"}}}}}},
+        {
+            "type": "object",
+            "properties": {
+                "edits": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"line": {"type": "integer"}}},
+                }
+            },
+        },
         search.execute,
     )
-    assert t.argument_errors({"edits": [{"line": 1}, {"line": "two"}]}) == ["edits.1.line: 'two' is not of type 'integer'"]
+    assert t.argument_errors({"edits": [{"line": 1}, {"line": "two"}]}) == [
+        "edits.1.line: 'two' is not of type 'integer'"
+    ]
 
 
 def test_a_bad_tool_definition_is_a_clear_error():

@@ -25,7 +25,9 @@ def overlapping(log):
 async def test_parallel_calls_run_in_a_rolling_bounded_pool(rt, autojump_clock):
     log = []
     durations = [5, 1, 1, 1, 1, 1]
-    model = ScriptedModel([calls(*[("sleep", {"seconds": d, "tag": str(i)}) for i, d in enumerate(durations)]), say("ok")])
+    model = ScriptedModel(
+        [calls(*[("sleep", {"seconds": d, "tag": str(i)}) for i, d in enumerate(durations)]), say("ok")]
+    )
     spec = AgentSpec("a", model, tools=[sleeper(log=log)], limits=Limits(max_parallel_tool_calls=2))
     agent = await rt.create(spec)
     start = trio.current_time()
@@ -62,13 +64,20 @@ async def test_an_exclusive_call_is_a_barrier_and_runs_alone(rt, autojump_clock)
 
 async def test_sequential_execution_runs_every_call_alone_in_model_order(rt, autojump_clock):
     log = []
-    model = ScriptedModel([calls(*[("sleep", {"seconds": d, "tag": str(i)}) for i, d in enumerate([3, 1, 2])]), say("ok")])
+    model = ScriptedModel(
+        [calls(*[("sleep", {"seconds": d, "tag": str(i)}) for i, d in enumerate([3, 1, 2])]), say("ok")]
+    )
     spec = AgentSpec("a", model, tools=[sleeper(log=log)], limits=Limits(tool_execution="sequential"))
     agent = await rt.create(spec)
     async with record(agent) as rec:
         await agent.run("go")
     assert [(kind, tag) for kind, tag, _ in log] == [
-        ("start", "0"), ("end", "0"), ("start", "1"), ("end", "1"), ("start", "2"), ("end", "2"),
+        ("start", "0"),
+        ("end", "0"),
+        ("start", "1"),
+        ("end", "1"),
+        ("start", "2"),
+        ("end", "2"),
     ]
     # Each result is committed before the next call starts.
     order = [e.type for e in rec.events if e.type in ("tool_execution_start", "message_end")][2:]
@@ -86,17 +95,33 @@ async def test_deferred_context_reaches_the_next_request_after_the_results_in_mo
         {"type": "object", "properties": {"seconds": {"type": "number"}, "tag": {"type": "string"}}},
         note,
     )
-    model = ScriptedModel([calls(("note", {"seconds": 2, "tag": "a"}), ("note", {"seconds": 1, "tag": "b"})), say("ok")])
+    model = ScriptedModel(
+        [calls(("note", {"seconds": 2, "tag": "a"}), ("note", {"seconds": 1, "tag": "b"})), say("ok")]
+    )
     agent = await rt.create(AgentSpec("a", model, tools=[noting]))
     async with record(agent) as rec:
         await agent.run("go")
     assert [m.text for m in model.requests[1].messages[2:]] == [
-        "noted a", "noted b", "context from a", "context from b",  # b ended first, yet comes second
+        "noted a",
+        "noted b",
+        "context from a",
+        "context from b",  # b ended first, yet comes second
     ]
-    assert [e.inserted[0].message.text for e in rec.of("inbox") if e.target == "next_step" and e.inserted] == [
-        "context from a", "context from b",
+    assert [
+        e.inserted[0].message.text for e in rec.of("inbox") if e.target == "next_step" and e.inserted
+    ] == [
+        "context from a",
+        "context from b",
     ]
-    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result", "tool_result", "user", "user", "assistant"]
+    assert [m.role for m in agent.messages] == [
+        "user",
+        "assistant",
+        "tool_result",
+        "tool_result",
+        "user",
+        "user",
+        "assistant",
+    ]
 
 
 def _secret_tool():
@@ -113,7 +138,9 @@ async def test_post_tool_redacts_each_result_before_it_is_journaled_or_seen(rt, 
 
     def redact(p):
         seen.append(p.call.id)
-        return attrs.evolve(p.result, content=[Text(p.result.text.replace("hunter2", "[redacted]"))], tool_call_id="forged")
+        return attrs.evolve(
+            p.result, content=[Text(p.result.text.replace("hunter2", "[redacted]"))], tool_call_id="forged"
+        )
 
     batch = calls(("leak", {"seconds": 2, "tag": "a"}), ("leak", {"seconds": 1, "tag": "b"}), ("nope", {}))
     model = ScriptedModel([batch, say("ok")])
@@ -124,8 +151,14 @@ async def test_post_tool_redacts_each_result_before_it_is_journaled_or_seen(rt, 
     # Every result, the refused call's too, in model order though "b" ended first (dsh 7.9).
     assert seen == ids
     results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
-    assert [(r.tool_call_id, r.text) for r in results[:2]] == [(ids[0], "a: password=[redacted]"), (ids[1], "b: password=[redacted]")]
-    assert [e.result.text for e in rec.of("tool_execution_end")][:2] == ["a: password=[redacted]", "b: password=[redacted]"]
+    assert [(r.tool_call_id, r.text) for r in results[:2]] == [
+        (ids[0], "a: password=[redacted]"),
+        (ids[1], "b: password=[redacted]"),
+    ]
+    assert [e.result.text for e in rec.of("tool_execution_end")][:2] == [
+        "a: password=[redacted]",
+        "b: password=[redacted]",
+    ]
     _, records = await rt.store.load_session(agent.session_id)
     # With the hook, "b" is not recorded ahead of its turn: it goes through the hook first, in model order.
     assert not any(isinstance(r, ToolCallFinished) for r in records)
@@ -155,7 +188,9 @@ def test_tool_execution_is_parallel_or_sequential():
 
 async def test_results_are_committed_in_model_order_when_later_calls_finish_first(rt, autojump_clock):
     log = []
-    model = ScriptedModel([calls(*[("sleep", {"seconds": s, "tag": t}) for t, s in [("a", 3), ("b", 1), ("c", 2)]]), say("ok")])
+    model = ScriptedModel(
+        [calls(*[("sleep", {"seconds": s, "tag": t}) for t, s in [("a", 3), ("b", 1), ("c", 2)]]), say("ok")]
+    )
     agent = await rt.create(AgentSpec("a", model, tools=[sleeper(log=log)]))
     async with record(agent) as rec:
         await agent.run("go")
@@ -164,7 +199,11 @@ async def test_results_are_committed_in_model_order_when_later_calls_finish_firs
     results = [e.message.text for e in rec.of("message_end") if isinstance(e.message, ToolResultMessage)]
     assert results == ["slept a", "slept b", "slept c"]
     _, records = await rt.store.load_session(agent.session_id)
-    journaled = [r.message.text for r in records if isinstance(r, MessageAppended) and isinstance(r.message, ToolResultMessage)]
+    journaled = [
+        r.message.text
+        for r in records
+        if isinstance(r, MessageAppended) and isinstance(r.message, ToolResultMessage)
+    ]
     assert journaled == ["slept a", "slept b", "slept c"]
     assert [m.text for m in agent.messages if isinstance(m, ToolResultMessage)] == journaled
     # Durations are real even though commits waited for call "a".
@@ -176,7 +215,9 @@ async def test_each_call_is_journaled_as_started_before_its_body_runs(rt):
 
     async def check(args, ctx):
         _, records = await rt.store.load_session(ctx.session_id)
-        seen_started.append(any(isinstance(r, ToolCallStarted) and r.tool_call_id == ctx.tool_call_id for r in records))
+        seen_started.append(
+            any(isinstance(r, ToolCallStarted) and r.tool_call_id == ctx.tool_call_id for r in records)
+        )
         return "ok"
 
     from agentrio import Tool
@@ -200,7 +241,12 @@ async def test_the_execution_mode_is_re_read_before_each_dispatch(rt, autojump_c
 
     switch = Tool("switch", "", {"type": "object"}, lock_down, execution_mode="exclusive")
     model = ScriptedModel(
-        [calls(("switch", {}), ("sleep", {"seconds": 1, "tag": "a"}), ("sleep", {"seconds": 1, "tag": "b"})), say("ok")]
+        [
+            calls(
+                ("switch", {}), ("sleep", {"seconds": 1, "tag": "a"}), ("sleep", {"seconds": 1, "tag": "b"})
+            ),
+            say("ok"),
+        ]
     )
     agent = await rt.create(AgentSpec("a", model, tools=[switch, slow]))
     await agent.run("go")
@@ -218,7 +264,9 @@ async def test_a_tool_replaced_mid_batch_is_used_for_calls_not_yet_dispatched(rt
         return "new"
 
     model = ScriptedModel([calls(("echo", {}), ("echo", {})), say("ok")])
-    agent = await rt.create(AgentSpec("a", model, tools=[Tool("echo", "", {"type": "object"}, old, execution_mode="exclusive")]))
+    agent = await rt.create(
+        AgentSpec("a", model, tools=[Tool("echo", "", {"type": "object"}, old, execution_mode="exclusive")])
+    )
     await agent.run("go")
     assert [m.text for m in agent.messages if isinstance(m, ToolResultMessage)] == ["old", "new"]
 
@@ -239,7 +287,11 @@ async def test_tool_progress_is_reported_as_updates(rt):
     updates = rec.of("tool_execution_update")
     assert [u.progress for u in updates] == [{"done": 1, "of": 3}, {"done": 2, "of": 3}, {"done": 3, "of": 3}]
     types = rec.types(skip=("state", "inbox", "status", "message_update", "message_start", "message_end"))
-    assert types.index("tool_execution_start") < types.index("tool_execution_update") < types.index("tool_execution_end")
+    assert (
+        types.index("tool_execution_start")
+        < types.index("tool_execution_update")
+        < types.index("tool_execution_end")
+    )
 
 
 async def test_a_tool_may_conclude_the_turn(rt):

@@ -73,7 +73,11 @@ def contains(outer, inner) -> bool:
 async def test_a_parallel_tool_turn_is_one_trace_with_every_span_under_its_run(rt, spans, autojump_clock):
     model = ScriptedModel(
         [
-            calls(("sleep", {"seconds": 2, "tag": "a"}), ("sleep", {"seconds": 1, "tag": "b"}), usage=Usage(10, 4)),
+            calls(
+                ("sleep", {"seconds": 2, "tag": "a"}),
+                ("sleep", {"seconds": 1, "tag": "b"}),
+                usage=Usage(10, 4),
+            ),
             say("done", usage=Usage(20, 1)),
         ],
         model="m-1",
@@ -84,7 +88,11 @@ async def test_a_parallel_tool_turn_is_one_trace_with_every_span_under_its_run(r
 
     found = spans()
     assert [s.name for s in found] == [
-        "invoke_agent planner", "chat m-1", "execute_tool sleep", "execute_tool sleep", "chat m-1"
+        "invoke_agent planner",
+        "chat m-1",
+        "execute_tool sleep",
+        "execute_tool sleep",
+        "chat m-1",
     ]
     run, first, *tools, second = found
     # Trio may start the two workers in either order.
@@ -144,8 +152,12 @@ async def test_each_run_of_an_agent_is_its_own_trace(rt, spans):
 
 
 async def test_a_child_agent_runs_under_the_execute_tool_span_that_spawned_it(rt, spans):
-    child_model = ScriptedModel([calls(("sleep", {"seconds": 0, "tag": "c"})), say("child done")], model="small")
-    helper = agent_tool(AgentSpec("helper", child_model, tools=[sleeper()]), name="helper", description="Delegate.")
+    child_model = ScriptedModel(
+        [calls(("sleep", {"seconds": 0, "tag": "c"})), say("child done")], model="small"
+    )
+    helper = agent_tool(
+        AgentSpec("helper", child_model, tools=[sleeper()]), name="helper", description="Delegate."
+    )
     parent_model = ScriptedModel([calls(("helper", {"task": "look"})), say("done")], model="big")
     agent = await rt.create(AgentSpec("lead", parent_model, tools=[helper]))
     assert (await agent.run("go")).stop_reason == "completed"
@@ -206,7 +218,9 @@ async def test_a_failing_tool_marks_its_span_and_the_run_goes_on(rt, spans):
         return ToolResult("disk full", is_error=True)
 
     failing = Tool("fail", "Fails.", {"type": "object"}, fail)
-    agent = await rt.create(AgentSpec("a", ScriptedModel([calls(("fail", {})), say("sorry")]), tools=[failing]))
+    agent = await rt.create(
+        AgentSpec("a", ScriptedModel([calls(("fail", {})), say("sorry")]), tools=[failing])
+    )
     assert (await agent.run("go")).stop_reason == "completed"
     run_span, _, tool_span, _ = spans()
     # The error's text is the tool's output, hence content: not recorded.
@@ -215,7 +229,9 @@ async def test_a_failing_tool_marks_its_span_and_the_run_goes_on(rt, spans):
     assert run_span.status.status_code == StatusCode.UNSET
 
     agentrio.instrument(spans.provider, capture_content=True)
-    agent = await rt.create(AgentSpec("b", ScriptedModel([calls(("fail", {})), say("sorry")]), tools=[failing]))
+    agent = await rt.create(
+        AgentSpec("b", ScriptedModel([calls(("fail", {})), say("sorry")]), tools=[failing])
+    )
     await agent.run("go")
     tool_span = named(spans(), "execute_tool")[-1]
     assert tool_span.status.description == tool_span.attributes["gen_ai.tool.call.result"] == "disk full"
@@ -226,20 +242,28 @@ class _RetryOnce:
         return 2.0 if attempt == 1 else None
 
 
-async def test_a_retried_request_is_a_failed_chat_span_then_a_retry_event_on_the_run(rt, spans, autojump_clock):
-    model = ScriptedModel([ProviderError(type="connection_error", message="connection reset"), say("the answer")])
+async def test_a_retried_request_is_a_failed_chat_span_then_a_retry_event_on_the_run(
+    rt, spans, autojump_clock
+):
+    model = ScriptedModel(
+        [ProviderError(type="connection_error", message="connection reset"), say("the answer")]
+    )
     model.retry_policy = _RetryOnce()
     agent = await rt.create(AgentSpec("a", model))
     assert (await agent.run("go")).stop_reason == "completed"
 
     run_span, failed, answered = spans()
     assert failed.name == answered.name == "chat scripted"
-    assert (failed.status.status_code, failed.attributes["error.type"]) == (StatusCode.ERROR, "connection_error")
+    assert (failed.status.status_code, failed.attributes["error.type"]) == (
+        StatusCode.ERROR,
+        "connection_error",
+    )
     assert "connection reset" in failed.status.description
     assert answered.status.status_code == StatusCode.UNSET
     [retry] = run_span.events
     assert (retry.name, dict(retry.attributes)) == (
-        "agentrio.retry", {"attempt": 1, "delay": 2.0, "error.type": "connection_error"}
+        "agentrio.retry",
+        {"attempt": 1, "delay": 2.0, "error.type": "connection_error"},
     )
     assert failed.end_time <= retry.timestamp <= answered.start_time
     assert run_span.status.status_code == StatusCode.UNSET
@@ -312,7 +336,9 @@ async def test_content_is_recorded_in_the_conventions_shape_when_enabled(rt, spa
     agent = await rt.create(AgentSpec("a", model, system_prompt="Be brief.", tools=[echo_tool()]))
     await agent.run("greet")
     _, first, tool_span, second = spans()
-    assert json.loads(first.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
+    assert json.loads(first.attributes["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "Be brief."}
+    ]
     assert json.loads(first.attributes["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "greet"}]}
     ]
@@ -382,7 +408,9 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 agentrio.instrument()
 print(any(m.startswith("opentelemetry") for m in sys.modules))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=THIS_TREE).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=THIS_TREE
+    ).stdout
     assert out.splitlines() == ["[]", "True"]
 
 
@@ -397,7 +425,9 @@ except ImportError as exc:
     print(exc)
 print(agentrio.tracing.instrumented())
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=THIS_TREE).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=THIS_TREE
+    ).stdout
     assert out.splitlines() == ["tracing needs the OpenTelemetry API: pip install 'agentrio[otel]'", "False"]
 
 
@@ -409,17 +439,31 @@ def _sse(*events: tuple[str, dict]) -> bytes:
 
 
 ANTHROPIC_HELLO = _sse(
-    ("message_start", {"type": "message_start", "message": {"model": "claude-x", "usage": {"input_tokens": 3}}}),
-    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}),
+    (
+        "message_start",
+        {"type": "message_start", "message": {"model": "claude-x", "usage": {"input_tokens": 3}}},
+    ),
+    (
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ),
+    (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}},
+    ),
     ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+    (
+        "message_delta",
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+    ),
     ("message_stop", {"type": "message_stop"}),
 )
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-async def test_provider_requests_carry_the_chat_span_as_traceparent_only_when_enabled(rt, spans, nursery, enabled):
+async def test_provider_requests_carry_the_chat_span_as_traceparent_only_when_enabled(
+    rt, spans, nursery, enabled
+):
     agentrio.instrument(spans.provider, provider_traceparent=enabled)
     server = await start_server(nursery)
     server.reply(Reply(chunks=[ANTHROPIC_HELLO]))
@@ -467,7 +511,9 @@ async def test_a_subprocess_outside_any_span_gets_no_TRACEPARENT(spans):
 async def test_an_mcp_tool_call_carries_the_tool_span_in_its_meta(rt, spans):
     from agentrio.tools.mcp import mcp_server
 
-    async with mcp_server(sys.executable, [str(Path(__file__).with_name("mcp_trace_server.py"))], name="trace") as server:
+    async with mcp_server(
+        sys.executable, [str(Path(__file__).with_name("mcp_trace_server.py"))], name="trace"
+    ) as server:
         tools = server.tools_by_name()
         model = ScriptedModel([calls(("traceparent", {})), say("ok")])
         agent = await rt.create(AgentSpec("a", model, tools=[tools["traceparent"]]))
@@ -485,7 +531,13 @@ def test_the_readme_tracing_example_runs_as_written(tmp_path):
     script = tmp_path / "tracing.py"
     script.write_text(example)
     done = subprocess.run(
-        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=60, cwd=tmp_path, env=THIS_TREE
+        [sys.executable, str(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=THIS_TREE,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['chat scripted', 'invoke_agent greeter']"]
@@ -519,7 +571,12 @@ def test_the_tracing_benchmark_runs_every_mode_at_its_quick_size():
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
         [sys.executable, "bench/tracing_overhead.py", "--quick"],
-        check=False, capture_output=True, text=True, timeout=300, cwd=root, env=THIS_TREE,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env=THIS_TREE,
     )
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines() if " of off" in line]
@@ -536,7 +593,13 @@ async def test_with_turn_spans_the_trace_follows_the_state_machine(rt, spans):
     assert (await agent.run("go")).stop_reason == "completed"
     found = spans()
     assert [s.name for s in found] == [
-        "invoke_agent a", "turn 1", "step 1", "chat m", "execute_tool echo", "step 2", "chat m"
+        "invoke_agent a",
+        "turn 1",
+        "step 1",
+        "chat m",
+        "execute_tool echo",
+        "step 2",
+        "chat m",
     ]
     run, turn, step1, chat1, tool, step2, chat2 = found
     assert parent_of(turn) == run.context.span_id
@@ -549,7 +612,9 @@ async def test_with_turn_spans_the_trace_follows_the_state_machine(rt, spans):
 async def test_a_fallback_is_a_failed_chat_span_then_a_fallback_event_on_the_run(rt, spans):
     from agentrio import FallbackModel
 
-    first = ScriptedModel([ProviderError(status=529, type="overloaded_error", message="overloaded")], model="big")
+    first = ScriptedModel(
+        [ProviderError(status=529, type="overloaded_error", message="overloaded")], model="big"
+    )
     second = ScriptedModel([say("the answer")], model="small")
     agent = await rt.create(AgentSpec("a", FallbackModel(first, second)))
     assert (await agent.run("go")).stop_reason == "completed"
@@ -559,5 +624,6 @@ async def test_a_fallback_is_a_failed_chat_span_then_a_fallback_event_on_the_run
     assert failed.status.status_code == StatusCode.ERROR
     [fallback] = run_span.events
     assert (fallback.name, dict(fallback.attributes)) == (
-        "agentrio.fallback", {"from": "scripted:big", "to": "scripted:small", "error.type": "overloaded_error"}
+        "agentrio.fallback",
+        {"from": "scripted:big", "to": "scripted:small", "error.type": "overloaded_error"},
     )

@@ -57,10 +57,22 @@ async def test_the_state_walk_of_invalid_arguments_then_fixed_ones_then_an_answe
         result = await agent.run("echo hi")
     assert result.stop_reason == "completed" and result.turns == 1
     assert rec.states() == [
-        "build_context", "call_model", "validate_tools", "check_permission", "execute_tools", "append_results",
+        "build_context",
+        "call_model",
+        "validate_tools",
+        "check_permission",
+        "execute_tools",
+        "append_results",
         "recover",
-        "build_context", "call_model", "validate_tools", "check_permission", "execute_tools", "append_results",
-        "build_context", "call_model", "done",
+        "build_context",
+        "call_model",
+        "validate_tools",
+        "check_permission",
+        "execute_tools",
+        "append_results",
+        "build_context",
+        "call_model",
+        "done",
     ]
     invalid, valid = [m for m in agent.messages if m.role == "tool_result"]
     assert invalid.error_code == "TOOL_INPUT_INVALID" and "'text' is a required property" in invalid.text

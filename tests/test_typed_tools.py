@@ -10,8 +10,8 @@ import re
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Literal, NewType, NotRequired, TypedDict
 
 import attrs
@@ -84,7 +84,7 @@ orders = st.builds(
     priority=st.sampled_from(Priority),
     lines=st.lists(lines, max_size=3),
     ship_to=addresses,
-    placed=st.datetimes(timezones=st.none() | st.just(datetime.timezone.utc)),
+    placed=st.datetimes(timezones=st.none() | st.just(datetime.UTC)),
     due=st.none() | st.dates(),
     attachment=st.none() | st.builds(Path, st.sampled_from(["a.txt", "/tmp/b", "c/d"])),
     dimensions=st.tuples(st.integers(), st.integers(), _words),
@@ -123,7 +123,11 @@ def test_a_class_becomes_a_closed_object_with_its_field_docs():
     assert props["priority"] == {"enum": [1, 2]}
     assert props["placed"] == {"type": "string", "format": "date-time"}
     assert props["due"] == {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]}
-    assert props["dimensions"]["prefixItems"] == [{"type": "integer"}, {"type": "integer"}, {"type": "string"}]
+    assert props["dimensions"]["prefixItems"] == [
+        {"type": "integer"},
+        {"type": "integer"},
+        {"type": "string"},
+    ]
     assert "default" not in props["dimensions"]  # a tuple is no JSON scalar
     assert props["ship_to"]["required"] == ["street", "city"]
     assert props["lines"]["items"]["properties"]["kind"] == {"enum": ["item", "fee"], "default": "item"}
@@ -188,7 +192,7 @@ async def test_a_tool_receives_converted_values_and_its_result_is_json():
     assert color is Status.SHIPPED
     assert type(shape) is Shape and shape.corners == [Point(1), Point(2, 3)]
     assert at == Point(5, 6) and label == ""
-    assert when == datetime.datetime(2026, 12, 1, 5, tzinfo=datetime.timezone.utc)
+    assert when == datetime.datetime(2026, 12, 1, 5, tzinfo=datetime.UTC)
     assert json.loads(out) == [{"x": 5, "y": 6}, {"x": 1, "y": 0}, {"x": 2, "y": 3}]
 
 
@@ -198,7 +202,10 @@ def test_a_typed_tool_schema_holds_pydantic_definitions_at_its_root():
     assert params["properties"]["shape"]["properties"]["name"]["description"] == "What to call it."
     assert params["properties"]["shape"]["properties"]["corners"]["items"] == {"$ref": "#/$defs/Point"}
     assert "Point" in params["$defs"]
-    assert params["properties"]["color"] == {"enum": ["open", "shipped"], "description": "Which status color."}
+    assert params["properties"]["color"] == {
+        "enum": ["open", "shipped"],
+        "description": "Which status color.",
+    }
     assert params["properties"]["label"] == {"type": "string", "description": "The caption.", "default": ""}
     assert params["properties"]["at"]["properties"]["x"]["description"] == "Across."
     assert draw.argument_errors(ARGS) == []
@@ -215,9 +222,7 @@ def test_invalid_arguments_name_the_failing_field():
 
 async def test_a_conversion_that_fails_is_an_error_result_naming_the_field():
     received.clear()
-    result = await draw.execute(
-        {**ARGS, "when": "yesterday", "shape": {"name": " ", "corners": []}}, _ctx()
-    )
+    result = await draw.execute({**ARGS, "when": "yesterday", "shape": {"name": " ", "corners": []}}, _ctx())
     assert result.is_error
     assert result.content == (
         "invalid arguments: shape: name: Value error, must not be blank; "
@@ -291,7 +296,11 @@ async def test_an_agent_calls_a_typed_tool_and_reads_its_result_as_json(rt):
 
 async def test_the_readme_typed_tool_example_gets_the_enum_member(tmp_path):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    (example,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "@tool\nasync def temperature" in b]
+    (example,) = [
+        b
+        for b in re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+        if "@tool\nasync def temperature" in b
+    ]
     namespace: dict[str, object] = {}
     exec(compile(example, "README.md", "exec", dont_inherit=True), namespace)
     out = await namespace["temperature"].execute({"city": "Oslo", "unit": "fahrenheit"}, _ctx())
@@ -320,7 +329,9 @@ def test_a_tool_whose_hints_cannot_be_resolved_is_a_clear_error():
     async def lost(x: Missing) -> str:  # noqa: F821
         return ""
 
-    with pytest.raises(TypeError, match="@tool lost: cannot resolve its type hints: name 'Missing' is not defined"):
+    with pytest.raises(
+        TypeError, match="@tool lost: cannot resolve its type hints: name 'Missing' is not defined"
+    ):
         tool(lost)
 
 
@@ -338,7 +349,7 @@ _LEAVES = [
     (float, st.floats(allow_nan=False, allow_infinity=False)),
     (bool, st.booleans()),
     (type(None), st.none()),
-    (datetime.datetime, st.datetimes(timezones=st.none() | st.just(datetime.timezone.utc))),
+    (datetime.datetime, st.datetimes(timezones=st.none() | st.just(datetime.UTC))),
     (datetime.date, st.dates()),
     (datetime.time, st.times()),
     (uuid.UUID, st.uuids()),
@@ -378,7 +389,9 @@ def _compose(inner: st.SearchStrategy) -> st.SearchStrategy:
     def record(pairs):
         return st.sampled_from(["dataclass", "attrs", "typeddict"]).map(lambda kind: _record(kind, pairs))
 
-    pair_of_two = st.tuples(inner, inner).map(lambda ab: (tuple[ab[0][0], ab[1][0]], st.tuples(ab[0][1], ab[1][1])))
+    pair_of_two = st.tuples(inner, inner).map(
+        lambda ab: (tuple[ab[0][0], ab[1][0]], st.tuples(ab[0][1], ab[1][1]))
+    )
     return inner.flatmap(one) | st.lists(inner, min_size=1, max_size=4).flatmap(record) | pair_of_two
 
 
@@ -480,5 +493,5 @@ print(result.stop_reason, result.output, model.requests[1].messages[-1].text)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        "completed Reading(city='Oslo', unit=<Unit.C: 'celsius'>) {\"city\": \"Oslo\", \"unit\": \"celsius\"}"
+        'completed Reading(city=\'Oslo\', unit=<Unit.C: \'celsius\'>) {"city": "Oslo", "unit": "celsius"}'
     )

@@ -1,8 +1,8 @@
 """The agent actor, its activities, the model stream and the tool pool."""
 
 from .agent import Agent, AgentDisposed, RunStream, Setup
-from .bus import Subscription
 from .agent_tool import agent_tool
+from .bus import Subscription
 from .compaction import CompactionFailed, CompactionOutcome
 from .scope import AgentScope
 from .spec import (

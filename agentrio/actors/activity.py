@@ -22,11 +22,10 @@ import attrs
 import trio
 
 from .. import _callbacks, tracing
-from .._ids import new_id
 from .._errors import sole_error
+from .._ids import new_id
 from ..events import (
     AgentEnd,
-    OutputUpdate,
     AgentStart,
     MessageDiscard,
     MessageEnd,
@@ -34,6 +33,7 @@ from ..events import (
     MessageUpdate,
     ModelFallback,
     Notice,
+    OutputUpdate,
     RequestRetry,
     State,
     StepEnd,
@@ -73,13 +73,13 @@ from ..messages import (
 )
 from ..messages.protocol import GrowingProjection
 from ..models import CONNECTION_ERROR, CONTEXT_OVERFLOW, MessageAssembler, Model, ModelRequest, ProviderError
-from ..models.fallback import model_name
 from ..models.events import StreamEvent, StreamStart, TextDelta
+from ..models.fallback import model_name
 from ..models.output import OutputInvalid, PartialOutput
-from .compaction import BackgroundSummary, CompactionOutcome, Compactor
 from . import goals
-from .hook_chain import bail, listeners
+from .compaction import BackgroundSummary, CompactionOutcome, Compactor
 from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
+from .hook_chain import bail, listeners
 from .model_stream import stream_model
 from .routing import choose_model, fallback_index, member
 from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
@@ -100,7 +100,15 @@ TRUNCATION_STOPS = {
 
 #: Stop reasons that are errors: their result carries ``error``.
 ERROR_STOPS = frozenset(
-    {"error", "model_error", "tool_error", "context_overflow", "compaction_failed", "output_invalid", "budget"}
+    {
+        "error",
+        "model_error",
+        "tool_error",
+        "context_overflow",
+        "compaction_failed",
+        "output_invalid",
+        "budget",
+    }
 )
 
 #: Stop reasons of a failed turn: ``on_failure="rollback"`` takes its
@@ -117,8 +125,7 @@ TEXT_TOOL_CALL = re.compile(
 #: Left in history when a run stops at ``Limits.max_turns``, so that the
 #: model knows, if the session goes on, that it was stopped.
 MAX_TURNS_NOTE = (
-    "[The run stopped here: it reached its limit of {} model requests before "
-    "the task was finished.]"
+    "[The run stopped here: it reached its limit of {} model requests before the task was finished.]"
 )
 
 PROTOCOL_REPAIR = (
@@ -384,7 +391,11 @@ class Activity:
     async def _turn(self) -> str:
         self.turns += 1
         self._mark = TurnMark(
-            len(self.new_messages), self.requests, self.tool_calls, len(self.claimed), history=len(self._state.messages)
+            len(self.new_messages),
+            self.requests,
+            self.tool_calls,
+            len(self.claimed),
+            history=len(self._state.messages),
         )
         turn = self._state.turn + 1
         with tracing.turn_span(turn, self.ports.session_id) as span:
@@ -573,13 +584,19 @@ class Activity:
             return None
         model = member(self.spec.model, 0)
         provider, name = getattr(model, "provider", ""), getattr(model, "model", "")
-        price = self.ports.prices.price(provider, name) if isinstance(provider, str) and isinstance(name, str) else None
+        price = (
+            self.ports.prices.price(provider, name)
+            if isinstance(provider, str) and isinstance(name, str)
+            else None
+        )
         spent = self.usage.cost if self.usage.total_tokens else 0.0
         if price is None or spent is None:
             return f"max_cost is set but no price is known for {model_name(model)}, so the cost cannot be kept to"
         estimate = spent + self._compactor.tokens(self._context.history) * price.input / 1_000_000
         if estimate > max_cost:
-            return f"the next request would take the run to about ${estimate:.4f}, past max_cost ${max_cost:g}"
+            return (
+                f"the next request would take the run to about ${estimate:.4f}, past max_cost ${max_cost:g}"
+            )
         return None
 
     async def _check_output(self, message: AssistantMessage) -> str | None:
@@ -686,7 +703,9 @@ class Activity:
                 delay = await self._retry_delay(model, error, attempt)
                 if delay is not None:
                     self._withdraw(live, "retry")
-                    tracing.event("agentrio.retry", attempt=attempt, delay=delay, **{"error.type": error.type})
+                    tracing.event(
+                        "agentrio.retry", attempt=attempt, delay=delay, **{"error.type": error.type}
+                    )
                     self.emit(RequestRetry, error=error, attempt=attempt, delay=delay)
                     await trio.sleep(delay)
                     attempt += 1
@@ -696,7 +715,9 @@ class Activity:
                 if (following := fallback_index(chosen, fallback, error)) is not None:
                     self._withdraw(live, "fallback")
                     names = model_name(model), model_name(member(chosen, following))
-                    tracing.event("agentrio.fallback", **{"from": names[0], "to": names[1], "error.type": error.type})
+                    tracing.event(
+                        "agentrio.fallback", **{"from": names[0], "to": names[1], "error.type": error.type}
+                    )
                     self.emit(ModelFallback, from_model=names[0], to_model=names[1], error=error)
                     fallback, attempt = following, 1
                     request = await self._rebuild_request(repair)
@@ -737,7 +758,9 @@ class Activity:
             return None
         if self.spec.compaction == "background" and not failed:
             if self._background is None:
-                self._background = self._compactor.start_background(self._context.history, len(self._state.messages))
+                self._background = self._compactor.start_background(
+                    self._context.history, len(self._state.messages)
+                )
             return None
         return (await self._compact("threshold")).error
 
@@ -844,9 +867,7 @@ class Activity:
         state = self._state
         if self._live is not None:
             live, self._live = self._live, None
-            message = live.assembler.interrupted(
-                "error" if stop == "error" else "aborted", self.error
-            )
+            message = live.assembler.interrupted("error" if stop == "error" else "aborted", self.error)
             if message.content:
                 await self.commit(message, announced=live.announced)
             elif live.announced:

@@ -223,8 +223,8 @@ class Agent:
         "_status",
         "_stopped",
         "_teardown_errors",
-        "_wake_pending",
         "_waiters",
+        "_wake_pending",
         "_workers",
         "id",
         "inbox",
@@ -415,7 +415,9 @@ class Agent:
             raise ValueError(f"decision must be one of {APPROVAL_DECISIONS}, got {decision!r}")
         await self._call(_Answer(request_id, decision, reason))
 
-    async def cancel(self, cause: CancelCause = "user", keep_inbox: bool = False, *, reason: str | None = None) -> None:
+    async def cancel(
+        self, cause: CancelCause = "user", keep_inbox: bool = False, *, reason: str | None = None
+    ) -> None:
         """Abort the running activity (if any) and cancel this agent's
         children (cause ``parent``). Unless ``keep_inbox``, pending input is
         discarded too. Returns once the abort has begun; ``wait_idle`` waits
@@ -492,7 +494,9 @@ class Agent:
         the goal is journaled and its first turn queued."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("set_goal needs the goal as non-empty text")
-        if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns <= 0):
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns <= 0
+        ):
             raise ValueError(f"max_turns must be a positive int or None, got {max_turns!r}")
         await self._call(_SetGoal(text, max_turns))
 
@@ -967,9 +971,7 @@ class Agent:
         the restart intensity). Returns whether the agent carries on."""
         log.error("agent %s failed: %s", self.id, error)
         restart = (
-            self._intensity is not None
-            and not self._closing
-            and self._intensity.admit(trio.current_time())
+            self._intensity is not None and not self._closing and self._intensity.admit(trio.current_time())
         )
         with trio.CancelScope(shield=True):
             try:

@@ -256,7 +256,11 @@ class Compactor:
         grown since it started), or report why there is none."""
         if job.error is not None:
             self._ports.emit(
-                CompactionEnd, reason="background", tokens_before=job.before, tokens_after=job.before, error=job.error
+                CompactionEnd,
+                reason="background",
+                tokens_before=job.before,
+                tokens_after=job.before,
+                error=job.error,
             )
             return CompactionOutcome(False, job.before, job.before, error=job.error)
         text, usage = job.result
@@ -266,7 +270,11 @@ class Compactor:
         """Stop ``job`` unapplied (its start gets its end)."""
         await job.join()
         self._ports.emit(
-            CompactionEnd, reason="background", tokens_before=job.before, tokens_after=job.before, error="dropped"
+            CompactionEnd,
+            reason="background",
+            tokens_before=job.before,
+            tokens_after=job.before,
+            error="dropped",
         )
 
     async def _summarize(self, messages: Sequence[Message], instructions: str | None) -> tuple[str, Usage]:
@@ -293,7 +301,9 @@ class Compactor:
             raise ProviderError(type=CONNECTION_ERROR, message="the stream ended without a stop reason")
         message = assembler.message()
         if message.truncated:
-            raise ProviderError(type="cut_summary", message=f"the summary was cut off ({message.stop_reason})")
+            raise ProviderError(
+                type="cut_summary", message=f"the summary was cut off ({message.stop_reason})"
+            )
         if not message.text.strip():
             raise ProviderError(
                 type="empty_summary", message=f"the model gave no summary (stop reason {message.stop_reason})"

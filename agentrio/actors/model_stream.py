@@ -73,7 +73,7 @@ class _StreamActor:
     """One request's actor: its task, its cancel scope, and whether its task
     has ended (``join`` waits for that)."""
 
-    __slots__ = ("outbox", "_scope", "_ended", "_joined")
+    __slots__ = ("_ended", "_joined", "_scope", "outbox")
 
     def __init__(self) -> None:
         self.outbox: Mailbox[StreamEvent | StreamEnded] = Mailbox(STREAM_MAILBOX_CAPACITY, "model stream")

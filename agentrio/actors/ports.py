@@ -33,7 +33,12 @@ class AgentHost(Protocol):
     registry: Any
 
     async def create(
-        self, spec: AgentSpec, session_id: str | None = None, parent: Agent | None = None, *, setup: Any = None
+        self,
+        spec: AgentSpec,
+        session_id: str | None = None,
+        parent: Agent | None = None,
+        *,
+        setup: Any = None,
     ) -> Agent: ...
 
     async def detach(self, *agents: Agent) -> None:
@@ -86,4 +91,3 @@ class ActivityPorts:
     #: The prices a run's usage is costed at: the spec's over the host's
     #: (``Runtime(prices=)``) over the built-in table.
     prices: Prices = BUILTIN_PRICES
-

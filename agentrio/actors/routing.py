@@ -13,7 +13,11 @@ if TYPE_CHECKING:
 
 
 async def choose_model(
-    ports: ActivityPorts, request: ModelRequest, purpose: str, attempt: int = 1, error: ProviderError | None = None
+    ports: ActivityPorts,
+    request: ModelRequest,
+    purpose: str,
+    attempt: int = 1,
+    error: ProviderError | None = None,
 ) -> Model:
     """The model for ``request``: the ``choose_model`` hook's answer, else
     the spec's. An answer that is not a model raises ``TypeError``."""

@@ -75,30 +75,44 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {_describe(value)}")
+        raise TypeError(
+            f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {_describe(value)}"
+        )
     if not value > 0:
-        raise ValueError(f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}")
+        raise ValueError(
+            f"{_field(instance, attribute)}: expected seconds (a positive number) or None, got {value!r}"
+        )
 
 
 def _positive_dollars(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {_describe(value)}")
+        raise TypeError(
+            f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {_describe(value)}"
+        )
     if not 0 < value < float("inf"):
-        raise ValueError(f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {value!r}")
+        raise ValueError(
+            f"{_field(instance, attribute)}: expected US dollars (a positive number) or None, got {value!r}"
+        )
 
 
 def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {_describe(value)}")
+        raise TypeError(
+            f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {_describe(value)}"
+        )
     if not 0 < value <= 1:
-        raise ValueError(f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {value!r}")
+        raise ValueError(
+            f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {value!r}"
+        )
 
 
 def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {_describe(value)}")
+        raise TypeError(
+            f"{_field(instance, attribute)}: expected an int of 0 or more, got {_describe(value)}"
+        )
     if value < 0:
         raise ValueError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {value!r}")
 
@@ -116,8 +130,14 @@ def _chain(value: Any) -> Any:
 def _hook(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     for index, listener in enumerate(value if isinstance(value, tuple) else (value,)):
         if listener is not None and not callable(listener):
-            where = f"{_field(instance, attribute)}[{index}]" if isinstance(value, tuple) else _field(instance, attribute)
-            raise TypeError(f"{where}: expected a function, a list of functions or None, got {_describe(listener)}")
+            where = (
+                f"{_field(instance, attribute)}[{index}]"
+                if isinstance(value, tuple)
+                else _field(instance, attribute)
+            )
+            raise TypeError(
+                f"{where}: expected a function, a list of functions or None, got {_describe(listener)}"
+            )
 
 
 def _hook_field() -> Any:
@@ -172,7 +192,10 @@ class Limits:
             raise ValueError(f"Limits.tool_execution: expected one of {TOOL_EXECUTIONS}, got {value!r}")
 
     def __attrs_post_init__(self) -> None:
-        if self.context_window is not None and self.keep_recent_tokens >= self.compact_at * self.context_window:
+        if (
+            self.context_window is not None
+            and self.keep_recent_tokens >= self.compact_at * self.context_window
+        ):
             raise ValueError(
                 f"Limits.keep_recent_tokens ({self.keep_recent_tokens}) must be below compact_at × "
                 f"context_window ({self.compact_at} × {self.context_window}), or every request would compact"
@@ -325,7 +348,9 @@ def _as_prices(value: Any) -> Prices | None:
     if value is None or isinstance(value, Prices):
         return value
     if not isinstance(value, Mapping):
-        raise TypeError(f"AgentSpec.prices: expected Prices or a dict of model string -> Price, got {_describe(value)}")
+        raise TypeError(
+            f"AgentSpec.prices: expected Prices or a dict of model string -> Price, got {_describe(value)}"
+        )
     return Prices(value)
 
 
@@ -398,16 +423,22 @@ class AgentSpec:
     compaction_prompt: str | None = attrs.field(
         default=None, kw_only=True, validator=_instance_of(str, "a str or None", optional=True)
     )
-    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True)
+    tools: tuple[Tool, ...] = attrs.field(
+        default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True
+    )
     middleware: tuple[Callable[..., Any], ...] = attrs.field(
         default=(), converter=_sequence("AgentSpec.middleware"), validator=_middleware, kw_only=True
     )
     permission: Permission | None = attrs.field(default=None, kw_only=True, validator=_optional_callable)
     limits: Limits = attrs.field(
-        default=DEFAULT_LIMITS, kw_only=True, validator=_instance_of(Limits, "a Limits — write Limits(max_turns=...)")
+        default=DEFAULT_LIMITS,
+        kw_only=True,
+        validator=_instance_of(Limits, "a Limits — write Limits(max_turns=...)"),
     )
     hooks: Hooks | None = attrs.field(
-        default=None, kw_only=True, validator=_instance_of(Hooks, "a Hooks or None — write Hooks(...)", optional=True)
+        default=None,
+        kw_only=True,
+        validator=_instance_of(Hooks, "a Hooks or None — write Hooks(...)", optional=True),
     )
     #: ``"never"``: a failed agent stays failed. ``"on_crash"``: an agent whose
     #: run fails (stop reason ``error``) is restored from its journal and
@@ -439,7 +470,9 @@ class AgentSpec:
     #: Ask providers to cache each request's prefix (Anthropic
     #: ``cache_control`` breakpoints; OpenAI ``prompt_cache_key`` = the
     #: session id). False: no request asks.
-    prompt_cache: bool = attrs.field(default=True, kw_only=True, validator=_instance_of(bool, "True or False"))
+    prompt_cache: bool = attrs.field(
+        default=True, kw_only=True, validator=_instance_of(bool, "True or False")
+    )
     #: Prices (``{"openai:gpt-4.1": Price(...)}``) laid over the Runtime's
     #: and the built-in table, for ``Usage.cost``.
     prices: Prices | None = attrs.field(default=None, kw_only=True, converter=_as_prices)

@@ -143,7 +143,9 @@ class ToolBatch:
         tool = self._agent.tools.get(call.name)
         if tool is None:
             available = ", ".join(sorted(self._agent.tools)) or "none"
-            slot.result = _error(call, TOOL_NOT_FOUND, f"unknown tool {call.name!r}; available tools: {available}")
+            slot.result = _error(
+                call, TOOL_NOT_FOUND, f"unknown tool {call.name!r}; available tools: {available}"
+            )
         elif call.raw_arguments is not None:
             slot.result = _error(
                 call,
@@ -151,7 +153,9 @@ class ToolBatch:
                 f"invalid arguments for {call.name}: not a JSON object: {call.raw_arguments!r}",
             )
         elif errors := tool.argument_errors(call.arguments):
-            slot.result = _error(call, TOOL_INPUT_INVALID, f"invalid arguments for {call.name}: " + "; ".join(errors))
+            slot.result = _error(
+                call, TOOL_INPUT_INVALID, f"invalid arguments for {call.name}: " + "; ".join(errors)
+            )
         else:
             slot.tool = tool
 
@@ -164,12 +168,16 @@ class ToolBatch:
         try:
             decision = await decide(self._agent.spec.permission, call, slot.tool)
         except Exception as exc:
-            slot.result = _error(call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}")
+            slot.result = _error(
+                call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}"
+            )
             return wave
         if decision in ("deny", "deny_and_stop"):
             reason = f": {decision.reason}" if decision.reason else ""
             if decision == "deny_and_stop":
-                slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy, and the run stopped{reason}")
+                slot.result = _error(
+                    call, PERMISSION_DENIED, f"permission denied by policy, and the run stopped{reason}"
+                )
                 self.stop = "permission_denied"
             else:
                 slot.result = _error(call, PERMISSION_DENIED, f"permission denied by policy{reason}")
@@ -187,7 +195,9 @@ class ToolBatch:
         if approval.decision == "deny":
             slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user{reason}")
         elif approval.decision == "deny_and_stop":
-            slot.result = _error(call, PERMISSION_DENIED, f"permission denied by the user, and the run stopped{reason}")
+            slot.result = _error(
+                call, PERMISSION_DENIED, f"permission denied by the user, and the run stopped{reason}"
+            )
             self.stop = "permission_denied"
 
     async def _while_receiving(self, wait: Callable[[], Awaitable[Any]]) -> Any:
@@ -247,7 +257,10 @@ class ToolBatch:
         for slot in self.slots:
             if self._stopped_before(slot) or slot.result is not None:
                 continue
-            if limits.max_tool_calls is not None and self._ports.calls_so_far() + len(wave) >= limits.max_tool_calls:
+            if (
+                limits.max_tool_calls is not None
+                and self._ports.calls_so_far() + len(wave) >= limits.max_tool_calls
+            ):
                 self.stop = "max_tool_calls"
                 slot.result = error_result(
                     slot.call,
@@ -264,13 +277,17 @@ class ToolBatch:
             tool = self._agent.tools.get(slot.call.name)
             if tool is None:
                 slot.result = _error(
-                    slot.call, TOOL_NOT_FOUND, f"the tool {slot.call.name!r} was removed before this call started"
+                    slot.call,
+                    TOOL_NOT_FOUND,
+                    f"the tool {slot.call.name!r} was removed before this call started",
                 )
                 continue
             try:
                 mode = tool.mode_for(slot.call.arguments)
             except Exception as exc:
-                slot.result = _error(slot.call, TOOL_FAILED, f"execution mode failed: {type(exc).__name__}: {exc}")
+                slot.result = _error(
+                    slot.call, TOOL_FAILED, f"execution mode failed: {type(exc).__name__}: {exc}"
+                )
                 continue
             if mode == "exclusive" or limits.tool_execution == "sequential":
                 await self._start(wave, "parallel")
@@ -297,7 +314,9 @@ class ToolBatch:
     def _stopped_before(self, slot: Slot) -> bool:
         """If the run has stopped, ``slot`` never starts: it gets its result now."""
         if self.stop and slot.result is None:
-            slot.result = error_result(slot.call, TOOL_NOT_STARTED, f"the run stopped ({self.stop}) before this call.")
+            slot.result = error_result(
+                slot.call, TOOL_NOT_STARTED, f"the run stopped ({self.stop}) before this call."
+            )
             return True
         return False
 
@@ -343,7 +362,9 @@ class ToolBatch:
                 with_initiator(Initiator(agent.agent_id, slot.call.id)),
                 tracing.tool_span(slot.call, agent.session_id) as span,
             ):
-                outcome = await run_tool_call(tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx)
+                outcome = await run_tool_call(
+                    tool, slot.call, slot.call.arguments, agent.spec.middleware, ctx
+                )
                 span.finished(outcome)
         finally:
             # Reported even when cancelled from outside, so nobody waits for
@@ -364,7 +385,12 @@ class ToolBatch:
     def _denied(self, slot: Slot, kind: str, target: str | None, line: str) -> None:
         if not slot.committed:
             self._agent.emit(
-                SandboxDenied, tool_call_id=slot.call.id, tool_name=slot.call.name, kind=kind, target=target, line=line
+                SandboxDenied,
+                tool_call_id=slot.call.id,
+                tool_name=slot.call.name,
+                kind=kind,
+                target=target,
+                line=line,
             )
 
     async def _receive_one(self) -> None:
@@ -384,7 +410,11 @@ class ToolBatch:
             # Without a post_tool hook a result is durable the moment it
             # finishes; with one, the hook sees each result, and it is
             # journaled, in model order (dsh 7.9), at its commit.
-            early = [s for s in self.slots if s.ended and s.result is not None and not s.committed and not s.recorded]
+            early = [
+                s
+                for s in self.slots
+                if s.ended and s.result is not None and not s.committed and not s.recorded
+            ]
             for slot in early:
                 slot.recorded = True
             if early:
@@ -427,11 +457,17 @@ class ToolBatch:
             try:
                 replaced = await _callbacks.call(listener, PostTool(self._agent.handle, call, slot.result))
             except Exception as exc:
-                replaced = _error(call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}")
+                replaced = _error(
+                    call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}"
+                )
             if replaced is None:
                 continue
             if not isinstance(replaced, ToolResultMessage):
-                replaced = _error(call, TOOL_FAILED, f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage")
+                replaced = _error(
+                    call,
+                    TOOL_FAILED,
+                    f"the post_tool hook returned {type(replaced).__name__}, not a ToolResultMessage",
+                )
             # A replacement answers this call, whatever ids it was given.
             slot.result = attrs.evolve(replaced, tool_call_id=call.id, tool_name=call.name)
 
@@ -454,7 +490,9 @@ class ToolBatch:
                 with trio.move_on_after(ABANDON_AFTER) as waited:
                     await self._post(slot)
                 if waited.cancelled_caught:  # never commit what the hook may have meant to remove
-                    slot.result = _error(slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld")
+                    slot.result = _error(
+                        slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld"
+                    )
                 known[slot.call.id] = slot.result, slot.duration
             elif slot.scope is not None and not slot.ended:
                 self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)

@@ -179,7 +179,20 @@ async def list_sessions(store: SQLiteStore, args: argparse.Namespace) -> None:
         for node in nodes:
             print(json.dumps(_as_json(node, named), ensure_ascii=False))
         return
-    rows = [("ID", "AGENT", "CREATED", "MESSAGES", "LAST ACTIVITY", "CHILDREN", "FORKS", "PARENT", "COST", "TITLE")]
+    rows = [
+        (
+            "ID",
+            "AGENT",
+            "CREATED",
+            "MESSAGES",
+            "LAST ACTIVITY",
+            "CHILDREN",
+            "FORKS",
+            "PARENT",
+            "COST",
+            "TITLE",
+        )
+    ]
     for node in nodes:
         info = node.summary.info
         rows.append(

@@ -73,7 +73,9 @@ class AgentFactory:
 
     def _model(self) -> Any:
         if not self.model:
-            raise SpecError("no model: give --model provider:model, set $AGENTRIO_MODEL, or give --spec MODULE:ATTR")
+            raise SpecError(
+                "no model: give --model provider:model, set $AGENTRIO_MODEL, or give --spec MODULE:ATTR"
+            )
         options: dict[str, Any] = {}
         if self.base_url:
             options["base_url"] = self.base_url

@@ -91,7 +91,9 @@ def json_problem(value: Any) -> str | None:
                 if type(inner) is not str:  # the common leaf, skipped here
                     stack.append((inner, (path, key), depth + 1))
         elif kind is list:
-            stack.extend((inner, (path, i), depth + 1) for i, inner in enumerate(item) if type(inner) is not str)
+            stack.extend(
+                (inner, (path, i), depth + 1) for i, inner in enumerate(item) if type(inner) is not str
+            )
         else:
             return f"a value of type {kind.__name__} at {_where(path)}"
     return None
@@ -138,4 +140,3 @@ def json_data(value: Any) -> Any:
         return repr(value)
     except Exception:  # noqa: BLE001 -- the same
         return f"<a {type(value).__name__} that cannot be shown>"
-

@@ -142,7 +142,9 @@ def make_typed_converter() -> cattrs.Converter:
             try:
                 out[key] = typed.structure(value, hints[key])
             except Exception as exc:
-                exc.add_note(AttributeValidationNote(f"Structuring {cls.__qualname__} @ {key!r}", key, hints[key]))
+                exc.add_note(
+                    AttributeValidationNote(f"Structuring {cls.__qualname__} @ {key!r}", key, hints[key])
+                )
                 errors.append(exc)
         if errors:
             raise ClassValidationError(f"While structuring {cls.__qualname__}", errors, cls)

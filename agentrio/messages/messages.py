@@ -15,9 +15,7 @@ StopReason = Literal["stop", "tool_use", "max_tokens", "context_overflow", "erro
 
 #: Stop reasons after which an assistant message is incomplete: its tool calls
 #: may be cut off and are never executed.
-TRUNCATED_STOP_REASONS: frozenset[str] = frozenset(
-    {"max_tokens", "context_overflow", "error", "aborted"}
-)
+TRUNCATED_STOP_REASONS: frozenset[str] = frozenset({"max_tokens", "context_overflow", "error", "aborted"})
 _STOP_REASONS = typing.get_args(StopReason)
 
 _is_content = parts_of(Text, Thinking, ToolCall)
@@ -35,7 +33,9 @@ def _is_stop_reason(instance: Any, attribute: Any, value: Any) -> None:
 
 def _is_usage(instance: Any, attribute: Any, value: Any) -> None:
     if type(value) is not Usage:
-        raise TypeError(f"AssistantMessage.usage: expected a Usage, got a value of type {type(value).__name__}")
+        raise TypeError(
+            f"AssistantMessage.usage: expected a Usage, got a value of type {type(value).__name__}"
+        )
 
 
 @attrs.frozen

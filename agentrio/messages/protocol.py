@@ -45,8 +45,7 @@ _EXPLANATIONS = {
     ),
     ABORTED_BEFORE_DISPATCH: "the run was cancelled before this tool call started; it had no effect.",
     TOOL_ABORTED: (
-        "the run was cancelled while this tool call was executing. It may have "
-        "had partial effects."
+        "the run was cancelled while this tool call was executing. It may have had partial effects."
     ),
 }
 

@@ -87,7 +87,9 @@ def class_fields(cls: type) -> list[Field]:
     _, docs = parse_docstring(cls.__dict__.get("__doc__"))
     if typing.is_typeddict(cls):
         return [
-            Field(name, _strip_required(hint), _typeddict_requires(cls, name, hint), description=docs.get(name))
+            Field(
+                name, _strip_required(hint), _typeddict_requires(cls, name, hint), description=docs.get(name)
+            )
             for name, hint in hints.items()
         ]
     fields: list[Field] = []

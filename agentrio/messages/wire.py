@@ -172,12 +172,18 @@ class _Usage(Mirror):
         cost = self.cost
         if cost is not None and not (math.isfinite(cost) and cost >= 0):
             raise ValueError("not a cost")
-        return counted(self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens, cost)
+        return counted(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens, cost
+        )
 
     @classmethod
     def of(cls, usage: Usage) -> _Usage:
         return cls(
-            usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.cost
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.cost,
         )
 
 

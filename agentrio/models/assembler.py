@@ -119,9 +119,7 @@ class MessageAssembler:
         """What a stream cut short leaves: its visible text, and never a
         partial tool call or an unsigned thought."""
         text = "".join(
-            "".join(self._blocks[i].text)
-            for i in sorted(self._blocks)
-            if self._blocks[i].kind is Text
+            "".join(self._blocks[i].text) for i in sorted(self._blocks) if self._blocks[i].kind is Text
         )
         return AssistantMessage(
             content=[Text(text)] if text else [],

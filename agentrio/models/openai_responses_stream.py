@@ -132,7 +132,11 @@ class ResponsesStreamMapper:
         elif item.kind == "function_call":
             self._has_calls = True
             item.index = self._blocks.start(ToolCallEnd)
-            out.append(ToolCallStart(item.index, data.get("call_id") or data.get("id") or new_id("call"), data.get("name", "")))
+            out.append(
+                ToolCallStart(
+                    item.index, data.get("call_id") or data.get("id") or new_id("call"), data.get("name", "")
+                )
+            )
 
     def _item_done(self, output_index: int, data: dict[str, Any], out: list[StreamEvent]) -> None:
         item = self._items.get(output_index)

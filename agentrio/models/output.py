@@ -49,7 +49,16 @@ from referencing.jsonschema import DRAFT202012
 
 from ..messages.schema import json_schema
 from ..messages.typed import InvalidValue, convert, dump, schema_errors
-from .events import Done, StreamEvent, TextDelta, TextEnd, TextStart, ToolCallDelta, ToolCallEnd, ToolCallStart
+from .events import (
+    Done,
+    StreamEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from .partial_json import PartialJSON, parse_partial_json
 from .strict import openai_strict
 
@@ -108,7 +117,9 @@ class OutputSpec:
         return cls._build(hint, json_schema(hint), name, description)
 
     @classmethod
-    def for_schema(cls, schema: dict[str, Any], *, name: str | None = None, description: str = "") -> OutputSpec:
+    def for_schema(
+        cls, schema: dict[str, Any], *, name: str | None = None, description: str = ""
+    ) -> OutputSpec:
         """The spec of a JSON Schema (``agentrio run --output-schema``): the
         answer is checked against it and ``parse`` returns its JSON data.
         ``ValueError`` for a schema that is not valid JSON Schema, or whose
@@ -275,6 +286,11 @@ class AnswerToolMapper:
             return TextDelta(event.index, event.arguments)
         if isinstance(event, ToolCallEnd) and event.index in self._answers:
             return TextEnd(event.index)
-        if isinstance(event, Done) and event.stop_reason == "tool_use" and self._answers and not self._other_calls:
+        if (
+            isinstance(event, Done)
+            and event.stop_reason == "tool_use"
+            and self._answers
+            and not self._other_calls
+        ):
             return Done("stop", event.usage)
         return event

@@ -45,9 +45,7 @@ class RetryPolicy:
     base_delay: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
     max_delay: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
     max_retry_after: float = attrs.field(default=60.0, validator=attrs.validators.ge(0))
-    jitter: float = attrs.field(
-        default=0.25, validator=[attrs.validators.ge(0), attrs.validators.le(1)]
-    )
+    jitter: float = attrs.field(default=0.25, validator=[attrs.validators.ge(0), attrs.validators.le(1)])
     retryable: Callable[[ProviderError], bool] = is_retryable
     random: Callable[[], float] = attrs.field(default=random.random, eq=False, repr=False)
 

@@ -77,8 +77,7 @@ class SSEDecoder:
             self._pending, self._pending_size = [], 0
         if self._at_start:
             self._at_start = False
-            if chunk.startswith(_BOM):
-                chunk = chunk[len(_BOM) :]
+            chunk = chunk.removeprefix(_BOM)
         lines = chunk.splitlines(keepends=True)
         if lines[-1][-1] in _LINE_ENDS:
             self._after_cr = chunk[-1] == _CR
@@ -91,7 +90,9 @@ class SSEDecoder:
             # The hot path: a model stream is blank lines and data lines.
             if not line:
                 if self._data:
-                    events.append(ServerSentEvent("\n".join(self._data), self._event or "message", self._last_id))
+                    events.append(
+                        ServerSentEvent("\n".join(self._data), self._event or "message", self._last_id)
+                    )
                     self._data = []
                     self._data_size = 0
                     append_data = self._data.append

@@ -205,7 +205,9 @@ def _encode(body: dict[str, Any]) -> bytes:
     try:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise ProviderError(type="invalid_request", message=f"the request cannot be sent as JSON: {exc}") from None
+        raise ProviderError(
+            type="invalid_request", message=f"the request cannot be sent as JSON: {exc}"
+        ) from None
     return text.encode("utf-8", "replace")
 
 

@@ -78,4 +78,6 @@ class StreamChecker:
 
 
 def _invalid(problem: str) -> Exception:
-    return provider_error({"type": "invalid_response", "message": f"the stream broke the event order: {problem}"})
+    return provider_error(
+        {"type": "invalid_response", "message": f"the stream broke the event order: {problem}"}
+    )

@@ -2,8 +2,6 @@
 supervisors that restart long-lived children by strategy."""
 
 from ..initiator import Initiator, current_initiator, with_initiator, without_initiator
-from .registry import AgentRegistry
-from .runtime import Runtime, run_sync
 from ..supervision import (
     ChildExit,
     ChildRestart,
@@ -16,6 +14,8 @@ from ..supervision import (
     one_for_one,
     rest_for_one,
 )
+from .registry import AgentRegistry
+from .runtime import Runtime, run_sync
 
 __all__ = [
     "AgentRegistry",

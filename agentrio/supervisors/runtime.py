@@ -334,7 +334,6 @@ class Runtime:
                     self.registry.events.emit(AgentEnded, agent)
                 await self.store.release_session(agent.session_id)
 
-
     async def serve(
         self,
         specs: Specs,

@@ -73,7 +73,9 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
             except InvalidValue as invalid:
                 errors += invalid.errors
         if errors:
-            return ToolResult("invalid arguments: " + "; ".join(errors), is_error=True, error_code=TOOL_INPUT_INVALID)
+            return ToolResult(
+                "invalid arguments: " + "; ".join(errors), is_error=True, error_code=TOOL_INPUT_INVALID
+            )
         if context_param is not None:
             kwargs[context_param] = ctx
         return as_json_result(await fn(**kwargs))

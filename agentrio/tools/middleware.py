@@ -104,8 +104,7 @@ async def _through(
         if errors:
             return ToolResult(
                 f"contract error: middleware changed the arguments of {tool.name!r} "
-                f"({_changes(args, ctx.args)}) and they no longer match its schema: "
-                + "; ".join(errors),
+                f"({_changes(args, ctx.args)}) and they no longer match its schema: " + "; ".join(errors),
                 is_error=True,
                 error_code=TOOL_INPUT_INVALID,
             )

@@ -185,5 +185,3 @@ async def summarize_call(call: ToolCall, tool: Tool | None) -> str:
         return await _callbacks.call(tool.preview, call.arguments)
     except Exception as e:
         return f"{plain}\n(no preview: {e})"
-
-

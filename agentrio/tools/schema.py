@@ -150,7 +150,11 @@ def _plainly_valid(schema: Any, args: Any) -> bool:
         return False
     properties = schema.get("properties", {})
     additional = schema.get("additionalProperties", True)
-    if schema.get("type", "object") != "object" or type(properties) is not dict or type(additional) is not bool:
+    if (
+        schema.get("type", "object") != "object"
+        or type(properties) is not dict
+        or type(additional) is not bool
+    ):
         return False
     required = schema.get("required", ())
     if type(required) is not list and required != ():
@@ -168,7 +172,9 @@ def _plainly_valid(schema: Any, args: Any) -> bool:
         if type(sub) is not dict or not sub.keys() <= _PLAIN_PROPERTY:
             return False
         kind = sub.get("type")
-        if kind is not None and not (type(kind) is str and kind in _PLAIN_TYPES and _PLAIN_TYPES[kind](value)):
+        if kind is not None and not (
+            type(kind) is str and kind in _PLAIN_TYPES and _PLAIN_TYPES[kind](value)
+        ):
             return False
     return True
 

@@ -174,7 +174,9 @@ def _valid_parameters(tool: Tool, attribute: attrs.Attribute, parameters: Any) -
     if not isinstance(parameters, dict):
         raise _type_error(attribute, "a JSON Schema of type 'object', as a dict", parameters)
     if problems := schema_problems(parameters):
-        raise ValueError("; ".join(f"Tool.parameters{where} of {tool.name!r}: {why}" for where, why in problems))
+        raise ValueError(
+            "; ".join(f"Tool.parameters{where} of {tool.name!r}: {why}" for where, why in problems)
+        )
 
 
 def _valid_execute(tool: Tool, attribute: attrs.Attribute, execute: Any) -> None:

@@ -74,9 +74,7 @@ def instrument(
     try:
         from . import _otel
     except ImportError as exc:
-        raise ImportError(
-            "tracing needs the OpenTelemetry API: pip install 'agentrio[otel]'"
-        ) from exc
+        raise ImportError("tracing needs the OpenTelemetry API: pip install 'agentrio[otel]'") from exc
     _active = _otel.Tracing(
         tracer_provider,
         capture_content=capture_content,

@@ -144,7 +144,12 @@ class Tracing:
     """The hooks' implementation while instrumented (see ``agentrio.tracing``)."""
 
     def __init__(
-        self, tracer_provider: Any = None, *, capture_content: bool, provider_traceparent: bool, turn_spans: bool = False
+        self,
+        tracer_provider: Any = None,
+        *,
+        capture_content: bool,
+        provider_traceparent: bool,
+        turn_spans: bool = False,
     ) -> None:
         self.tracer = trace.get_tracer("agentrio", tracer_provider=tracer_provider)
         self.capture_content = capture_content
@@ -202,11 +207,17 @@ class Tracing:
         }
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = content.dumps(call.arguments)
-        span = self.tracer.start_span(f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes)
+        span = self.tracer.start_span(
+            f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
         return ToolSpan(span, self.capture_content)
 
     def event(self, name: str, attributes: Mapping[str, Any]) -> None:
-        values = {k: v if isinstance(v, (str, bool, int, float)) else str(v) for k, v in attributes.items() if v is not None}
+        values = {
+            k: v if isinstance(v, (str, bool, int, float)) else str(v)
+            for k, v in attributes.items()
+            if v is not None
+        }
         trace.get_current_span().add_event(name, values)
 
     def carrier(self) -> dict[str, str]:

@@ -27,7 +27,9 @@ def _part(part: Any) -> dict[str, Any]:
 
 def message(message: Any) -> dict[str, Any]:
     content = message.content
-    parts = [{"type": "text", "content": content}] if isinstance(content, str) else [_part(p) for p in content]
+    parts = (
+        [{"type": "text", "content": content}] if isinstance(content, str) else [_part(p) for p in content]
+    )
     if message.role == "tool_result":
         parts = [{"type": "tool_call_response", "id": message.tool_call_id, "response": message.text}]
     shaped: dict[str, Any] = {"role": ROLES.get(message.role, message.role), "parts": parts}

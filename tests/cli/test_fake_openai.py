@@ -97,13 +97,21 @@ async def test_the_responses_and_anthropic_streams_carry_a_message_whole_through
     nursery, api, path
 ):
     message = AssistantMessage(
-        [Text("Reading both files now."), ToolCall("c1", "read", {"path": "a.txt"}), ToolCall("c2", "ls", {})],
+        [
+            Text("Reading both files now."),
+            ToolCall("c1", "read", {"path": "a.txt"}),
+            ToolCall("c2", "ls", {}),
+        ],
         usage=Usage(input_tokens=10, output_tokens=7, cache_read_tokens=3),
     )
     cut = AssistantMessage([Text("A long answ")], stop_reason="max_tokens")
     server, model = await _served(nursery, api, [message, cut, HTTPError(400, "bad request here")])
     received = await _complete(model)
-    assert (received.content, received.stop_reason, received.usage) == (message.content, "tool_use", message.usage)
+    assert (received.content, received.stop_reason, received.usage) == (
+        message.content,
+        "tool_use",
+        message.usage,
+    )
     assert [r.path for r in server.requests] == [path]
     assert (await _complete(model)).stop_reason == "max_tokens"
     with pytest.raises(ProviderError, match="bad request here"):

@@ -41,7 +41,9 @@ async def test_the_validated_json_is_the_one_line_on_stdout_and_the_request_asks
     assert "■ completed" in done.stderr.decode()
     response_format = cli.server.requests[0].body["response_format"]
     assert response_format["type"] == "json_schema"
-    assert response_format["json_schema"]["name"] == "City" and response_format["json_schema"]["strict"] is True
+    assert (
+        response_format["json_schema"]["name"] == "City" and response_format["json_schema"]["strict"] is True
+    )
     assert response_format["json_schema"]["schema"]["properties"] == CITY["properties"]
 
 
@@ -102,14 +104,26 @@ async def test_json_with_no_answer_that_fits_exits_5_with_the_reason_on_stderr(c
     [
         (None, None, "--output-schema missing.json: no such file"),
         ('{"type": "object",', None, "--output-schema city.json: not JSON: "),
-        ({"type": "strnig"}, None, "--output-schema city.json: invalid output schema: 'strnig' is not valid under"),
-        ({"type": "object", "required": "name"}, None, "invalid output schema: 'name' is not of type 'array'"),
+        (
+            {"type": "strnig"},
+            None,
+            "--output-schema city.json: invalid output schema: 'strnig' is not valid under",
+        ),
+        (
+            {"type": "object", "required": "name"},
+            None,
+            "invalid output schema: 'name' is not of type 'array'",
+        ),
         (
             {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
             None,
             "$ref 'https://example.com/a.json' points to another document",
         ),
-        ({"$ref": "#/$defs/Nowhere", "$defs": {}}, None, "$ref '#/$defs/Nowhere' points to nothing in the schema"),
+        (
+            {"$ref": "#/$defs/Nowhere", "$defs": {}},
+            None,
+            "$ref '#/$defs/Nowhere' points to nothing in the schema",
+        ),
         (
             {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
             "anthropic:fake",

@@ -20,7 +20,9 @@ async def test_run_exports_its_spans_over_otlp_when_an_endpoint_is_set(cli, nurs
         AssistantMessage([Text("One line.")]),
     )
     term = cli.spawn(
-        "run", "Read notes.txt", env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "cli-test"}
+        "run",
+        "Read notes.txt",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "cli-test"},
     )
     await term.expect_text("One line.")
     assert await term.wait() == 0
@@ -31,7 +33,6 @@ async def test_run_exports_its_spans_over_otlp_when_an_endpoint_is_set(cli, nurs
     for name in (b"invoke_agent agentrio", b"chat fake", b"execute_tool read", b"cli-test"):
         assert name in export.body
     assert b"a line" not in export.body  # no content unless asked for
-
 
 
 async def test_without_an_endpoint_nothing_is_traced(monkeypatch):

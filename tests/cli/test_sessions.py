@@ -63,7 +63,8 @@ async def test_list_draws_child_agents_and_forks_under_their_session(cli):
         rf"├─ {child} +reviewer +{at} +2 +{at} +0 +0 +child of lead +- +Review calc.py", lines[2]
     )
     assert re.fullmatch(
-        rf"└─ retry +lead +{at} +4 +{at} +0 +0 +fork of lead \(4 messages\) +- +Get calc.py reviewed.", lines[3]
+        rf"└─ retry +lead +{at} +4 +{at} +0 +0 +fork of lead \(4 messages\) +- +Get calc.py reviewed.",
+        lines[3],
     )
     assert len(lines) == 4
 

@@ -128,7 +128,9 @@ class RecordingClient:
         self.permission_requests.append(tool_call)
         option = self.answers.pop(0)
         assert option in {o.option_id for o in options}
-        return schema.RequestPermissionResponse(outcome=schema.AllowedOutcome(option_id=option, outcome="selected"))
+        return schema.RequestPermissionResponse(
+            outcome=schema.AllowedOutcome(option_id=option, outcome="selected")
+        )
 
     async def session_update(self, session_id, update, **kwargs):
         self.updates.append(update)
@@ -142,7 +144,7 @@ class RecordingClient:
         self.file_requests.append(("read", path))
         lines = self.buffers[path].splitlines(keepends=True)
         start = (line or 1) - 1
-        chosen = lines[start:start + limit] if limit is not None else lines[start:]
+        chosen = lines[start : start + limit] if limit is not None else lines[start:]
         return schema.ReadTextFileResponse(content="".join(chosen))
 
     async def write_text_file(self, content, path, session_id, **kwargs):
@@ -162,8 +164,13 @@ class RecordingClient:
         return "".join(u.content.text for u in self.of_kind(kind))
 
     def statuses(self, call_id: str) -> list[str]:
-        return [u.status for u in self.updates
-                if u.session_update in ("tool_call", "tool_call_update") and u.tool_call_id == call_id and u.status]
+        return [
+            u.status
+            for u in self.updates
+            if u.session_update in ("tool_call", "tool_call_update")
+            and u.tool_call_id == call_id
+            and u.status
+        ]
 
 
 def _tap_writes(writer: asyncio.StreamWriter, check: Conformance) -> asyncio.StreamWriter:
@@ -184,15 +191,24 @@ def _tap_writes(writer: asyncio.StreamWriter, check: Conformance) -> asyncio.Str
 
 
 @asynccontextmanager
-async def spawn_acp(client: RecordingClient, *args: str, stderr_path: Path, env: dict[str, str] | None = None):
+async def spawn_acp(
+    client: RecordingClient, *args: str, stderr_path: Path, env: dict[str, str] | None = None
+):
     """``python -m agentrio acp ARGS`` driven by ``client`` through the SDK;
     yields the SDK connection and the conformance checker."""
     check = Conformance()
     environ = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "fake", **(env or {})}
     with open(stderr_path, "ab") as stderr:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agentrio", "acp", *args,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, env=environ,
+            sys.executable,
+            "-m",
+            "agentrio",
+            "acp",
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=environ,
         )
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
 

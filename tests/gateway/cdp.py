@@ -18,9 +18,17 @@ import trio
 import trio_websocket
 
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--remote-debugging-port=0", "--window-size=1440,900", "--hide-scrollbars",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+    "--window-size=1440,900",
+    "--hide-scrollbars",
 ]
 
 
@@ -60,7 +68,9 @@ class Page:
         return reply["result"]
 
     async def evaluate(self, expression: str) -> Any:
-        result = await self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        result = await self.send(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -91,8 +101,13 @@ async def open_page(url: str, profile: Path):
     binary = chromium_or_skip()
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
-            lambda task_status: trio.run_process([binary, *FLAGS, f"--user-data-dir={profile}", url],
-                                                 stderr=-1, stdout=-3, check=False, task_status=task_status)
+            lambda task_status: trio.run_process(
+                [binary, *FLAGS, f"--user-data-dir={profile}", url],
+                stderr=-1,
+                stdout=-3,
+                check=False,
+                task_status=task_status,
+            )
         )
         try:
             endpoint = await _devtools_endpoint(process.stderr)
@@ -105,8 +120,9 @@ async def open_page(url: str, profile: Path):
                         if pages:
                             break
                         await trio.sleep(0.1)
-            async with trio_websocket.open_websocket_url(pages[0]["webSocketDebuggerUrl"],
-                                                         max_message_size=64 * 1024 * 1024) as ws:
+            async with trio_websocket.open_websocket_url(
+                pages[0]["webSocketDebuggerUrl"], max_message_size=64 * 1024 * 1024
+            ) as ws:
                 page = Page(ws)
                 nursery.start_soon(page.run)
                 yield page

@@ -30,19 +30,35 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def acp_args(fake: FakeServerThread, tmp_path: Path, *extra: str) -> list[str]:
-    return ["--model", "openai:fake", "--base-url", fake.server.base_url, "--db", str(tmp_path / "s.db"), *extra]
+    return [
+        "--model",
+        "openai:fake",
+        "--base-url",
+        fake.server.base_url,
+        "--db",
+        str(tmp_path / "s.db"),
+        *extra,
+    ]
 
 
 def test_a_prompt_streams_text_and_parallel_tool_calls_and_ends_the_turn(workspace, tmp_path):
     replies = [
-        AssistantMessage([Text("Reading both."), ToolCall("c1", "read", {"path": "a.txt"}),
-                          ToolCall("c2", "read", {"path": "b.txt"})]),
+        AssistantMessage(
+            [
+                Text("Reading both."),
+                ToolCall("c1", "read", {"path": "a.txt"}),
+                ToolCall("c2", "read", {"path": "b.txt"}),
+            ]
+        ),
         AssistantMessage([Text("Both read: alpha and beta.")]),
     ]
 
     async def main(fake: FakeServerThread) -> None:
         client = RecordingClient()
-        async with spawn_acp(client, *acp_args(fake, tmp_path), stderr_path=tmp_path / "err") as (conn, check):
+        async with spawn_acp(client, *acp_args(fake, tmp_path), stderr_path=tmp_path / "err") as (
+            conn,
+            check,
+        ):
             init = await conn.initialize(protocol_version=1)
             assert init.protocol_version == 1 and init.agent_capabilities.load_session
             assert init.agent_info.name == "agentrio"
@@ -52,8 +68,11 @@ def test_a_prompt_streams_text_and_parallel_tool_calls_and_ends_the_turn(workspa
         assert client.text() == "Reading both.Both read: alpha and beta."
         # Both calls are announced (with their arguments) before either runs;
         # each goes pending -> in_progress -> completed; results in model order.
-        kinds = [(u.session_update, getattr(u, "tool_call_id", None), getattr(u, "status", None))
-                 for u in client.updates if u.session_update.startswith("tool_call")]
+        kinds = [
+            (u.session_update, getattr(u, "tool_call_id", None), getattr(u, "status", None))
+            for u in client.updates
+            if u.session_update.startswith("tool_call")
+        ]
         assert kinds[:2] == [("tool_call", "c1", "pending"), ("tool_call", "c2", "pending")]
         assert client.statuses("c1") == ["pending", "in_progress", "completed"]
         assert client.statuses("c2") == ["pending", "in_progress", "completed"]
@@ -127,7 +146,9 @@ def test_cancel_mid_tool_ends_the_turn_cancelled_and_keeps_history_valid(workspa
         async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
             await conn.initialize(protocol_version=1)
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            prompt = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("sleep")]))
+            prompt = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("sleep")])
+            )
             await client.wait_for(lambda: "in_progress" in client.statuses("s1"))
             await conn.cancel(session_id=session.session_id)
             assert (await prompt).stop_reason == "cancelled"
@@ -163,8 +184,11 @@ def test_load_after_a_restart_replays_the_history_then_continues_live(workspace,
             listed = await conn.list_sessions()
             assert session_id in [s.session_id for s in listed.sessions]
             await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
-            replayed = [(u.session_update, getattr(u, "status", None)) for u in second.updates
-                        if u.session_update != "session_info_update"]
+            replayed = [
+                (u.session_update, getattr(u, "status", None))
+                for u in second.updates
+                if u.session_update != "session_info_update"
+            ]
             assert replayed == [
                 ("user_message_chunk", None),
                 ("agent_message_chunk", None),
@@ -178,7 +202,12 @@ def test_load_after_a_restart_replays_the_history_then_continues_live(workspace,
         assert second.text().endswith("Still here.")
         history = fake.requests[2].body["messages"]
         assert [m["role"] for m in history if m["role"] != "system"] == [
-            "user", "assistant", "tool", "assistant", "user"]
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+        ]
 
     drive(replies, main)
 
@@ -186,7 +215,9 @@ def test_load_after_a_restart_replays_the_history_then_continues_live(workspace,
 def test_steer_reaches_the_running_turn_and_followup_gets_a_turn_of_its_own(workspace, tmp_path):
     gate = workspace / "go"
     replies = [
-        AssistantMessage([ToolCall("g1", "bash", {"command": f"while [ ! -f {gate} ]; do sleep 0.02; done"})]),
+        AssistantMessage(
+            [ToolCall("g1", "bash", {"command": f"while [ ! -f {gate} ]; do sleep 0.02; done"})]
+        ),
         AssistantMessage([Text("Steered.")]),
         AssistantMessage([Text("Followed up.")]),
     ]
@@ -199,10 +230,12 @@ def test_steer_reaches_the_running_turn_and_followup_gets_a_turn_of_its_own(work
             session_id = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             prompt = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("wait")]))
             await client.wait_for(lambda: "in_progress" in client.statuses("g1"))
-            steered = await conn.ext_method("agentrio/steer", {"sessionId": session_id,
-                                                               "prompt": [{"type": "text", "text": "also X"}]})
-            followed = await conn.ext_method("agentrio/followup", {"sessionId": session_id,
-                                                                   "prompt": [{"type": "text", "text": "then Y"}]})
+            steered = await conn.ext_method(
+                "agentrio/steer", {"sessionId": session_id, "prompt": [{"type": "text", "text": "also X"}]}
+            )
+            followed = await conn.ext_method(
+                "agentrio/followup", {"sessionId": session_id, "prompt": [{"type": "text", "text": "then Y"}]}
+            )
             assert steered["inputId"] != followed["inputId"]
             gate.touch()
             assert (await prompt).stop_reason == "end_turn"
@@ -218,7 +251,9 @@ def test_file_tools_go_through_a_client_that_offers_its_buffers(workspace, tmp_p
     a, new = str(workspace / "a.txt"), str(workspace / "new.txt")
     replies = [
         AssistantMessage([ToolCall("r1", "read", {"path": "a.txt"})]),
-        AssistantMessage([ToolCall("e1", "edit", {"path": "a.txt", "old_string": "unsaved", "new_string": "saved"})]),
+        AssistantMessage(
+            [ToolCall("e1", "edit", {"path": "a.txt", "old_string": "unsaved", "new_string": "saved"})]
+        ),
         AssistantMessage([ToolCall("w1", "write", {"path": "new.txt", "content": "fresh\n"})]),
         AssistantMessage([ToolCall("x1", "read", {"path": "../outside.txt"})]),
         AssistantMessage([Text("Done.")]),
@@ -228,8 +263,9 @@ def test_file_tools_go_through_a_client_that_offers_its_buffers(workspace, tmp_p
         client = RecordingClient(buffers={a: "unsaved alpha\n"})
         args = acp_args(fake, tmp_path, "--permission", "allow")
         async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
-            files = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=True,
-                                                                               write_text_file=True))
+            files = schema.ClientCapabilities(
+                fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True)
+            )
             await conn.initialize(protocol_version=1, client_capabilities=files)
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             response = await conn.prompt(session_id=session.session_id, prompt=[text_block("edit a")])
@@ -246,12 +282,17 @@ def test_file_tools_go_through_a_client_that_offers_its_buffers(workspace, tmp_p
     drive(replies, main)
 
 
-def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gateway_goes_on(workspace, tmp_path):
+def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gateway_goes_on(
+    workspace, tmp_path
+):
     replies = [AssistantMessage([Text("First here.")]), AssistantMessage([Text("Second here.")])]
 
     async def main(fake: FakeServerThread) -> None:
         first = RecordingClient()
-        async with spawn_acp(first, *acp_args(fake, tmp_path), stderr_path=tmp_path / "first.err") as (one, _):
+        async with spawn_acp(first, *acp_args(fake, tmp_path), stderr_path=tmp_path / "first.err") as (
+            one,
+            _,
+        ):
             await one.initialize(protocol_version=1)
             session_id = (await one.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             await one.prompt(session_id=session_id, prompt=[text_block("hello")])
@@ -271,7 +312,10 @@ def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gat
                 assert refused.value.data["holder"].startswith("pid ")
                 # Its history came first, to read only.
                 assert refused.value.data["readOnly"] is True
-                assert [u.session_update for u in second.updates] == ["user_message_chunk", "agent_message_chunk"]
+                assert [u.session_update for u in second.updates] == [
+                    "user_message_chunk",
+                    "agent_message_chunk",
+                ]
                 assert second.text() == "First here."
                 # The second gateway goes on: its own sessions work.
                 other = (await two.new_session(cwd=str(workspace), mcp_servers=[])).session_id
@@ -282,7 +326,9 @@ def test_load_of_a_session_another_process_has_open_answers_an_error_and_the_gat
     drive(replies, main)
 
 
-def test_a_prompt_queued_when_the_process_is_killed_is_shown_queued_after_a_restart_and_runs(workspace, tmp_path):
+def test_a_prompt_queued_when_the_process_is_killed_is_shown_queued_after_a_restart_and_runs(
+    workspace, tmp_path
+):
     replies = [
         AssistantMessage([ToolCall("s1", "bash", {"command": "sleep 30"})]),
         AssistantMessage([Text("Resumed.")]),
@@ -299,7 +345,9 @@ def test_a_prompt_queued_when_the_process_is_killed_is_shown_queued_after_a_rest
             session_id = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             running = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("sleep")]))
             await first.wait_for(lambda: "in_progress" in first.statuses("s1"))
-            waiting = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=[text_block("then this")]))
+            waiting = asyncio.ensure_future(
+                conn.prompt(session_id=session_id, prompt=[text_block("then this")])
+            )
             await first.wait_for(lambda: any(q and q[0]["text"] == "then this" for q in queued(first)))
             check.process.kill()  # kill -9, with "then this" queued
             await check.process.wait()

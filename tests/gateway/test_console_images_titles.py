@@ -31,7 +31,9 @@ async def test_the_console_shows_a_prompts_image_and_renames_the_session(tmp_pat
             assert await page.evaluate("document.querySelector('.message.user img').src") == (
                 f"data:image/png;base64,{PNG64}"
             )
-            await page.wait_until("document.querySelector('.message.user img').naturalWidth === 1")  # it decoded
+            await page.wait_until(
+                "document.querySelector('.message.user img').naturalWidth === 1"
+            )  # it decoded
             assert await page.evaluate("document.querySelector('.message.user').firstChild.textContent") == (
                 "what is this?"
             )

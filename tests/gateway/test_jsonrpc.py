@@ -245,8 +245,14 @@ async def test_a_stream_that_fails_ends_there_and_what_follows_it_still_goes():
     taken = []
     while (item := await outbox.get()) is not None:
         taken.append(json.loads(item))
-    assert taken == [{"jsonrpc": "2.0", "method": "note", "params": {"i": 0}}, {"jsonrpc": "2.0", "id": 1, "result": {}}]
+    assert taken == [
+        {"jsonrpc": "2.0", "method": "note", "params": {"i": 0}},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
 
 
 def test_a_nan_in_an_outgoing_message_is_sent_as_null_not_as_invalid_json():
-    assert encode({"id": 1, "result": {"x": [math.nan, math.inf, 1.5]}}) == '{"id":1,"result":{"x":[null,null,1.5]}}'
+    assert (
+        encode({"id": 1, "result": {"x": [math.nan, math.inf, 1.5]}})
+        == '{"id":1,"result":{"x":[null,null,1.5]}}'
+    )

@@ -48,20 +48,20 @@ async def test_a_session_of_5000_updates_loads_fully_over_websocket(tmp_path: Pa
     async with (
         running_gateway(tmp_path, [], store=SQLiteStore(str(db))) as gateway,
         trio.open_nursery() as nursery,
+        connected(gateway.url(), nursery) as client,
     ):
-        async with connected(gateway.url(), nursery) as client:
-            started = trio.current_time()
-            with trio.fail_after(60):  # a client dropped halfway would wait forever
-                await client.open_session(load=session_id)
-            elapsed = trio.current_time() - started
-            replayed = [u for u in client.updates() if u["sessionUpdate"] != "session_info_update"]
-            assert len(replayed) == UPDATES and client.closed is None
-            assert replayed[0]["content"]["text"] == "go" and replayed[-1]["content"]["text"] == "All done."
-            results = [u for u in replayed if u.get("status") == "completed"]
-            assert len(results) == TURNS * CALLS
-            assert sum(len(u["content"][0]["content"]["text"]) for u in results) == TURNS * CALLS * OUTPUT
-            # The connection goes on serving.
-            assert (await client.call("session/list"))["sessions"][0]["sessionId"] == session_id
+        started = trio.current_time()
+        with trio.fail_after(60):  # a client dropped halfway would wait forever
+            await client.open_session(load=session_id)
+        elapsed = trio.current_time() - started
+        replayed = [u for u in client.updates() if u["sessionUpdate"] != "session_info_update"]
+        assert len(replayed) == UPDATES and client.closed is None
+        assert replayed[0]["content"]["text"] == "go" and replayed[-1]["content"]["text"] == "All done."
+        results = [u for u in replayed if u.get("status") == "completed"]
+        assert len(results) == TURNS * CALLS
+        assert sum(len(u["content"][0]["content"]["text"]) for u in results) == TURNS * CALLS * OUTPUT
+        # The connection goes on serving.
+        assert (await client.call("session/list"))["sessions"][0]["sessionId"] == session_id
     print(
         f"\n{UPDATES} updates ({TURNS * CALLS * OUTPUT / 1e6:.1f} MB) loaded over WebSocket in {elapsed:.2f}s"
     )

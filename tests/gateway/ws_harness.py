@@ -37,9 +37,16 @@ class Gateway:
 
 @asynccontextmanager
 async def running_gateway(
-    workspace: Path, replies: list[Any], *, tools: list[Any] = (), permission: Any = allow_all,
-    store: Any = None, chunk_size: int = 8, spec_for: Callable[[Path], AgentSpec] | None = None,
-    sandbox: Any = None, **options: Any,
+    workspace: Path,
+    replies: list[Any],
+    *,
+    tools: list[Any] = (),
+    permission: Any = allow_all,
+    store: Any = None,
+    chunk_size: int = 8,
+    spec_for: Callable[[Path], AgentSpec] | None = None,
+    sandbox: Any = None,
+    **options: Any,
 ):
     """A gateway whose sessions run ``replies`` with the coding tools and
     ``tools`` (or whatever ``spec_for(cwd)`` makes)."""
@@ -77,8 +84,9 @@ class Client:
                     self.permission_requests.append(message["params"])
                     if self.answers:  # with none left, the request stays unanswered
                         answer = {"outcome": {"outcome": "selected", "optionId": self.answers.pop(0)}}
-                        await self.ws.send_message(json.dumps({"jsonrpc": "2.0", "id": message["id"],
-                                                               "result": answer}))
+                        await self.ws.send_message(
+                            json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answer})
+                        )
                 elif "method" in message:
                     self.notifications.append(message["params"])
                 else:
@@ -96,8 +104,9 @@ class Client:
     async def call(self, method: str, params: Any = None) -> Any:
         request_id = next(self._ids)
         self._pending[request_id] = None
-        await self.ws.send_message(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                                               "params": params or {}}))
+        await self.ws.send_message(
+            json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}})
+        )
         await self.wait_for(lambda: self._pending[request_id] is not None or self.closed is not None)
         response = self._pending.pop(request_id)
         if response is None:
@@ -117,13 +126,15 @@ class Client:
         return load
 
     async def prompt(self, session_id: str, text: str) -> str:
-        result = await self.call("session/prompt", {"sessionId": session_id,
-                                                    "prompt": [{"type": "text", "text": text}]})
+        result = await self.call(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
         return result["stopReason"]
 
     def updates(self, kind: str | None = None) -> list[dict[str, Any]]:
-        return [n["update"] for n in self.notifications
-                if kind is None or n["update"]["sessionUpdate"] == kind]
+        return [
+            n["update"] for n in self.notifications if kind is None or n["update"]["sessionUpdate"] == kind
+        ]
 
     def text(self) -> str:
         return "".join(u["content"]["text"] for u in self.updates("agent_message_chunk"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage, UserMessage
-from agentrio.mailbox import QueuedInput
 from agentrio.journal.records import (
     InboxSpliced,
     MessageAppended,
@@ -14,6 +13,7 @@ from agentrio.journal.records import (
     TurnEnded,
     TurnStarted,
 )
+from agentrio.mailbox import QueuedInput
 
 
 def tool_turn(turn: int, step: int, prompt: str = "go") -> list[Record]:

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from agentrio import AssistantMessage, Text, ToolCall, ToolResultMessage, Usage, UserMessage
 from agentrio.actors.compaction import choose_cut
 from agentrio.journal.projection import SessionState
-from agentrio.mailbox import TARGETS, QueuedInput
 from agentrio.journal.records import (
     Compacted,
     InboxSpliced,
@@ -22,6 +21,7 @@ from agentrio.journal.records import (
     TurnEnded,
     TurnStarted,
 )
+from agentrio.mailbox import TARGETS, QueuedInput
 
 from ..strategies import assistant_messages, user_messages
 

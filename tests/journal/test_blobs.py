@@ -98,4 +98,7 @@ async def test_a_transcript_notes_each_image_and_document_instead_of_its_bytes(t
         info, records = await rt.store.load_session("s")
     lines = [line.strip() for line in transcript(info, records)]
     start = next(i for i, line in enumerate(lines) if line.endswith("user: Read these."))
-    assert lines[start + 1 : start + 3] == [f"[image/png, {SIZE:,} bytes]", "[application/pdf r.pdf, 3,009 bytes]"]
+    assert lines[start + 1 : start + 3] == [
+        f"[image/png, {SIZE:,} bytes]",
+        "[application/pdf r.pdf, 3,009 bytes]",
+    ]

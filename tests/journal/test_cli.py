@@ -89,7 +89,17 @@ def test_list_shows_one_line_a_session(db, capsys):
     status, out, _ = run(capsys, "sessions", "list", "--db", str(db))
     assert status == 0
     assert out.splitlines()[0].split() == [
-        "ID", "AGENT", "CREATED", "MESSAGES", "LAST", "ACTIVITY", "CHILDREN", "FORKS", "PARENT", "COST", "TITLE"
+        "ID",
+        "AGENT",
+        "CREATED",
+        "MESSAGES",
+        "LAST",
+        "ACTIVITY",
+        "CHILDREN",
+        "FORKS",
+        "PARENT",
+        "COST",
+        "TITLE",
     ]
     # Forks sit under their parent, as a tree.
     main, fork, crashed = columns(out, cost=True)
@@ -280,9 +290,10 @@ def test_fork_prints_the_new_session(db, capsys):
     assert any(line.startswith("└─ branch ") and "main (4 messages)" in line for line in out.splitlines())
 
 
-
 def test_fork_with_repair_closes_the_open_turn_of_a_crashed_session(db, capsys):
-    status, out, _ = run(capsys, "sessions", "fork", "crashed", "--at-turn", "1", "--repair", "--as", "mended", "--db", str(db))
+    status, out, _ = run(
+        capsys, "sessions", "fork", "crashed", "--at-turn", "1", "--repair", "--as", "mended", "--db", str(db)
+    )
     assert (status, out) == (0, "mended\n")
     _, out, _ = run(capsys, "sessions", "show", "mended", "--db", str(db))
     # The prompt, the call, and the result repair gives a call that never started.

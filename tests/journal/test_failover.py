@@ -5,7 +5,6 @@ sent from one reaches the session the other holds."""
 from __future__ import annotations
 
 import re
-
 import signal
 
 import pytest

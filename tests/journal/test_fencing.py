@@ -45,19 +45,18 @@ async def test_a_partitioned_owner_stops_its_tool_before_another_store_takes_the
             proxy.stall()
             cut = time.monotonic()
             stopped = taken = None
-            async with PostgresStore(dsn, lease=LEASE) as taker:
-                async with trio.open_nursery() as watching:
+            async with PostgresStore(dsn, lease=LEASE) as taker, trio.open_nursery() as watching:
 
-                    async def take() -> None:
-                        nonlocal taken
-                        await taker.acquire("s1", wait=True)
-                        taken = time.monotonic()
+                async def take() -> None:
+                    nonlocal taken
+                    await taker.acquire("s1", wait=True)
+                    taken = time.monotonic()
 
-                    watching.start_soon(take)
-                    with trio.fail_after(10):
-                        while sleepers(marker):
-                            await trio.sleep(0.01)
-                    stopped = time.monotonic()
+                watching.start_soon(take)
+                with trio.fail_after(10):
+                    while sleepers(marker):
+                        await trio.sleep(0.01)
+                stopped = time.monotonic()
             print(
                 f"lease {LEASE} s: cut -> tool stopped {stopped - cut:.2f} s, -> taken over {taken - cut:.2f} s"
             )

@@ -124,7 +124,15 @@ async def test_a_fork_with_repair_closes_an_open_turn_as_crash_repair_would(new_
     async with turn_two_running(new_store) as (rt, agent, release):
         fork = await rt.fork("src", at_turn=2, repair=True, spec=AgentSpec("f", ScriptedModel([say("on")])))
         history = list(fork.messages)
-        assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "tool_result", "assistant", "tool_result"]
+        assert [m.role for m in history] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool_result",
+            "assistant",
+            "tool_result",
+        ]
         closing = history[-1]
         assert closing.is_error and closing.text.startswith(TOOL_OUTCOME_UNKNOWN)  # it had started
         assert texts(await rt.fork("src", at_message=5, repair=True)) == texts(fork)[:5]

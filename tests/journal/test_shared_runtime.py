@@ -25,9 +25,7 @@ def user_texts(agent) -> list[str]:
 
 
 def queued_ids(place, session_id) -> list[str]:
-    return [
-        q.id for r in place.stored_records(session_id) if isinstance(r, InboxSpliced) for q in r.items
-    ]
+    return [q.id for r in place.stored_records(session_id) if isinstance(r, InboxSpliced) for q in r.items]
 
 
 async def test_input_posted_by_another_runtime_reaches_the_holder_once(place):

@@ -84,7 +84,9 @@ class LoopbackServer:
             reply = self.replies.popleft()
             await trio.sleep(reply.headers_after)
             headers = [("content-type", reply.content_type), ("transfer-encoding", "chunked")]
-            await stream.send_all(conn.send(h11.Response(status_code=reply.status, headers=headers + reply.headers)))
+            await stream.send_all(
+                conn.send(h11.Response(status_code=reply.status, headers=headers + reply.headers))
+            )
             for chunk in reply.chunks:
                 await trio.sleep(reply.pause)
                 if chunk:

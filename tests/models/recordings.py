@@ -15,7 +15,9 @@ from agentrio.messages import AssistantMessage, Text, Thinking, ToolCall, ToolRe
 from agentrio.models import Anthropic, ModelRequest, OpenAIChat, OpenAIResponses, ToolSpec
 
 CORPUS = Path(__file__).resolve().parents[1] / "conformance" / "provider-streams"
-RECORDINGS = {path.name[:2]: json.loads(path.read_text()) for path in sorted(CORPUS.glob("[0-9][0-9]_*.json"))}
+RECORDINGS = {
+    path.name[:2]: json.loads(path.read_text()) for path in sorted(CORPUS.glob("[0-9][0-9]_*.json"))
+}
 
 ADAPTERS = {"openai-chat": OpenAIChat, "openai-responses": OpenAIResponses, "anthropic": Anthropic}
 
@@ -74,7 +76,9 @@ def _chat(body: dict[str, Any]) -> tuple[ModelRequest, dict[str, Any]]:
                 history.assistant(Text(_text(message["content"])))
             for call in message.get("tool_calls") or ():
                 function = call["function"]
-                history.assistant(ToolCall(call["id"], function["name"], json.loads(function["arguments"] or "{}")))
+                history.assistant(
+                    ToolCall(call["id"], function["name"], json.loads(function["arguments"] or "{}"))
+                )
     tools = [
         ToolSpec(t["function"]["name"], t["function"].get("description") or "", t["function"]["parameters"])
         for t in body.get("tools") or ()
@@ -104,7 +108,9 @@ def _responses(body: dict[str, Any]) -> tuple[ModelRequest, dict[str, Any]]:
             history.assistant(ToolCall(item["call_id"], item["name"], json.loads(item["arguments"] or "{}")))
         elif kind == "function_call_output":
             history.result(item["call_id"], item["output"])
-    tools = [ToolSpec(t["name"], t.get("description") or "", t["parameters"]) for t in body.get("tools") or ()]
+    tools = [
+        ToolSpec(t["name"], t.get("description") or "", t["parameters"]) for t in body.get("tools") or ()
+    ]
     reasoning = body.get("reasoning") or {}
     options = {
         "max_tokens": body.get("max_output_tokens"),

@@ -131,15 +131,31 @@ EXPECTED: dict[str, Expect] = {
         "gpt-5.5-2026-04-23",
         texts=("I’ll check the capital lookup tool for “PotatoLand.”",),
         calls=(("call_LabG58Uhrq9kZvR52BYKjToD", "get_capital", {"country": "PotatoLand"}),),
-        thinking=(("", replayed_signature("16", "reasoning"), False, "rs_0fabc13af1ee0049006a691dfe60b081a1baa444d3cf19afba"),),
+        thinking=(
+            (
+                "",
+                replayed_signature("16", "reasoning"),
+                False,
+                "rs_0fabc13af1ee0049006a691dfe60b081a1baa444d3cf19afba",
+            ),
+        ),
     ),
-    "16": Expect("stop", Usage(147, 16), "gpt-5.5-2026-04-23", texts=("The capital of PotatoLand is **Potato City**.",)),
+    "16": Expect(
+        "stop", Usage(147, 16), "gpt-5.5-2026-04-23", texts=("The capital of PotatoLand is **Potato City**.",)
+    ),
     "17": Expect(
         "tool_use",
         Usage(53, 469),
         "gpt-5-2025-08-07",
         calls=(("call_CWXgs68YprAjp6t0371hiPOI", "final_result", {"result": 6666}),),
-        thinking=(("", "gAAAAABoyXvxI6jwG5j6rvTGC7PD6JN…", False, "rs_0050471a34b36ae60068c97bac4dcc819595fd0f80d6b3c405"),),
+        thinking=(
+            (
+                "",
+                "gAAAAABoyXvxI6jwG5j6rvTGC7PD6JN…",
+                False,
+                "rs_0050471a34b36ae60068c97bac4dcc819595fd0f80d6b3c405",
+            ),
+        ),
     ),
     "18": Expect(
         "tool_use",
@@ -158,7 +174,11 @@ EXPECTED: dict[str, Expect] = {
             "San Francisco, I'll need to use two separate functions. Let me fetch that data for you.",
         ),
         calls=(
-            ("toolu_014x5X91kx3fvdhpLvwXZWE2", "get_weather", {"location": "San Francisco, CA", "unit": "celsius"}),
+            (
+                "toolu_014x5X91kx3fvdhpLvwXZWE2",
+                "get_weather",
+                {"location": "San Francisco, CA", "unit": "celsius"},
+            ),
             ("toolu_0121kXsENLvoDZ72LCuAnCCz", "get_time", {"timezone": "America/Los_Angeles"}),
         ),
     ),
@@ -217,7 +237,13 @@ EXPECTED: dict[str, Expect] = {
             "Let me search for a tool that can provide current exchange rate information.",
             "I found the right tool! Let me fetch the current USD to EUR exchange rate for you.",
         ),
-        calls=(("toolu_01EFn5wTNBYA8Reni8rbmnHT", "get_exchange_rate", {"from_currency": "USD", "to_currency": "EUR"}),),
+        calls=(
+            (
+                "toolu_01EFn5wTNBYA8Reni8rbmnHT",
+                "get_exchange_rate",
+                {"from_currency": "USD", "to_currency": "EUR"},
+            ),
+        ),
     ),
     "27": Expect(
         "stop",
@@ -229,13 +255,18 @@ EXPECTED: dict[str, Expect] = {
             "change my behavior.\n\nI'm Claude, an AI assistant created by Anthropic to be helpful, harmless, "
             "and honest. How can I assist you today with a legitimate task or question?",
         ),
-        thinking=(("", "EqkECkYIBxgCKkA8AZ4noDfV5VcOJe…", True, None), ("", "EtgBCkYIBxgCKkDQfGkwzflEJP5a…", True, None)),
+        thinking=(
+            ("", "EqkECkYIBxgCKkA8AZ4noDfV5VcOJe…", True, None),
+            ("", "EtgBCkYIBxgCKkDQfGkwzflEJP5a…", True, None),
+        ),
     ),
     "28": Expect(
         "stop",
         Usage(16, 28),
         "claude-haiku-4-5-20251001",
-        texts=('\ndef pelican():\n    return "A large waterbird with a long bill and a throat pouch for catching fish."\n',),
+        texts=(
+            '\ndef pelican():\n    return "A large waterbird with a long bill and a throat pouch for catching fish."\n',
+        ),
     ),
     "29": Expect(error=(400, "invalid_request_error", "does not support effort level 'xhigh'")),
 }
@@ -297,7 +328,11 @@ async def test_recorded_response(file, chunk_size, server, http_client):
     for event in events:
         assembler.feed(event)
     message = assembler.message()
-    assert (message.stop_reason, message.usage, message.model) == (expected.stop, expected.usage, expected.model)
+    assert (message.stop_reason, message.usage, message.model) == (
+        expected.stop,
+        expected.usage,
+        expected.model,
+    )
     assert message.provider == adapter.provider
     assert tuple(p.text for p in message.content if isinstance(p, Text)) == expected.texts
     assert tuple((c.id, c.name, c.arguments) for c in message.tool_calls) == expected.calls
@@ -322,12 +357,21 @@ def _arguments(raw: str) -> Any:
 def chat_shape(body: dict[str, Any]) -> dict[str, Any]:
     messages = []
     for m in body["messages"]:
-        calls = [(c["id"], c["function"]["name"], _arguments(c["function"]["arguments"])) for c in m.get("tool_calls") or ()]
+        calls = [
+            (c["id"], c["function"]["name"], _arguments(c["function"]["arguments"]))
+            for c in m.get("tool_calls") or ()
+        ]
         if m["role"] == "assistant" and not m.get("content") and not calls:
             continue  # an empty assistant message says nothing (file 06 sends one)
         messages.append((m["role"], m.get("content") or "", calls, m.get("tool_call_id")))
-    tools = [(t["function"]["name"], t["function"].get("description") or "", t["function"]["parameters"]) for t in body.get("tools") or ()]
-    options = {k: body.get(k) for k in ("model", "stream", "temperature", "max_completion_tokens", "reasoning_effort")}
+    tools = [
+        (t["function"]["name"], t["function"].get("description") or "", t["function"]["parameters"])
+        for t in body.get("tools") or ()
+    ]
+    options = {
+        k: body.get(k)
+        for k in ("model", "stream", "temperature", "max_completion_tokens", "reasoning_effort")
+    }
     return {"messages": messages, "tools": tools, **options}
 
 
@@ -340,7 +384,9 @@ def responses_shape(body: dict[str, Any]) -> dict[str, Any]:
             text = content if isinstance(content, str) else "".join(c["text"] for c in content)
             items.append((item["role"], text))
         elif kind == "reasoning":
-            items.append(("reasoning", item["id"], item["encrypted_content"], [s["text"] for s in item["summary"]]))
+            items.append(
+                ("reasoning", item["id"], item["encrypted_content"], [s["text"] for s in item["summary"]])
+            )
         elif kind == "function_call":
             items.append(("function_call", item["call_id"], item["name"], _arguments(item["arguments"])))
         else:
@@ -348,7 +394,13 @@ def responses_shape(body: dict[str, Any]) -> dict[str, Any]:
     tools = [(t["name"], t.get("description") or "", t["parameters"]) for t in body.get("tools") or ()]
     options = {k: body.get(k) for k in ("model", "stream", "temperature", "max_output_tokens")}
     effort = (body.get("reasoning") or {}).get("effort")
-    return {"input": items, "tools": tools, "instructions": body.get("instructions") or "", "effort": effort, **options}
+    return {
+        "input": items,
+        "tools": tools,
+        "instructions": body.get("instructions") or "",
+        "effort": effort,
+        **options,
+    }
 
 
 def _uncached(block: dict[str, Any]) -> tuple:
@@ -362,7 +414,11 @@ def anthropic_shape(body: dict[str, Any]) -> dict[str, Any]:
         content = m["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         messages.append((m["role"], [_uncached(b) for b in blocks]))
-    tools = [(t["name"], t.get("description") or "", t["input_schema"]) for t in body.get("tools") or () if "input_schema" in t]
+    tools = [
+        (t["name"], t.get("description") or "", t["input_schema"])
+        for t in body.get("tools") or ()
+        if "input_schema" in t
+    ]
     budget = (body.get("thinking") or {}).get("budget_tokens")
     system = body.get("system")
     if isinstance(system, list):

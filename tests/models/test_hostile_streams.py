@@ -31,23 +31,110 @@ LIMIT = 4096  # max_event_bytes of the adapters under test: giant lines stay che
 # Each provider's field names and type names: random JSON made of them
 # reaches past a mapper's first checks.
 _WORDS = {
-    "chat": ["stop", "tool_calls", "length", "choices", "delta", "content", "reasoning_content", "reasoning", "tool_calls", "index", "id",
-             "function", "name", "arguments", "finish_reason", "usage", "prompt_tokens", "completion_tokens",
-             "prompt_tokens_details", "cached_tokens", "model", "error", "message"],
-    "responses": ["type", "output_index", "content_index", "summary_index", "delta", "item", "id", "call_id",
-                  "name", "arguments", "content", "text", "refusal", "summary", "encrypted_content", "response",
-                  "status", "usage", "input_tokens", "output_tokens", "incomplete_details", "reason", "model",
-                  "error", "message", "code", "response.created", "response.output_text.delta",
-                  "response.function_call_arguments.delta", "response.reasoning_summary_text.delta",
-                  "response.output_item.added", "response.output_item.done", "response.completed",
-                  "response.incomplete", "response.failed", "reasoning", "function_call", "output_text",
-                  "completed", "incomplete"],
-    "anthropic": ["type", "index", "delta", "text", "partial_json", "thinking", "signature", "content_block",
-                  "id", "name", "input", "data", "message", "model", "usage", "input_tokens", "output_tokens",
-                  "cache_read_input_tokens", "stop_reason", "error", "message_start", "content_block_start",
-                  "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping",
-                  "tool_use", "redacted_thinking", "text_delta", "input_json_delta", "thinking_delta",
-                  "signature_delta", "end_turn", "max_tokens"],
+    "chat": [
+        "stop",
+        "tool_calls",
+        "length",
+        "choices",
+        "delta",
+        "content",
+        "reasoning_content",
+        "reasoning",
+        "tool_calls",
+        "index",
+        "id",
+        "function",
+        "name",
+        "arguments",
+        "finish_reason",
+        "usage",
+        "prompt_tokens",
+        "completion_tokens",
+        "prompt_tokens_details",
+        "cached_tokens",
+        "model",
+        "error",
+        "message",
+    ],
+    "responses": [
+        "type",
+        "output_index",
+        "content_index",
+        "summary_index",
+        "delta",
+        "item",
+        "id",
+        "call_id",
+        "name",
+        "arguments",
+        "content",
+        "text",
+        "refusal",
+        "summary",
+        "encrypted_content",
+        "response",
+        "status",
+        "usage",
+        "input_tokens",
+        "output_tokens",
+        "incomplete_details",
+        "reason",
+        "model",
+        "error",
+        "message",
+        "code",
+        "response.created",
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "reasoning",
+        "function_call",
+        "output_text",
+        "completed",
+        "incomplete",
+    ],
+    "anthropic": [
+        "type",
+        "index",
+        "delta",
+        "text",
+        "partial_json",
+        "thinking",
+        "signature",
+        "content_block",
+        "id",
+        "name",
+        "input",
+        "data",
+        "message",
+        "model",
+        "usage",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "stop_reason",
+        "error",
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "tool_use",
+        "redacted_thinking",
+        "text_delta",
+        "input_json_delta",
+        "thinking_delta",
+        "signature_delta",
+        "end_turn",
+        "max_tokens",
+    ],
 }
 _SMALL_INTS = st.integers(-1, 3)
 
@@ -55,12 +142,20 @@ _SMALL_INTS = st.integers(-1, 3)
 def _json(provider):
     words = _WORDS[provider]
     scalars = (
-        st.none() | st.booleans() | _SMALL_INTS | st.integers() | st.floats(allow_nan=False)
-        | st.sampled_from(words) | st.text(max_size=8) | st.just("[DONE]")
+        st.none()
+        | st.booleans()
+        | _SMALL_INTS
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.sampled_from(words)
+        | st.text(max_size=8)
+        | st.just("[DONE]")
     )
     return st.recursive(
         scalars,
-        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(words), inner, max_size=5),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(words), inner, max_size=5)
+        ),
         max_leaves=15,
     )
 
@@ -77,12 +172,19 @@ def _seeds(provider):
     return seeds
 
 
-_PROVIDERS = {"openai-chat": "chat", "openai-compat-openrouter": "chat", "openai-compat-groq": "chat",
-              "openai-responses": "responses", "anthropic": "anthropic"}
+_PROVIDERS = {
+    "openai-chat": "chat",
+    "openai-compat-openrouter": "chat",
+    "openai-compat-groq": "chat",
+    "openai-responses": "responses",
+    "anthropic": "anthropic",
+}
 _GARBAGE = st.one_of(
     st.binary(max_size=12),  # invalid UTF-8, stray CR and LF, NULs
     st.integers(LIMIT // 2, LIMIT * 2).map(lambda n: b"data: " + b"x" * n),  # giant lines
-    st.sampled_from([b": keep-alive", b"data: [DONE]", b"data: {", b"data: NaN", b"event: error", b"retry: 1"]),
+    st.sampled_from(
+        [b": keep-alive", b"data: [DONE]", b"data: {", b"data: NaN", b"event: error", b"retry: 1"]
+    ),
     st.just(b"data: " + b"[" * 5000 + b"]" * 5000),  # nesting too deep to parse
 )
 
@@ -143,8 +245,16 @@ def streams(draw, provider):
 
 
 def _adapter(provider, url):
-    options = {"base_url": url, "api_key": "k", "max_event_bytes": LIMIT, "idle_timeout": 5, "attempt_timeout": 10}
-    return {"chat": OpenAIChat, "responses": OpenAIResponses, "anthropic": Anthropic}[provider]("m", **options)
+    options = {
+        "base_url": url,
+        "api_key": "k",
+        "max_event_bytes": LIMIT,
+        "idle_timeout": 5,
+        "attempt_timeout": 10,
+    }
+    return {"chat": OpenAIChat, "responses": OpenAIResponses, "anthropic": Anthropic}[provider](
+        "m", **options
+    )
 
 
 async def _outcome(model) -> str:

@@ -26,7 +26,11 @@ def chat_without_ids():
 
 def responses_without_ids():
     calls = [
-        {"type": "response.output_item.done", "output_index": i, "item": {"type": "function_call", "name": name, "arguments": "{}"}}
+        {
+            "type": "response.output_item.done",
+            "output_index": i,
+            "item": {"type": "function_call", "name": name, "arguments": "{}"},
+        }
         for i, name in enumerate(["read", "ls"])
     ]
     completed = {"type": "response.completed", "response": {"status": "completed"}}
@@ -37,7 +41,11 @@ def anthropic_with_empty_ids():
     events = [{"type": "message_start", "message": {"model": "m"}}]
     for i, name in enumerate(["read", "ls"]):
         events += [
-            {"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": "", "name": name, "input": {}}},
+            {
+                "type": "content_block_start",
+                "index": i,
+                "content_block": {"type": "tool_use", "id": "", "name": name, "input": {}},
+            },
             {"type": "content_block_stop", "index": i},
         ]
     events += [{"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]

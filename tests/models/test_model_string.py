@@ -38,7 +38,11 @@ def test_anthropic_with_options(monkeypatch):
 
 @pytest.mark.parametrize(
     "spec, variable",
-    [("openai:gpt-4.1", "OPENAI_API_KEY"), ("openai-responses:gpt-5", "OPENAI_API_KEY"), ("anthropic:claude", "ANTHROPIC_API_KEY")],
+    [
+        ("openai:gpt-4.1", "OPENAI_API_KEY"),
+        ("openai-responses:gpt-5", "OPENAI_API_KEY"),
+        ("anthropic:claude", "ANTHROPIC_API_KEY"),
+    ],
 )
 def test_missing_key_names_the_variable(spec, variable):
     with pytest.raises(ValueError, match=variable):

@@ -18,19 +18,43 @@ def test_openai_error_body():
     error = http_error(
         404,
         {},
-        body({"error": {"message": "The model `x` does not exist", "type": "invalid_request_error", "code": "model_not_found"}}),
+        body(
+            {
+                "error": {
+                    "message": "The model `x` does not exist",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            }
+        ),
     )
-    assert (error.status, error.type, error.message) == (404, "invalid_request_error", "The model `x` does not exist")
+    assert (error.status, error.type, error.message) == (
+        404,
+        "invalid_request_error",
+        "The model `x` does not exist",
+    )
 
 
 def test_anthropic_error_body():
-    error = http_error(529, {}, body({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+    error = http_error(
+        529, {}, body({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    )
     assert (error.status, error.type, error.message) == (529, "overloaded_error", "Overloaded")
 
 
 def test_openrouter_error_keeps_the_upstream_reason():
-    error = http_error(429, {}, body({"error": {"code": 429, "message": "Provider returned error", "metadata": {"raw": "slow down"}}}))
-    assert (error.status, error.type, error.message) == (429, "provider_error", "Provider returned error: slow down")
+    error = http_error(
+        429,
+        {},
+        body(
+            {"error": {"code": 429, "message": "Provider returned error", "metadata": {"raw": "slow down"}}}
+        ),
+    )
+    assert (error.status, error.type, error.message) == (
+        429,
+        "provider_error",
+        "Provider returned error: slow down",
+    )
 
 
 def test_non_json_body():
@@ -42,7 +66,10 @@ def test_non_json_body():
 def test_in_band_error_codes_stand_for_statuses():
     assert provider_error({"error": {"code": 400, "message": "Token limit reached"}}).status == 400
     assert provider_error({"error": {"message": "m", "type": "t", "status_code": 503}}).status == 503
-    assert provider_error({"type": "error", "error": {"type": "overloaded_error", "message": "m"}}).status is None
+    assert (
+        provider_error({"type": "error", "error": {"type": "overloaded_error", "message": "m"}}).status
+        is None
+    )
 
 
 def test_responses_stream_error_event():
@@ -53,12 +80,64 @@ def test_responses_stream_error_event():
 @pytest.mark.parametrize(
     "status, payload",
     [
-        (400, {"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}}),
-        (400, {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"}}),
-        (400, {"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "code": "context_length_exceeded"}}),
-        (400, {"error": {"message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "code": 400}}),
-        (400, {"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens", "type": "BadRequestError", "code": 400}),
-        (400, {"error": {"message": "Please reduce the length of the messages or completion.", "type": "invalid_request_error"}}),
+        (
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        (
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 208310 tokens > 200000 maximum",
+                },
+            },
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "code": 400,
+                }
+            },
+        ),
+        (
+            400,
+            {
+                "object": "error",
+                "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens",
+                "type": "BadRequestError",
+                "code": 400,
+            },
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "message": "Please reduce the length of the messages or completion.",
+                    "type": "invalid_request_error",
+                }
+            },
+        ),
     ],
 )
 def test_context_overflow_is_recognized(status, payload):
@@ -69,11 +148,16 @@ def test_context_overflow_is_recognized(status, payload):
 
 def test_context_overflow_in_a_plain_text_body_and_in_band():
     assert http_error(413, {}, b"prompt is too long").type == CONTEXT_OVERFLOW
-    assert provider_error({"type": "error", "code": "context_length_exceeded", "message": "too long"}).type == CONTEXT_OVERFLOW
+    assert (
+        provider_error({"type": "error", "code": "context_length_exceeded", "message": "too long"}).type
+        == CONTEXT_OVERFLOW
+    )
 
 
 def test_other_invalid_requests_are_not_overflow():
-    error = http_error(400, {}, body({"error": {"message": "Invalid 'temperature'", "type": "invalid_request_error"}}))
+    error = http_error(
+        400, {}, body({"error": {"message": "Invalid 'temperature'", "type": "invalid_request_error"}})
+    )
     assert error.type == "invalid_request_error"
 
 

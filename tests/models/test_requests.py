@@ -14,7 +14,10 @@ REASONING = Thinking("summary", signature="enc", id="rs_1")
 def history(provider: str, thinking: list) -> list:
     return [
         UserMessage("read a"),
-        AssistantMessage([*thinking, Text("Reading."), ToolCall("functions.read:0", "read", {"path": "a"})], provider=provider),
+        AssistantMessage(
+            [*thinking, Text("Reading."), ToolCall("functions.read:0", "read", {"path": "a"})],
+            provider=provider,
+        ),
         ToolResultMessage("functions.read:0", "read", [Text("no such file")], is_error=True),
         UserMessage("and b?"),
     ]
@@ -22,7 +25,9 @@ def history(provider: str, thinking: list) -> list:
 
 def test_anthropic_replays_signed_and_redacted_thinking_to_anthropic_only():
     model = Anthropic("claude", api_key="k", thinking_budget=2048, prompt_cache=False)
-    own = model.request_body(ModelRequest("sys", history("anthropic", [ANTHROPIC_THOUGHT, REDACTED, Thinking("unsigned")]), [TOOL]))
+    own = model.request_body(
+        ModelRequest("sys", history("anthropic", [ANTHROPIC_THOUGHT, REDACTED, Thinking("unsigned")]), [TOOL])
+    )
     assert own["messages"][1]["content"][:2] == [
         {"type": "thinking", "thinking": "hmm", "signature": "sig-a"},
         {"type": "redacted_thinking", "data": "opaque"},
@@ -35,10 +40,17 @@ def test_anthropic_replays_signed_and_redacted_thinking_to_anthropic_only():
 
 
 def test_anthropic_tool_results_and_the_next_user_words_share_one_user_message():
-    body = Anthropic("claude", api_key="k", prompt_cache=False).request_body(ModelRequest("", history("anthropic", [])))
+    body = Anthropic("claude", api_key="k", prompt_cache=False).request_body(
+        ModelRequest("", history("anthropic", []))
+    )
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert body["messages"][2]["content"] == [
-        {"type": "tool_result", "tool_use_id": "functions_read_0", "content": "no such file", "is_error": True},
+        {
+            "type": "tool_result",
+            "tool_use_id": "functions_read_0",
+            "content": "no such file",
+            "is_error": True,
+        },
         {"type": "text", "text": "and b?"},
     ]
     # the call's id is mapped the same way as its result's
@@ -47,7 +59,9 @@ def test_anthropic_tool_results_and_the_next_user_words_share_one_user_message()
 
 
 def test_anthropic_marks_cache_breakpoints_after_tools_system_and_history():
-    body = Anthropic("claude", api_key="k").request_body(ModelRequest("sys", history("anthropic", []), [TOOL, TOOL]))
+    body = Anthropic("claude", api_key="k").request_body(
+        ModelRequest("sys", history("anthropic", []), [TOOL, TOOL])
+    )
     marked = {"type": "ephemeral"}
     assert [t.get("cache_control") for t in body["tools"]] == [None, marked]
     assert body["system"] == [{"type": "text", "text": "sys", "cache_control": marked}]
@@ -66,10 +80,19 @@ def test_anthropic_never_marks_a_thinking_block():
 
 def test_responses_replays_reasoning_items_to_itself_only():
     model = OpenAIResponses("gpt-5", api_key="k", reasoning_effort="low", max_tokens=500)
-    body = model.request_body(ModelRequest("sys", history("openai-responses", [REASONING, Thinking("no id", signature="x")]), [TOOL]))
+    body = model.request_body(
+        ModelRequest(
+            "sys", history("openai-responses", [REASONING, Thinking("no id", signature="x")]), [TOOL]
+        )
+    )
     assert body["input"] == [
         {"role": "user", "content": "read a"},
-        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "summary"}], "encrypted_content": "enc"},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "summary"}],
+            "encrypted_content": "enc",
+        },
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Reading."}]},
         {"type": "function_call", "call_id": "functions.read:0", "name": "read", "arguments": '{"path":"a"}'},
         {"type": "function_call_output", "call_id": "functions.read:0", "output": "no such file"},
@@ -78,14 +101,31 @@ def test_responses_replays_reasoning_items_to_itself_only():
     assert body["instructions"] == "sys" and body["store"] is False
     assert body["include"] == ["reasoning.encrypted_content"]
     assert body["reasoning"] == {"effort": "low"} and body["max_output_tokens"] == 500
-    assert body["tools"] == [{"type": "function", "name": "read", "description": "Read a file.", "parameters": TOOL.parameters, "strict": False}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "read",
+            "description": "Read a file.",
+            "parameters": TOOL.parameters,
+            "strict": False,
+        }
+    ]
     other = model.request_body(ModelRequest("", history("anthropic", [ANTHROPIC_THOUGHT])))
     assert not any(item.get("type") == "reasoning" for item in other["input"])
-    assert "include" not in OpenAIResponses("gpt-5", api_key="k", store=True).request_body(ModelRequest("", [UserMessage("x")]))
+    assert "include" not in OpenAIResponses("gpt-5", api_key="k", store=True).request_body(
+        ModelRequest("", [UserMessage("x")])
+    )
 
 
 def test_chat_messages_tools_and_options():
-    model = OpenAIChat("gpt-4.1", api_key="k", max_tokens=100, temperature=0.2, reasoning_effort="high", system_role="developer")
+    model = OpenAIChat(
+        "gpt-4.1",
+        api_key="k",
+        max_tokens=100,
+        temperature=0.2,
+        reasoning_effort="high",
+        system_role="developer",
+    )
     body = model.request_body(ModelRequest("sys", history("openai", [ANTHROPIC_THOUGHT]), [TOOL]))
     assert body["messages"] == [
         {"role": "developer", "content": "sys"},
@@ -93,15 +133,32 @@ def test_chat_messages_tools_and_options():
         {
             "role": "assistant",
             "content": "Reading.",
-            "tool_calls": [{"id": "functions.read:0", "type": "function", "function": {"name": "read", "arguments": '{"path":"a"}'}}],
+            "tool_calls": [
+                {
+                    "id": "functions.read:0",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": '{"path":"a"}'},
+                }
+            ],
         },
         {"role": "tool", "tool_call_id": "functions.read:0", "content": "no such file"},
         {"role": "user", "content": "and b?"},
     ]
-    assert body["tools"] == [{"type": "function", "function": {"name": "read", "description": "Read a file.", "parameters": TOOL.parameters}}]
-    assert (body["max_completion_tokens"], body["temperature"], body["reasoning_effort"]) == (100, 0.2, "high")
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "read", "description": "Read a file.", "parameters": TOOL.parameters},
+        }
+    ]
+    assert (body["max_completion_tokens"], body["temperature"], body["reasoning_effort"]) == (
+        100,
+        0.2,
+        "high",
+    )
     assert body["stream_options"] == {"include_usage": True}
-    legacy = OpenAIChat("llama", api_key="k", max_tokens=5, max_tokens_field="max_tokens").request_body(ModelRequest("", [UserMessage("x")]))
+    legacy = OpenAIChat("llama", api_key="k", max_tokens=5, max_tokens_field="max_tokens").request_body(
+        ModelRequest("", [UserMessage("x")])
+    )
     assert legacy["max_tokens"] == 5 and "max_completion_tokens" not in legacy
 
 
@@ -119,7 +176,11 @@ def test_history_goes_through_the_tool_protocol_projection():
 
 def test_arguments_that_were_not_an_object_are_replayed_as_written():
     call = ToolCall("c1", "read", {}, raw_arguments='{"path": ')
-    messages = [UserMessage("go"), AssistantMessage([call]), ToolResultMessage("c1", "read", [Text("bad arguments")], is_error=True)]
+    messages = [
+        UserMessage("go"),
+        AssistantMessage([call]),
+        ToolResultMessage("c1", "read", [Text("bad arguments")], is_error=True),
+    ]
     body = OpenAIChat("m", api_key="k").request_body(ModelRequest("", messages))
     assert body["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"path": '
 

@@ -21,7 +21,9 @@ def test_client_errors_are_never_retried(status):
     assert NO_JITTER.delay(ProviderError(status, "x"), 1) is None
 
 
-@pytest.mark.parametrize("kind", ["connection_error", "overloaded_error", "rate_limit_error", "api_error", "server_error"])
+@pytest.mark.parametrize(
+    "kind", ["connection_error", "overloaded_error", "rate_limit_error", "api_error", "server_error"]
+)
 def test_transient_errors_without_status_are_retried(kind):
     assert is_retryable(ProviderError(None, kind))
 

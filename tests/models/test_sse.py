@@ -19,7 +19,7 @@ def decode(*chunks: bytes) -> list[ServerSentEvent]:
 
 
 def test_lf_framing_with_named_events_and_comments():
-    body = b": keep-alive\nevent: ping\ndata: {}\n\ndata: {\"a\": 1}\n\n: bye\n\n"
+    body = b': keep-alive\nevent: ping\ndata: {}\n\ndata: {"a": 1}\n\n: bye\n\n'
     assert decode(body) == [ServerSentEvent("{}", "ping"), ServerSentEvent('{"a": 1}')]
 
 
@@ -69,7 +69,11 @@ def test_byte_order_mark_is_skipped_even_when_split():
 
 def test_id_persists_and_retry_and_unknown_fields_are_ignored():
     body = b"id: 7\nretry: 100\nfoo: bar\ndata: a\n\ndata: b\n\nid\ndata: c\n\n"
-    assert decode(body) == [ServerSentEvent("a", id="7"), ServerSentEvent("b", id="7"), ServerSentEvent("c", id="")]
+    assert decode(body) == [
+        ServerSentEvent("a", id="7"),
+        ServerSentEvent("b", id="7"),
+        ServerSentEvent("c", id=""),
+    ]
 
 
 def test_empty_reads_change_nothing():
@@ -81,7 +85,12 @@ def test_empty_reads_change_nothing():
 
 _text = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=20)
 _event = st.tuples(
-    st.one_of(st.none(), st.text(st.characters(blacklist_characters="\r\n:", blacklist_categories=("Cs",)), min_size=1, max_size=8)),
+    st.one_of(
+        st.none(),
+        st.text(
+            st.characters(blacklist_characters="\r\n:", blacklist_categories=("Cs",)), min_size=1, max_size=8
+        ),
+    ),
     st.lists(_text, min_size=1, max_size=3),
     st.booleans(),  # a comment line before the fields
     st.booleans(),  # "data: x" rather than "data:x"

@@ -38,7 +38,10 @@ CLOSED = ToolSpec(
     "Get it.",
     {
         "type": "object",
-        "properties": {"key": {"type": "string"}, "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+        "properties": {
+            "key": {"type": "string"},
+            "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
         "required": ["key"],
         "additionalProperties": False,
     },
@@ -101,7 +104,11 @@ def test_tools_are_strict_only_where_their_schema_allows_it():
     chat = OpenAIChat("gpt", api_key="k").request_body(typed_request())["tools"]
     assert chat[0]["function"]["strict"] is True
     assert chat[0]["function"]["parameters"]["required"] == ["key", "limit"]
-    assert chat[1]["function"] == {"name": "read", "description": "Read a file.", "parameters": OPEN.parameters}
+    assert chat[1]["function"] == {
+        "name": "read",
+        "description": "Read a file.",
+        "parameters": OPEN.parameters,
+    }
     responses = OpenAIResponses("gpt", api_key="k").request_body(typed_request())["tools"]
     assert [(t["strict"], t["parameters"]) for t in responses] == [
         (True, openai_strict(CLOSED.parameters)),
@@ -145,7 +152,13 @@ async def assembled(model, request):
 
 
 async def test_chat_streams_the_typed_answer_as_text(server):
-    chunks = [{"model": "gpt", "choices": [{"index": 0, "delta": {"content": ANSWER[i : i + 7]}, "finish_reason": None}]} for i in range(0, len(ANSWER), 7)]
+    chunks = [
+        {
+            "model": "gpt",
+            "choices": [{"index": 0, "delta": {"content": ANSWER[i : i + 7]}, "finish_reason": None}],
+        }
+        for i in range(0, len(ANSWER), 7)
+    ]
     chunks.append({"model": "gpt", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     server.reply(Reply(chunks=[sse(*((None, c) for c in chunks)) + b"data: [DONE]\n\n"]))
     message = await assembled(OpenAIChat("gpt", base_url=server.url, api_key="k"), typed_request())
@@ -157,12 +170,26 @@ async def test_chat_streams_the_typed_answer_as_text(server):
 async def test_responses_streams_the_typed_answer_as_text(server):
     events = [
         ("response.created", {"type": "response.created", "response": {"model": "gpt"}}),
-        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message"}}),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message"}},
+        ),
         *(
-            ("response.output_text.delta", {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": ANSWER[i : i + 9]})
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": ANSWER[i : i + 9],
+                },
+            )
             for i in range(0, len(ANSWER), 9)
         ),
-        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": {"type": "message"}}),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": {"type": "message"}},
+        ),
         ("response.completed", {"type": "response.completed", "response": {"status": "completed"}}),
     ]
     server.reply(Reply(chunks=[sse(*events)]))
@@ -175,14 +202,35 @@ async def test_responses_streams_the_typed_answer_as_text(server):
 def anthropic_tool_use(*blocks: tuple[str, str, str]) -> bytes:
     """An Anthropic stream of tool_use blocks ``(id, name, input JSON)``,
     each input split in small fragments as the API streams it."""
-    events = [("message_start", {"type": "message_start", "message": {"model": "claude", "usage": {"input_tokens": 9}}})]
+    events = [
+        (
+            "message_start",
+            {"type": "message_start", "message": {"model": "claude", "usage": {"input_tokens": 9}}},
+        )
+    ]
     for index, (call_id, name, arguments) in enumerate(blocks):
-        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}))
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+                },
+            )
+        )
         for i in range(0, len(arguments), 5):
             delta = {"type": "input_json_delta", "partial_json": arguments[i : i + 5]}
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(
+                ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}}))
+    events.append(
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}},
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return sse(*events)
 
@@ -201,7 +249,11 @@ async def test_anthropic_reads_the_answer_tool_call_back_as_a_final_text_answer(
 
 
 async def test_anthropic_answer_beside_another_call_still_asks_for_that_call(server):
-    server.reply(Reply(chunks=[anthropic_tool_use(("toolu_1", "get", '{"key": "a"}'), ("toolu_2", OUTPUT_TOOL, ANSWER))]))
+    server.reply(
+        Reply(
+            chunks=[anthropic_tool_use(("toolu_1", "get", '{"key": "a"}'), ("toolu_2", OUTPUT_TOOL, ANSWER))]
+        )
+    )
     message = await assembled(Anthropic("claude", base_url=server.url, api_key="k"), typed_request())
     assert message.stop_reason == "tool_use"
     assert [(c.name, c.arguments) for c in message.tool_calls] == [("get", {"key": "a"})]
@@ -219,7 +271,9 @@ def test_a_raw_schema_keeps_its_definitions_where_its_references_point_when_wrap
     schema = {
         "type": "array",
         "items": {"$ref": "#/definitions/City"},
-        "definitions": {"City": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+        "definitions": {
+            "City": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        },
     }
     spec = OutputSpec.for_schema(schema)
     assert spec.wrapped and spec.schema["definitions"] == schema["definitions"]

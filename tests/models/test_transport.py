@@ -37,13 +37,25 @@ def sse(*events: tuple[str | None, dict]) -> bytes:
 
 
 ANTHROPIC_START = sse(
-    ("message_start", {"type": "message_start", "message": {"model": "claude", "usage": {"input_tokens": 3}}}),
-    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
+    (
+        "message_start",
+        {"type": "message_start", "message": {"model": "claude", "usage": {"input_tokens": 3}}},
+    ),
+    (
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    ),
+    (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+    ),
 )
 ANTHROPIC_END = sse(
     ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+    (
+        "message_delta",
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+    ),
     ("message_stop", {"type": "message_stop"}),
 )
 
@@ -67,42 +79,85 @@ def json_reply(status: int, payload: dict, headers=()) -> Reply:
 
 
 async def test_404_is_final(server):
-    server.reply(json_reply(404, {"error": {"message": "no such model", "type": "invalid_request_error", "code": "model_not_found"}}))
+    server.reply(
+        json_reply(
+            404,
+            {
+                "error": {
+                    "message": "no such model",
+                    "type": "invalid_request_error",
+                    "code": "model_not_found",
+                }
+            },
+        )
+    )
     error = await failure(OpenAIChat("nope", base_url=server.url))
     assert (error.status, error.type, error.message) == (404, "invalid_request_error", "no such model")
     assert not is_retryable(error)
 
 
 async def test_429_carries_retry_after(server):
-    server.reply(json_reply(429, {"error": {"message": "slow down", "type": "requests"}}, [("retry-after", "7")]))
+    server.reply(
+        json_reply(429, {"error": {"message": "slow down", "type": "requests"}}, [("retry-after", "7")])
+    )
     error = await failure(OpenAIChat("m", base_url=server.url))
     assert (error.status, error.retry_after) == (429, 7.0)
     assert is_retryable(error)
 
 
 async def test_400_invalid_request(server):
-    server.reply(json_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: too big"}}))
+    server.reply(
+        json_reply(
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: too big"}},
+        )
+    )
     error = await failure(anthropic(server))
     assert (error.status, error.type) == (400, "invalid_request_error")
     assert not is_retryable(error)
 
 
 async def test_529_overloaded(server):
-    server.reply(json_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+    server.reply(
+        json_reply(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    )
     error = await failure(anthropic(server))
     assert (error.status, error.type) == (529, "overloaded_error")
     assert is_retryable(error)
 
 
 async def test_context_overflow_over_http(server):
-    server.reply(json_reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}))
+    server.reply(
+        json_reply(
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 210000 tokens > 200000 maximum",
+                },
+            },
+        )
+    )
     error = await failure(anthropic(server))
     assert (error.status, error.type) == (400, "context_overflow")
     assert not is_retryable(error)
 
 
 async def test_overloaded_event_mid_stream_after_content(server):
-    server.reply(Reply(chunks=[ANTHROPIC_START, sse(("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))]))
+    server.reply(
+        Reply(
+            chunks=[
+                ANTHROPIC_START,
+                sse(
+                    (
+                        "error",
+                        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+                    )
+                ),
+            ]
+        )
+    )
     events = []
     with pytest.raises(ProviderError) as caught:
         async for event in anthropic(server).stream(REQUEST):
@@ -113,27 +168,75 @@ async def test_overloaded_event_mid_stream_after_content(server):
 
 
 async def test_responses_failed_with_context_overflow(server):
-    failed = {"type": "response.failed", "response": {"status": "failed", "error": {"code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}}}
-    server.reply(Reply(chunks=[sse(("response.created", {"type": "response.created", "response": {"model": "gpt"}}), ("response.failed", failed))]))
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "status": "failed",
+            "error": {
+                "code": "context_length_exceeded",
+                "message": "Your input exceeds the context window of this model.",
+            },
+        },
+    }
+    server.reply(
+        Reply(
+            chunks=[
+                sse(
+                    ("response.created", {"type": "response.created", "response": {"model": "gpt"}}),
+                    ("response.failed", failed),
+                )
+            ]
+        )
+    )
     error = await failure(OpenAIResponses("gpt", base_url=server.url))
     assert error.type == "context_overflow"
 
 
 async def test_responses_error_event(server):
-    server.reply(Reply(chunks=[sse(("error", {"type": "error", "code": "server_error", "message": "The server had an error"}))]))
+    server.reply(
+        Reply(
+            chunks=[
+                sse(
+                    ("error", {"type": "error", "code": "server_error", "message": "The server had an error"})
+                )
+            ]
+        )
+    )
     error = await failure(OpenAIResponses("gpt", base_url=server.url))
     assert "server had an error" in error.message
 
 
 async def test_responses_incomplete_is_max_tokens(server):
-    incomplete = {"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "usage": {"input_tokens": 5, "output_tokens": 9}}}
-    server.reply(Reply(chunks=[sse(("response.created", {"type": "response.created", "response": {"model": "gpt"}}), ("response.incomplete", incomplete))]))
+    incomplete = {
+        "type": "response.incomplete",
+        "response": {
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "usage": {"input_tokens": 5, "output_tokens": 9},
+        },
+    }
+    server.reply(
+        Reply(
+            chunks=[
+                sse(
+                    ("response.created", {"type": "response.created", "response": {"model": "gpt"}}),
+                    ("response.incomplete", incomplete),
+                )
+            ]
+        )
+    )
     events = await collect(OpenAIResponses("gpt", base_url=server.url))
     assert events[-1].stop_reason == "max_tokens" and events[-1].usage.output_tokens == 9
 
 
 async def test_anthropic_context_window_stop_reason(server):
-    end = sse(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "model_context_window_exceeded"}, "usage": {}}), ("message_stop", {"type": "message_stop"}))
+    end = sse(
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "model_context_window_exceeded"}, "usage": {}},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    )
     server.reply(Reply(chunks=[ANTHROPIC_START, end]))
     events = await collect(anthropic(server))
     assert events[-1].stop_reason == "context_overflow"
@@ -287,7 +390,9 @@ async def test_a_hundred_cancels_do_not_exhaust_a_two_connection_pool(server):
 
 
 async def test_closing_the_stream_early_returns_its_connection(server):
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=httpx.Timeout(10.0, pool=5.0)) as client:
+    async with httpx.AsyncClient(
+        limits=httpx.Limits(max_connections=1), timeout=httpx.Timeout(10.0, pool=5.0)
+    ) as client:
         model = anthropic(server, client)
         for _ in range(3):
             server.reply(Reply(chunks=[ANTHROPIC_START], hang=True))

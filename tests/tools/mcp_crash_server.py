@@ -64,7 +64,10 @@ def broken(a: int) -> int:
     return a
 
 
-server._tool_manager.get_tool("broken").parameters = {"type": "object", "properties": {"a": {"type": "bogus"}}}
+server._tool_manager.get_tool("broken").parameters = {
+    "type": "object",
+    "properties": {"a": {"type": "bogus"}},
+}
 
 
 if __name__ == "__main__":

@@ -65,7 +65,9 @@ async def test_cancelling_the_call_stops_the_command(workspace, call):
 def test_the_time_limit_has_a_default_and_a_maximum(workspace):
     tool = bash(workspace, default_timeout=10, max_timeout=60)
     assert tool.parameters["properties"]["timeout"]["default"] == 10
-    assert tool.argument_errors({"command": "true", "timeout": 61}) == ["timeout: 61 is greater than the maximum of 60"]
+    assert tool.argument_errors({"command": "true", "timeout": 61}) == [
+        "timeout: 61 is greater than the maximum of 60"
+    ]
     assert tool.argument_errors({"command": "true", "timeout": 0}) != []
 
 
@@ -75,7 +77,11 @@ def test_bash_is_exclusive(workspace):
 
 @pytest.mark.parametrize(
     "command",
-    ["timeout 1000 sleep {marker}; echo done", "set -m; sleep {marker} & wait", "setsid sleep {marker} & wait"],
+    [
+        "timeout 1000 sleep {marker}; echo done",
+        "set -m; sleep {marker} & wait",
+        "setsid sleep {marker} & wait",
+    ],
     ids=["timeout", "job-control", "setsid"],
 )
 async def test_cancelling_the_agent_stops_commands_that_left_the_group(workspace, command):

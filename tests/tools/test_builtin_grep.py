@@ -57,7 +57,16 @@ async def test_matches_in_path_order(tree, call, ripgrep):
         ("sub/**", ["sub/c.py:3:foo late", "sub/deep/d.txt:1:foo deep"]),
         ("sub/*.txt", []),
         ("**/deep/*.txt", ["sub/deep/d.txt:1:foo deep"]),
-        ("!sub", [".hidden/h.txt:1:foo hidden", "a/b.txt:1:foo 2", "a.txt:1:foo 1", "crlf.txt:1:foo", "latin.txt:1:\ufffd foo"]),
+        (
+            "!sub",
+            [
+                ".hidden/h.txt:1:foo hidden",
+                "a/b.txt:1:foo 2",
+                "a.txt:1:foo 1",
+                "crlf.txt:1:foo",
+                "latin.txt:1:\ufffd foo",
+            ],
+        ),
         ("[ab].txt", ["a/b.txt:1:foo 2", "a.txt:1:foo 1"]),
     ],
 )
@@ -69,7 +78,11 @@ async def test_glob_filter(tree, call, ripgrep, glob, expected):
 
 async def test_a_path_and_ignore_case(tree, call, ripgrep):
     result = await call(grep(tree, ripgrep=ripgrep), pattern="^foo", path="sub", ignore_case=True)
-    assert result.content.splitlines() == ["sub/c.py:2:FOO upper", "sub/c.py:3:foo late", "sub/deep/d.txt:1:foo deep"]
+    assert result.content.splitlines() == [
+        "sub/c.py:2:FOO upper",
+        "sub/c.py:3:foo late",
+        "sub/deep/d.txt:1:foo deep",
+    ]
 
 
 async def test_a_single_file(tree, call, ripgrep):
@@ -116,7 +129,9 @@ async def test_ripgrep_is_used_when_installed(tree, call, monkeypatch):
     assert (await call(grep(tree), pattern="foo 2")).content == "a/b.txt:1:foo 2"
 
 
-@pytest.mark.parametrize("pattern", [r"(a)\1", "foo(?= 2)", "(?<=x)foo"], ids=["backreference", "look-ahead", "look-behind"])
+@pytest.mark.parametrize(
+    "pattern", [r"(a)\1", "foo(?= 2)", "(?<=x)foo"], ids=["backreference", "look-ahead", "look-behind"]
+)
 async def test_patterns_that_need_backtracking_are_refused_by_both_engines(tree, call, ripgrep, pattern):
     result = await call(grep(tree, ripgrep=ripgrep), pattern=pattern)
     assert result.is_error

@@ -66,7 +66,9 @@ async def test_edit_replaces_a_unique_string_and_returns_the_diff(workspace, sou
 async def test_edit_diff_marks_a_missing_final_newline(workspace, call):
     (workspace / "a.txt").write_text("one\ntwo")
     result = await call(edit(workspace), path="a.txt", old_string="two", new_string="three")
-    assert result.details["diff"].endswith("-two\n\\ No newline at end of file\n+three\n\\ No newline at end of file\n")
+    assert result.details["diff"].endswith(
+        "-two\n\\ No newline at end of file\n+three\n\\ No newline at end of file\n"
+    )
 
 
 async def test_edit_refuses_a_string_that_is_not_found(workspace, source, call):

@@ -12,8 +12,8 @@ import pytest
 from agentrio import AgentSpec, Image, Limits, ScriptedModel, Text
 from agentrio.supervisors import ChildRestart, Escalation
 from agentrio.tools.mcp import ServerDidNotStart, mcp_server, provider_names
-from agentrio.tools.tool import TOOL_NAME
 from agentrio.tools.mcp_results import tool_result
+from agentrio.tools.tool import TOOL_NAME
 from tests.conftest import record
 from tests.helpers import calls, say
 
@@ -239,7 +239,9 @@ def test_an_image_block_becomes_an_image_part_the_model_sees():
         mcp_types.CallToolResult(
             content=[
                 mcp_types.TextContent(type="text", text="A screenshot:"),
-                mcp_types.ImageContent(type="image", data=base64.b64encode(png).decode(), mime_type="image/png"),
+                mcp_types.ImageContent(
+                    type="image", data=base64.b64encode(png).decode(), mime_type="image/png"
+                ),
             ]
         )
     )

@@ -48,7 +48,10 @@ async def test_read_only_reads_the_mode_for_the_arguments():
         return "done"
 
     tool = Tool(
-        "db", "", {"type": "object"}, run,
+        "db",
+        "",
+        {"type": "object"},
+        run,
         execution_mode=lambda args: "parallel" if args.get("query") else "exclusive",
     )
     assert await decide(read_only, ToolCall("c", "db", {"query": "select"}), tool) == "allow"
@@ -107,7 +110,9 @@ def test_rule_arguments_must_all_match_and_be_present():
 
 def test_rule_matches_other_values_as_json():
     assert allow("edit", replace_all="true").matches(ToolCall("c", "edit", {"replace_all": True}))
-    assert Rule("deny", "cancel", {"reason": "*fraud*"}).matches(ToolCall("c", "cancel", {"reason": "fraud suspected"}))
+    assert Rule("deny", "cancel", {"reason": "*fraud*"}).matches(
+        ToolCall("c", "cancel", {"reason": "fraud suspected"})
+    )
 
 
 def test_rules_refuse_an_unknown_verdict():
@@ -160,10 +165,15 @@ async def test_summary_of_a_write_that_overwrites(workspace, tools):
     (workspace / "b.txt").write_text("old\n")
     call = ToolCall("c", "write", {"path": "b.txt", "content": "new\n"})
     summary = await summarize_call(call, tools["write"])
-    assert summary == "Overwrite b.txt (4 bytes, 1 line):\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    assert (
+        summary == "Overwrite b.txt (4 bytes, 1 line):\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    )
     (workspace / "blob").write_bytes(b"\x00\x01")
     call = ToolCall("c", "write", {"path": "blob", "content": "text"})
-    assert await summarize_call(call, tools["write"]) == "Overwrite blob, not a text file (2 bytes), with 4 bytes, 1 line"
+    assert (
+        await summarize_call(call, tools["write"])
+        == "Overwrite blob, not a text file (2 bytes), with 4 bytes, 1 line"
+    )
 
 
 async def test_summary_of_a_call_that_would_fail(workspace, tools):

@@ -89,7 +89,9 @@ async def test_a_character_split_across_writes_is_never_split_in_the_stream(tmp_
         "    os.write(1, data[i:i + 1]); time.sleep(0.02)\n"
     )
     chunks = []
-    result = await run_process([sys.executable, "-c", code], cwd=tmp_path, on_output=lambda s, t: chunks.append(t))
+    result = await run_process(
+        [sys.executable, "-c", code], cwd=tmp_path, on_output=lambda s, t: chunks.append(t)
+    )
     assert result.stdout == "é€"
     assert "".join(chunks) == "é€"
     assert all("\ufffd" not in c for c in chunks)
@@ -248,7 +250,11 @@ async def test_if_the_shim_is_killed_its_process_group_is_killed_instead(tmp_pat
 
             async def kill_the_shim():
                 await wait_for_sleeper(marker)
-                (shim,) = [p for p in processes_with(marker) if b"_reaper.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+                (shim,) = [
+                    p
+                    for p in processes_with(marker)
+                    if b"_reaper.py" in Path(f"/proc/{p}/cmdline").read_bytes()
+                ]
                 os.kill(shim, signal.SIGKILL)
 
             nursery.start_soon(kill_the_shim)
@@ -262,7 +268,9 @@ async def _kill_the_runner_of(command: str, marker: str, *, running_for: float =
     """Run ``command`` through ``run_process`` in a process of its own,
     then SIGKILL that process once ``marker``'s sleep is up (and
     ``running_for`` more seconds): nothing the command started may remain."""
-    host = f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, {command!r})\n"
+    host = (
+        f"import trio\nfrom agentrio.tools.process import run_process\ntrio.run(run_process, {command!r})\n"
+    )
     root = Path(__file__).resolve().parents[2]
     process = await trio.lowlevel.open_process([sys.executable, "-c", host], cwd=root)
     try:

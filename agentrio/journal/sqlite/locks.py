@@ -157,4 +157,3 @@ def _read_holder(fd: int) -> Holder | None:
     except (OSError, ValueError, KeyError, TypeError, OverflowError):
         return None
     return holder
-

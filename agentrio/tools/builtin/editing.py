@@ -70,7 +70,9 @@ def write(root: Workspace | str | os.PathLike[str], *, read_only: bool = False) 
     async def preview(args: dict[str, Any]) -> str:
         return await trio.to_thread.run_sync(_describe_write, workspace, args["path"], args["content"])
 
-    return Tool("write", WRITE_DESCRIPTION, WRITE_PARAMETERS, execute, execution_mode="exclusive", preview=preview)
+    return Tool(
+        "write", WRITE_DESCRIPTION, WRITE_PARAMETERS, execute, execution_mode="exclusive", preview=preview
+    )
 
 
 def edit(root: Workspace | str | os.PathLike[str], *, read_only: bool = False) -> Tool:
@@ -89,7 +91,9 @@ def edit(root: Workspace | str | os.PathLike[str], *, read_only: bool = False) -
         planned = await trio.to_thread.run_sync(_plan_edit, workspace, args)
         return f"Edit {planned.shown}:\n{planned.diff}"
 
-    return Tool("edit", EDIT_DESCRIPTION, EDIT_PARAMETERS, execute, execution_mode="exclusive", preview=preview)
+    return Tool(
+        "edit", EDIT_DESCRIPTION, EDIT_PARAMETERS, execute, execution_mode="exclusive", preview=preview
+    )
 
 
 def _refuse(workspace: Workspace, path_arg: str, ctx: ToolContext) -> None:

@@ -117,7 +117,9 @@ def _glob(workspace: Workspace, directory: Path, pattern: str) -> str:
         raise ToolInputError(f"invalid glob {pattern!r}: {e}") from None
     # Without "**" a pattern cannot match deeper than its own components.
     depth = None if any("**" in part for part in parts) else len(parts)
-    found = [path for path in _walk(directory, depth) if regex.fullmatch(path.relative_to(directory).as_posix())]
+    found = [
+        path for path in _walk(directory, depth) if regex.fullmatch(path.relative_to(directory).as_posix())
+    ]
     # A symlink can lead out of the workspace.
     found = [path for path in found if not path.is_symlink() or workspace.contains(path)]
     if not found:

@@ -105,7 +105,9 @@ def _image(f: BinaryIO, head: bytes, media_type: str, shown: str) -> Image:
     size every provider takes."""
     data = head + f.read(MAX_IMAGE_BYTES + 1 - len(head))
     if len(data) > MAX_IMAGE_BYTES:
-        raise ToolInputError(f"{shown} is an image over {MAX_IMAGE_BYTES:,} bytes, too large to send to a model")
+        raise ToolInputError(
+            f"{shown} is an image over {MAX_IMAGE_BYTES:,} bytes, too large to send to a model"
+        )
     try:
         return Image(data, media_type)
     except ValueError as exc:
