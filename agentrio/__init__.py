@@ -56,6 +56,7 @@ _WHERE = {
     "TOOL_OUTCOME_UNKNOWN": ".messages",
     "Text": ".messages",
     "Thinking": ".messages",
+    "TodoItem": ".tools.todo",
     "Tool": ".tools",
     "ToolCall": ".messages",
     "ToolCallContext": ".tools",
@@ -68,11 +69,13 @@ _WHERE = {
     "UserMessage": ".messages",
     "agent_tool": ".actors",
     "current_initiator": ".initiator",
+    "current_todos": ".tools.todo",
     "events": ".",
     "instrument": ".tracing",
     "project_tool_protocol": ".messages",
     "run_sync": ".supervisors",
     "serve_mcp": ".gateway.mcp_serve",
+    "todo_tool": ".tools.todo",
     "tool": ".tools",
     "uninstrument": ".tracing",
     "with_initiator": ".initiator",
@@ -124,6 +127,7 @@ __all__ = [
     "Subscription",
     "Text",
     "Thinking",
+    "TodoItem",
     "Tool",
     "ToolCall",
     "ToolCallContext",
@@ -136,11 +140,13 @@ __all__ = [
     "UserMessage",
     "agent_tool",
     "current_initiator",
+    "current_todos",
     "events",
     "instrument",
     "project_tool_protocol",
     "run_sync",
     "serve_mcp",
+    "todo_tool",
     "tool",
     "uninstrument",
     "with_initiator",
@@ -218,4 +224,5 @@ if TYPE_CHECKING:
     from .supervisors import Runtime, run_sync
     from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
     from .tools.sandbox import Sandbox, SandboxUnavailable
+    from .tools.todo import TodoItem, current_todos, todo_tool
     from .tracing import instrument, uninstrument

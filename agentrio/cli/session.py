@@ -22,6 +22,7 @@ from ..supervisors import Runtime
 from ..tools import Tool
 from ..tools.builtin import coding_tools
 from ..tools.permissions import Decision, Policy, decide
+from ..tools.todo import todo_tool
 from ..tracing.otlp import exporting_from_env
 from .errors import USAGE, CommandError
 from .options import Settings, permission_policy, resolve_sandbox
@@ -123,7 +124,7 @@ def build_spec(
     tools: list[Tool] = []
     if settings.tools == "coding":
         sandbox, _ = resolve_sandbox(settings.sandbox, settings.permission)
-        tools = coding_tools(settings.cwd, sandbox=sandbox)
+        tools = [*coding_tools(settings.cwd, sandbox=sandbox), todo_tool()]
     spec = AgentSpec(
         "agentrio",
         model,

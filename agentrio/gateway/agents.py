@@ -15,6 +15,7 @@ from ..models.model_string import PROVIDERS
 from ..tools.builtin import coding_tools
 from ..tools.permissions import PRESETS
 from ..tools.sandbox import Sandbox, SandboxUnavailable
+from ..tools.todo import todo_tool
 
 PERMISSIONS = tuple(PRESETS)
 
@@ -32,8 +33,8 @@ class AgentFactory:
     """``factory(cwd) -> AgentSpec``: with ``spec`` (``MODULE:ATTR``), the
     user's ``AgentSpec``, or what their callable returns for ``cwd``;
     otherwise an agent on ``model`` with the built-in coding tools rooted
-    at ``cwd``, their commands run in ``sandbox``. ``permission`` applies
-    to both."""
+    at ``cwd`` (their commands run in ``sandbox``) and the ``todo``
+    planning tool. ``permission`` applies to both."""
 
     model: str | None = None
     base_url: str | None = None
@@ -67,7 +68,7 @@ class AgentFactory:
             "agentrio",
             self._model(),
             system_prompt=SYSTEM_PROMPT.format(cwd=cwd),
-            tools=coding_tools(cwd, sandbox=self.sandbox),
+            tools=[*coding_tools(cwd, sandbox=self.sandbox), todo_tool()],
             permission=policy,
         )
 

@@ -29,6 +29,7 @@ from ...messages import (
     UserMessage,
 )
 from ...models import events as stream
+from .plans import plan_updates
 
 #: ACP's tool kinds, by built-in tool name; anything else is ``other``.
 TOOL_KINDS = {
@@ -39,6 +40,7 @@ TOOL_KINDS = {
     "glob": "search",
     "grep": "search",
     "bash": "execute",
+    "todo": "think",
 }
 
 #: agentrio's run stop reasons as ACP stop reasons; the others are errors.
@@ -277,7 +279,9 @@ class UpdateMapper:
         if isinstance(event, ev.ToolExecutionEnd):
             call_id = prefix + event.tool_call_id
             self._progress.pop(call_id, None)
-            return [self.view.end(call_id, self._calls.pop(call_id, None), event.result, event.duration)]
+            call = self._calls.pop(call_id, None)
+            plan = [] if prefix else plan_updates(call, event.result)
+            return [self.view.end(call_id, call, event.result, event.duration), *plan]
         return []
 
     def permission_request(self, event: ev.ApprovalRequest, call_id: str) -> dict[str, Any]:
@@ -310,4 +314,6 @@ def history_updates(
                     calls[part.id] = part
                     yield view.start(part.id, part.name, part.arguments)
         elif isinstance(message, ToolResultMessage):
-            yield view.end(message.tool_call_id, calls.get(message.tool_call_id), message)
+            call = calls.get(message.tool_call_id)
+            yield view.end(message.tool_call_id, call, message)
+            yield from plan_updates(call, message)
