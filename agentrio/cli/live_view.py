@@ -31,6 +31,8 @@ from ..actors.activity import MAX_TURNS_NOTE, PROTOCOL_REPAIR
 from ..events import Event
 from ..messages import AssistantMessage, Message, Usage, UserMessage
 from ..models import TextDelta, ThinkingDelta, ToolCallDelta
+from ..tools.todo import TodoItem, current_todos
+from .checklist import checklist, plan_of
 from .render import describe_call, one_line
 from .transcript import cost_text
 
@@ -313,6 +315,13 @@ class LiveView:
                 calls = ", ".join(describe_call(call.name, call.arguments) for call in message.tool_calls)
                 text = " · ".join(part for part in (message.text, calls) if part)
                 self.print(one_line(text, 100), "dim")
+        if plan := current_todos(messages):
+            self.show_plan(plan)
+
+    def show_plan(self, plan: Sequence[TodoItem]) -> None:
+        """The model's plan as a checklist (see ``checklist``)."""
+        for text, style in checklist(plan):
+            self.print(text, style)
 
     def _flush_partial(self) -> None:
         if self._partial:
@@ -410,6 +419,9 @@ class LiveView:
         line.append(label)
         line.append(f"  {event.duration:.1f}s", style="dim")
         self.print(line)
+        if (plan := plan_of(event)) is not None:
+            self.show_plan(plan)
+            return
         lines = event.result.text.splitlines()
         diff = _is_diff(lines)
         if self.full:

@@ -11,6 +11,7 @@ import attrs
 
 from ..events import Event
 from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+from ..tools.todo import TODO
 from .transcript import cost_text
 
 TIMELINE_WIDTH = 32
@@ -58,7 +59,10 @@ def one_line(text: str, limit: int = 90) -> str:
 
 def describe_call(name: str, arguments: dict) -> str:
     """A call in a few words: its command, its pattern (and where, unless
-    everywhere), or its path."""
+    everywhere), or its path; a ``todo`` call by its name (the checklist
+    shows its list)."""
+    if name == TODO:
+        return "todo (the plan)"
     command, pattern, path = (arguments.get(key) for key in ("command", "pattern", "path"))
     if isinstance(command, str):
         return f"{name} {command}"
