@@ -224,6 +224,7 @@ function resetTranscript() {
   $("transcript").replaceChildren();
   $("timeline").replaceChildren();
   $("timeline").textContent = "No tool calls yet.";
+  showPlan(null);
   state.calls.clear();
   state.groups.clear();
   state.agents.clear();
@@ -510,6 +511,18 @@ function renderTimeline() {
 }
 setInterval(() => { if ([...state.calls.values()].some((c) => c.status === "in_progress")) renderTimeline(); }, 250);
 
+// The agent's plan (each "plan" update holds all of it): a checklist, one mark a status.
+const PLAN_MARKS = { completed: "✔", in_progress: "▶", pending: "○" };
+function showPlan(entries) {
+  const plan = $("plan");
+  plan.classList.toggle("muted", !entries);
+  if (!entries) { plan.replaceChildren(el("li", { text: "No plan yet." })); return; }
+  if (!entries.length) { plan.replaceChildren(el("li", { text: "The plan is empty." })); return; }
+  plan.replaceChildren(...entries.map((entry) => el("li", { class: `entry ${entry.status} ${entry.priority}`, "data-status": entry.status },
+    el("span", { class: "mark", text: PLAN_MARKS[entry.status] || "○" }),
+    el("span", { class: "content", text: entry.content }))));
+}
+
 function renderAgents() {
   const root = $("agents");
   const rootItem = el("li", {}, el("span", { class: "agent-name", text: "● main" }));
@@ -552,6 +565,7 @@ function onNotification(method, params) {
     case "agent_thought_chunk": appendText("thought", update.content.text || "", update._meta); break;
     case "tool_call":
     case "tool_call_update": toolCall(update); break;
+    case "plan": showPlan(update.entries || []); break;
     case "session_info_update": {
       if (update.title) showTitle(update.title);
       const info = update._meta && update._meta.agentrio;
