@@ -17,9 +17,11 @@ from pathlib import Path
 import trio
 
 from ..gateway import AgentFactory, SpecError, open_hub
+from ..gateway.acp.terminals import uses_client_terminals
 from ..gateway.agents import PERMISSIONS
 from ..gateway.stdio import serve_stdio
 from ..journal import SQLiteStore, StoreError
+from ..tools.sandbox import Sandbox
 from .config import Config
 from .errors import USAGE, CommandError
 from .options import add_sandbox_option, checked_url, help_text, resolve_sandbox
@@ -83,6 +85,14 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteSto
     return factory, SQLiteStore(str(db)), line
 
 
+def terminals_said(sandbox: Sandbox | None) -> str:
+    """Where ``bash`` runs when the editor offers terminals: there only when
+    no sandbox confines commands here, since the editor's are not confined."""
+    if uses_client_terminals(sandbox):
+        return "bash runs in the editor's terminal when it offers one, with the editor's rights"
+    return "bash runs here, in the sandbox, even when the editor offers terminals"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "acp",
@@ -95,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     factory, store, sandbox_line = factory_and_store(args)
-    print(f"agentrio: {sandbox_line}", file=sys.stderr)
+    print(f"agentrio: {sandbox_line}; {terminals_said(factory.sandbox)}", file=sys.stderr)
 
     async def main() -> None:
         async with open_hub(

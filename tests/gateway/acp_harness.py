@@ -32,6 +32,11 @@ REQUESTS = {
     "session/request_permission": schema.RequestPermissionRequest,
     "fs/read_text_file": schema.ReadTextFileRequest,
     "fs/write_text_file": schema.WriteTextFileRequest,
+    "terminal/create": schema.CreateTerminalRequest,
+    "terminal/output": schema.TerminalOutputRequest,
+    "terminal/wait_for_exit": schema.WaitForTerminalExitRequest,
+    "terminal/kill": schema.KillTerminalRequest,
+    "terminal/release": schema.ReleaseTerminalRequest,
 }
 NOTIFICATIONS = {"session/update": schema.SessionNotification}
 

@@ -26,9 +26,9 @@ from .jsonrpc import Peer, PeerGone, RpcError
 FILE_TOOLS = ("read", "write", "edit")
 
 
-class ClientFiles:
-    """Which client, if any, holds a session's files: the latest attached
-    client that offered both fs capabilities and is still connected."""
+class ClientOffers:
+    """Which client, if any, does something for a session: the latest
+    attached client that offered it and is still connected."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -41,6 +41,11 @@ class ClientFiles:
     def peer(self) -> Peer | None:
         self._peers = [p for p in self._peers if not p.closed and p.dropped is None]
         return self._peers[-1] if self._peers else None
+
+
+class ClientFiles(ClientOffers):
+    """Which client, if any, holds a session's files: one that offered both
+    fs capabilities."""
 
     async def read(self, peer: Peer, path: Path, line: int | None = None, limit: int | None = None) -> str:
         params: dict[str, Any] = {"sessionId": self.session_id, "path": str(path)}

@@ -44,6 +44,8 @@ class AcpConnection:
         self._attached: dict[str, Session] = {}
         #: Whether the client offered to read and write files for its sessions.
         self._offers_files = False
+        #: Whether it offered to run the sessions' commands in its terminals.
+        self._offers_terminals = False
         self._methods = {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
@@ -92,6 +94,7 @@ class AcpConnection:
         self._offers_files = (
             isinstance(fs, dict) and fs.get("readTextFile") is True and fs.get("writeTextFile") is True
         )
+        self._offers_terminals = capabilities.get("terminal") is True
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -131,7 +134,9 @@ class AcpConnection:
         return {}
 
     async def _attach(self, session: Session, *, replay: bool) -> None:
-        await session.attach(self.peer, replay=replay, files=self._offers_files)
+        await session.attach(
+            self.peer, replay=replay, files=self._offers_files, terminals=self._offers_terminals
+        )
         self._attached[session.id] = session
 
     async def delete_session(self, params: Any) -> dict[str, Any]:

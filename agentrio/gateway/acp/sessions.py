@@ -36,6 +36,7 @@ from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 from .outbox import encode
+from .terminals import ClientTerminals, through_terminal, uses_client_terminals
 from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, user_updates
 
 log = logging.getLogger("agentrio.gateway")
@@ -134,13 +135,20 @@ class Session:
     """
 
     def __init__(
-        self, agent: Agent, cwd: Path, choices: RememberedChoices, files: ClientFiles, nursery: trio.Nursery
+        self,
+        agent: Agent,
+        cwd: Path,
+        choices: RememberedChoices,
+        files: ClientFiles,
+        nursery: trio.Nursery,
+        terminals: ClientTerminals | None = None,
     ) -> None:
         self.agent = agent
         self.id = agent.session_id
         self.cwd = cwd
         self.choices = choices
         self.files = files
+        self.terminals = terminals or ClientTerminals(self.id)
         self.peers: list[Peer] = []
         self.status = "idle"
         #: Agent ids of the child agents seen at work in this session.
@@ -157,19 +165,21 @@ class Session:
 
     # -- clients ----------------------------------------------------------------
 
-    async def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
+    async def attach(self, peer: Peer, *, replay: bool, files: bool = False, terminals: bool = False) -> None:
         """Attach ``peer``; with ``replay``, first queue for it the history
         and what is in flight (from the same moment, and with no checkpoint
         before it is attached, so nothing falls in between). The replay is
         made page by page as the client reads it, however long the session.
         With ``files``, the client offered to read and write the session's
-        files."""
+        files; with ``terminals``, to run its commands."""
         if replay:
             await self._caught_up()
             updates = itertools.chain(self._mapper.replay(self.agent.messages), [self._status_update()])
             peer.send_stream(self._notification(update) for update in updates)
         if files:
             self.files.offer(peer)
+        if terminals:
+            self.terminals.offer(peer)
         if peer not in self.peers:
             self.peers.append(peer)
         if self.resume_pending:
@@ -643,9 +653,12 @@ class SessionHub:
     async def _start(self, session_id: str, cwd: Path, spec: AgentSpec, servers: list[_Server]) -> Session:
         choices = RememberedChoices(spec.permission)
         files = ClientFiles(session_id)
+        terminals = ClientTerminals(session_id)
         tools = spec.tools
         if self.route_files:
             tools = tuple(through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in tools)
+            if uses_client_terminals(self.sandbox):
+                tools = tuple(through_terminal(t, terminals, cwd) if t.name == "bash" else t for t in tools)
         spec = attrs.evolve(spec, permission=choices, tools=tools)
 
         async def setup(agent: Agent, scope: AgentScope) -> None:
@@ -677,7 +690,7 @@ class SessionHub:
         except Exception as exc:
             log.exception("starting a session failed")
             raise RpcError(INTERNAL_ERROR, f"could not start the session: {exc}") from None
-        session = Session(agent, cwd, choices, files, self.nursery)
+        session = Session(agent, cwd, choices, files, self.nursery, terminals)
         await self.nursery.start(session.pump)
         self.sessions[agent.session_id] = session
         # Prompts queued when the last process ended run once a client sees them queued.

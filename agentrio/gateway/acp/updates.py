@@ -30,6 +30,7 @@ from ...messages import (
 )
 from ...models import events as stream
 from .plans import plan_updates
+from .terminals import terminal_content
 
 #: ACP's tool kinds, by built-in tool name; anything else is ``other``.
 TOOL_KINDS = {
@@ -185,6 +186,8 @@ class UpdateMapper:
         #: The top-level message streaming now, as (kind, pieces of text) runs.
         self._streaming: list[tuple[str, list[str]]] = []
         self._running: set[str] = set()
+        #: The client terminals that running calls embed, by call id.
+        self._terminals: dict[str, dict[str, Any]] = {}
 
     def replay(self, committed: tuple[Message, ...]) -> Iterator[dict[str, Any]]:
         """The updates that show a client the session as it is now: its
@@ -201,7 +204,9 @@ class UpdateMapper:
         ]
         for call_id in self._running:
             update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
-            if progress := self._progress.get(call_id):
+            if terminal := self._terminals.get(call_id):
+                update["content"] = [terminal]
+            elif progress := self._progress.get(call_id):
                 update["content"] = [_content(progress)]
             updates.append(update)
         return itertools.chain(history_updates((*committed, *step), self.view), updates)
@@ -270,6 +275,9 @@ class UpdateMapper:
             ]
         if isinstance(event, ev.ToolExecutionUpdate):
             call_id = prefix + event.tool_call_id
+            if (terminal := terminal_content(event.progress)) is not None:
+                self._terminals[call_id] = terminal
+                return [{"sessionUpdate": "tool_call_update", "toolCallId": call_id, "content": [terminal]}]
             progress = _progress_text(event.progress)
             shown = (self._progress.get(call_id, "") + progress)[-MAX_PROGRESS_CHARS:]
             self._progress[call_id] = shown
@@ -281,7 +289,10 @@ class UpdateMapper:
             self._progress.pop(call_id, None)
             call = self._calls.pop(call_id, None)
             plan = [] if prefix else plan_updates(call, event.result)
-            return [self.view.end(call_id, call, event.result, event.duration), *plan]
+            end = self.view.end(call_id, call, event.result, event.duration)
+            if (terminal := self._terminals.pop(call_id, None)) is not None:
+                end["content"].insert(0, terminal)  # the editor goes on showing it
+            return [end, *plan]
         return []
 
     def permission_request(self, event: ev.ApprovalRequest, call_id: str) -> dict[str, Any]:

@@ -69,7 +69,7 @@ command. Prefer read, grep, glob and ls to inspect files.{_confined(sandbox)}"""
         if confinement is not None:
             for denial in denials(confinement, str(workspace.root), f"{result.stderr}\n{result.stdout}"):
                 ctx.sandbox_denied(denial.kind, denial.target, denial.line)
-        return _result(result)
+        return command_result(result)
 
     def preview(args: dict[str, Any]) -> str:
         return args["command"]
@@ -88,7 +88,9 @@ def _confined(sandbox: Sandbox | None) -> str:
     return f" Commands run in a sandbox: they may write only in {where}{network}."
 
 
-def _result(result: ProcessResult) -> ToolResult:
+def command_result(result: ProcessResult) -> ToolResult:
+    """What ``bash`` answers for a command that ended as ``result``: its
+    output, then how it ended unless it succeeded; the numbers in ``details``."""
     parts = [result.stdout.rstrip("\n")] if result.stdout else []
     if result.stderr:
         parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
