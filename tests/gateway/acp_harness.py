@@ -19,6 +19,8 @@ from acp import connect_to_agent, schema
 
 from tests.fake_openai import start_fake_openai
 
+from .npm_acp import OfficialSchema, official_schema
+
 ROOT = Path(__file__).resolve().parents[2]
 
 RESPONSES = {
@@ -48,9 +50,12 @@ def conforms(model: type, data: Any) -> None:
 
 
 class Conformance:
-    """Checks each message agentrio sends, knowing the client's requests."""
+    """Checks each message agentrio sends, knowing the client's requests:
+    against the Python SDK's models, and against the official JSON schema
+    from npm (``schema``; None: where npm cannot be reached, the models only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema: OfficialSchema | None = None) -> None:
+        self.schema = schema
         self.methods: dict[Any, str] = {}
         self.sent: list[dict[str, Any]] = []
         #: The agent's process, once spawned.
@@ -63,6 +68,8 @@ class Conformance:
     def agent_sent(self, message: dict[str, Any]) -> None:
         self.sent.append(message)
         assert message.get("jsonrpc") == "2.0", message
+        if self.schema is not None:
+            self.schema.check(message, None if "method" in message else self.methods.get(message.get("id")))
         if "method" in message:
             model = (REQUESTS if "id" in message else NOTIFICATIONS)[message["method"]]
             conforms(model, message["params"])
@@ -200,8 +207,9 @@ async def spawn_acp(
     client: RecordingClient, *args: str, stderr_path: Path, env: dict[str, str] | None = None
 ):
     """``python -m agentrio acp ARGS`` driven by ``client`` through the SDK;
-    yields the SDK connection and the conformance checker."""
-    check = Conformance()
+    yields the SDK connection and the conformance checker (with the official
+    schema when npm can fetch it)."""
+    check = Conformance(official_schema(required=False))
     environ = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "fake", **(env or {})}
     with open(stderr_path, "ab") as stderr:
         process = await asyncio.create_subprocess_exec(

@@ -6,7 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError, Transport
+from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Peer, RpcError, Transport
 from .sessions import SESSION_HELD, Session, SessionHub, prompt_content
 
 PROTOCOL_VERSION = 1
@@ -46,6 +46,8 @@ class AcpConnection:
         self._offers_files = False
         #: Whether it offered to run the sessions' commands in its terminals.
         self._offers_terminals = False
+        #: Whether ``initialize`` succeeded: every other method waits for it.
+        self._initialized = False
         self._methods = {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
@@ -76,6 +78,8 @@ class AcpConnection:
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, f"the params of {method} must be an object")
+        if not self._initialized and handler != self.initialize:
+            raise RpcError(INVALID_REQUEST, f"{method} before initialize: call initialize first")
         return await handler(params)
 
     def _session(self, params: Any) -> Session:
@@ -95,6 +99,7 @@ class AcpConnection:
             isinstance(fs, dict) and fs.get("readTextFile") is True and fs.get("writeTextFile") is True
         )
         self._offers_terminals = capabilities.get("terminal") is True
+        self._initialized = True
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {

@@ -31,7 +31,9 @@ from ...mailbox import QueuedInput
 from ...messages import Image, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
-from ...tools.permissions import decide
+from ...tools.builtin.common import ToolInputError
+from ...tools.builtin.workspace import Workspace
+from ...tools.permissions import Decision, decide
 from ...tools.sandbox import Sandbox
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
@@ -66,22 +68,43 @@ PERMISSION_OPTIONS = [
 SpecFactory = Callable[[Path], AgentSpec]
 
 
+#: The built-in tools whose ``path`` must lie in the session's workspace.
+PATH_TOOLS = frozenset({"read", "write", "edit", "ls", "glob", "grep"})
+
+
 class RememberedChoices:
     """A session's permission policy: the configured one, except that a tool
     the person answered "always" for is no longer asked about. It only ever
-    replaces an ``ask``; a policy's ``deny`` stands."""
+    replaces an ``ask``; a policy's ``deny`` stands. With ``workspace`` (the
+    session's tools are agentrio's built-ins), a call whose ``path`` the
+    tool would refuse (outside the workspace) is denied, with the tool's
+    reason, rather than asked about."""
 
-    def __init__(self, policy: Callable[..., Any] | None) -> None:
-        self._policy = policy
+    def __init__(self, policy: Callable[..., Any] | None, workspace: Path | None = None) -> None:
+        self.policy = policy
+        self._workspace = None if workspace is None else Workspace.of(workspace)
         self.always: dict[str, str] = {}
 
     async def __call__(self, call: ToolCall, tool: Tool) -> str:
-        if self._policy is None:
+        if self.policy is None:
             return "allow"
-        decision = await decide(self._policy, call, tool)
+        decision = await decide(self.policy, call, tool)
         if decision == "ask" and tool.name in self.always:
             return self.always[tool.name]
+        if decision == "ask" and (refused := self._refused(call)):
+            return Decision("deny", refused)
         return decision
+
+    def _refused(self, call: ToolCall) -> str | None:
+        """Why the built-in tool would refuse ``call``'s path, if it would."""
+        path = call.arguments.get("path")
+        if self._workspace is None or call.name not in PATH_TOOLS or not isinstance(path, str):
+            return None
+        try:
+            self._workspace.resolve(path)
+        except ToolInputError as exc:
+            return str(exc)
+        return None
 
 
 @attrs.define(eq=False)
@@ -372,22 +395,47 @@ class Session:
         await self._answer(approval, response)
 
     async def _answer(self, approval: _Approval, response: Any) -> None:
-        outcome = response.get("outcome") if isinstance(response, dict) else None
-        option = outcome.get("optionId") if isinstance(outcome, dict) else None
-        kinds = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
-        kind = kinds.get(option, "reject_once")  # "cancelled", or nonsense: refuse
+        kind, malformed = permission_kind(response)
         event = approval.event
+        if malformed:
+            log.error(
+                "session %s: a client answered the permission request for %s with %s; the call does not run",
+                self.id,
+                approval.call_id,
+                malformed,
+            )
         if kind.endswith("_always"):
             self.choices.always[event.tool_name] = "allow" if kind.startswith("allow") else "deny"
         agent = self.agent.runtime.registry.get(event.agent_id)
         if agent is None:
             return
         decision = "approve" if kind.startswith("allow") else "deny"
-        reason = None if decision == "approve" else "the user rejected this tool call"
+        if malformed:
+            reason = f"the editor's answer to the permission request was not understood ({malformed})"
+        elif kind == "cancelled":
+            reason = "the permission request was cancelled"
+        else:
+            reason = None if decision == "approve" else "the user rejected this tool call"
         try:
             await agent.answer(event.request_id, decision, reason)
         except (LookupError, ValueError):
             pass  # settled meanwhile (a cancel, another client)
+
+
+def permission_kind(response: Any) -> tuple[str, str | None]:
+    """The kind of option a ``session/request_permission`` answer chose
+    (``allow_once`` ...; ``cancelled`` when the client cancelled it), and
+    what was wrong with an answer that is not ACP's (then ``reject_once``)."""
+    outcome = response.get("outcome") if isinstance(response, dict) else None
+    if not isinstance(outcome, dict):
+        return "reject_once", f"no outcome object in {encode(response)[:200]}"
+    if outcome.get("outcome") == "cancelled":
+        return "cancelled", None
+    option = outcome.get("optionId")
+    kinds = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
+    if outcome.get("outcome") != "selected" or option not in kinds:
+        return "reject_once", f"an outcome that selects none of the options offered: {encode(outcome)[:200]}"
+    return kinds[option], None
 
 
 def prompt_content(prompt: Any) -> str | list[Text | Image]:
@@ -651,7 +699,7 @@ class SessionHub:
                 await store.release_session(session_id)
 
     async def _start(self, session_id: str, cwd: Path, spec: AgentSpec, servers: list[_Server]) -> Session:
-        choices = RememberedChoices(spec.permission)
+        choices = RememberedChoices(spec.permission, cwd if self.route_files else None)
         files = ClientFiles(session_id)
         terminals = ClientTerminals(session_id)
         tools = spec.tools

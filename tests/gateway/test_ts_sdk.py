@@ -1,0 +1,51 @@
+"""``agentrio acp`` driven by the official ACP TypeScript SDK (from npm, its
+validation on, see ``ts_sdk/client.mjs``), every message it sends checked
+against the official schema."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from agentrio.messages import AssistantMessage, Text, ToolCall
+
+from .acp_harness import ROOT, FakeServerThread
+from .npm_acp import run_ts_client
+
+
+def agent_command(fake: FakeServerThread, tmp_path: Path, *extra: str) -> list[str]:
+    """``agentrio acp`` against the fake model server."""
+    return [
+        sys.executable,
+        "-m",
+        "agentrio",
+        "acp",
+        "--model",
+        "openai:fake",
+        "--base-url",
+        fake.server.base_url,
+        "--db",
+        str(tmp_path / "s.db"),
+        *extra,
+    ]
+
+
+def ts_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "fake"}
+
+
+def test_the_typescript_sdk_runs_a_prompt_with_a_tool_call(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    replies = [
+        AssistantMessage([Text("Looking."), ToolCall("c1", "read", {"path": "a.txt"})]),
+        AssistantMessage([Text("It says alpha.")]),
+    ]
+    with FakeServerThread(replies) as fake:
+        report = run_ts_client("prompt.mjs", agent_command(fake, tmp_path), env=ts_env(), cwd=tmp_path)
+    assert report["result"]["agent"] == "agentrio"
+    assert report["result"]["stopReason"] == "end_turn"
+    kinds = [u["update"]["sessionUpdate"] for u in report["updates"]]
+    assert "tool_call" in kinds and "agent_message_chunk" in kinds
+    statuses = [u["update"].get("status") for u in report["updates"] if u["update"].get("toolCallId") == "c1"]
+    assert [s for s in statuses if s] == ["pending", "in_progress", "completed"]
