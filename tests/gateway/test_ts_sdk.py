@@ -49,3 +49,34 @@ def test_the_typescript_sdk_runs_a_prompt_with_a_tool_call(tmp_path: Path) -> No
     assert "tool_call" in kinds and "agent_message_chunk" in kinds
     statuses = [u["update"].get("status") for u in report["updates"] if u["update"].get("toolCallId") == "c1"]
     assert [s for s in statuses if s] == ["pending", "in_progress", "completed"]
+
+
+def test_the_typescript_sdk_runs_bash_in_its_terminal_and_cancel_kills_and_releases_it(
+    tmp_path: Path,
+) -> None:
+    replies = [
+        AssistantMessage([ToolCall("b1", "bash", {"command": "echo from-ts; exit 2"})]),
+        AssistantMessage([Text("It exited with 2.")]),
+        AssistantMessage([ToolCall("b2", "bash", {"command": "sleep 30"})]),
+    ]
+    with FakeServerThread(replies) as fake:
+        agent = agent_command(fake, tmp_path, "--sandbox", "off", "--permission", "allow")
+        report = run_ts_client("terminal.mjs", agent, env=ts_env(), cwd=tmp_path)
+        model_saw = fake.requests[1].body["messages"][-1]["content"]
+    result = report["result"]
+    assert (result["first"], result["second"]) == ("end_turn", "cancelled")
+    cwd = str(tmp_path)
+    assert result["calls"] == [
+        ["create", "bash", ["-c", "echo from-ts; exit 2"], cwd, 60_000],
+        ["wait_for_exit", "ts-term-1"],
+        ["output", "ts-term-1"],
+        ["release", "ts-term-1"],
+        ["create", "bash", ["-c", "sleep 30"], cwd, 60_000],
+        ["wait_for_exit", "ts-term-2"],
+        ["kill", "ts-term-2"],
+        ["release", "ts-term-2"],
+    ]
+    assert model_saw == "from-ts\n[exit code 2]"
+    # Shown live in the editor's terminal, and still after the call ended.
+    assert result["embedded"] == [["ts-term-1", "ts-term-1"], ["ts-term-2", "ts-term-2"]]
+    assert result["aliveBefore"] and not result["aliveAfter"] and result["open"] == 0
