@@ -28,9 +28,11 @@ class TerminalClient(RecordingClient):
     its own, output kept to the byte limit (its end), killed as a group.
     ``log`` holds every terminal request and permission request in order."""
 
-    def __init__(self, answers: list[str] = (), refuse: str | None = None) -> None:
+    def __init__(self, answers: list[str] = (), refuse: str | None = None, slow: float = 0) -> None:
         super().__init__(answers)
         self.refuse = refuse
+        #: Seconds each terminal takes to be made.
+        self.slow = slow
         self.log: list[tuple[str, Any]] = []
         self.created: list[dict[str, Any]] = []
         self.terminals: dict[str, dict[str, Any]] = {}
@@ -46,6 +48,7 @@ class TerminalClient(RecordingClient):
         self.created.append({"command": command, "args": args, "cwd": cwd, "limit": output_byte_limit})
         if self.refuse:
             raise RequestError(-32000, self.refuse)
+        await asyncio.sleep(self.slow)
         process = await asyncio.create_subprocess_exec(
             command,
             *(args or []),
@@ -229,6 +232,29 @@ def test_cancel_mid_command_kills_and_releases_the_terminal_and_leaves_nothing_r
             again = await conn.prompt(session_id=session.session_id, prompt=[text_block("wake up")])
             assert again.stop_reason == "end_turn"
         assert client.text().endswith("Awake again.")
+
+    drive(replies, main)
+
+
+def test_a_cancel_while_the_terminal_is_being_made_still_kills_and_releases_it(tmp_path):
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    replies = [AssistantMessage([ToolCall("b1", "bash", {"command": "sleep 30"})])]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = TerminalClient(slow=0.5)
+        args = acp_args(fake, tmp_path, "--sandbox", "off", "--permission", "allow")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1, client_capabilities=TERMINALS)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            prompt = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+            )
+            await client.wait_for(lambda: client.log != [])
+            await conn.cancel(session_id=session.session_id)
+            assert (await prompt).stop_reason == "cancelled"
+            assert client.log == [("create", "bash"), ("kill", "term-1"), ("release", "term-1")]
+            assert client.terminals == {}
 
     drive(replies, main)
 

@@ -12,9 +12,10 @@ moment it starts. The rest is as when it runs here:
   then reads what it printed; the result says it timed out;
 - cancel: ``terminal/kill`` then ``terminal/release`` before the
   cancellation goes on; every terminal is released once its call ends,
-  however it ends. Each of these requests (and ``terminal/output``) is
-  given at most ``CLEANUP_TIMEOUT`` seconds: a client that does not answer
-  cannot hold the call;
+  however it ends, and a cancel that comes while the terminal is being
+  made waits for its id to release it. Each request but
+  ``terminal/wait_for_exit`` is given at most ``CLEANUP_TIMEOUT`` seconds:
+  a client that does not answer cannot hold the call;
 - output: ``outputByteLimit`` keeps what the model reads bounded; stdout
   and stderr come mixed, as the terminal shows them.
 
@@ -89,17 +90,12 @@ def through_terminal(tool: Tool, terminals: ClientTerminals, cwd: Path) -> Tool:
             return await tool.execute(args, ctx)
         ids = {"sessionId": terminals.session_id}
         command = args["command"]
+        create = {**ids, "command": "bash", "args": ["-c", command], "cwd": str(root)}
         try:
-            created = await peer.request(
-                "terminal/create",
-                {
-                    **ids,
-                    "command": "bash",
-                    "args": ["-c", command],
-                    "cwd": str(root),
-                    "outputByteLimit": OUTPUT_BYTES,
-                },
-            )
+            # Shielded: a cancel that came meanwhile still learns the
+            # terminal's id, so that it is killed and released, not leaked.
+            with trio.CancelScope(shield=True):
+                created = await _ask(peer, "terminal/create", {**create, "outputByteLimit": OUTPUT_BYTES})
         except PeerGone:
             return await tool.execute(args, ctx)  # the client left first: run it here
         except RpcError as exc:
@@ -133,6 +129,7 @@ class _Terminal:
 
     async def run(self, command: str, timeout: float) -> ProcessResult:
         """Wait for the command's end, killing it at ``timeout``; how it ended."""
+        await trio.lowlevel.checkpoint_if_cancelled()  # cancelled while it was made: wait for nothing
         start = trio.current_time()
         with trio.move_on_after(timeout) as limit:
             await self.peer.request("terminal/wait_for_exit", self.ids)
@@ -171,10 +168,14 @@ class _Terminal:
                 log.info("terminal %s: %s failed: %s", self.ids["terminalId"], method, exc)
 
     async def _ask(self, method: str) -> Any:
-        """The client's answer to ``method``, within ``CLEANUP_TIMEOUT``."""
-        with trio.move_on_after(CLEANUP_TIMEOUT):
-            return await self.peer.request(method, self.ids)
-        raise RpcError(INTERNAL_ERROR, f"the editor did not answer {method} within {CLEANUP_TIMEOUT:g} s")
+        return await _ask(self.peer, method, self.ids)
+
+
+async def _ask(peer: Peer, method: str, params: dict[str, Any]) -> Any:
+    """The client's answer to ``method``, within ``CLEANUP_TIMEOUT``."""
+    with trio.move_on_after(CLEANUP_TIMEOUT):
+        return await peer.request(method, params)
+    raise RpcError(INTERNAL_ERROR, f"the editor did not answer {method} within {CLEANUP_TIMEOUT:g} s")
 
 
 def _signal(name: Any) -> int | None:
