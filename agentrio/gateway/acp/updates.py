@@ -287,9 +287,9 @@ class UpdateMapper:
         if isinstance(event, ev.ToolExecutionEnd):
             call_id = prefix + event.tool_call_id
             self._progress.pop(call_id, None)
-            call = self._calls.pop(call_id, None)
-            plan = [] if prefix else plan_updates(call, event.result)
-            end = self.view.end(call_id, call, event.result, event.duration)
+            asked = self._calls.pop(call_id, None)
+            plan = [] if prefix else plan_updates(asked, event.result)
+            end = self.view.end(call_id, asked, event.result, event.duration)
             if (terminal := self._terminals.pop(call_id, None)) is not None:
                 end["content"].insert(0, terminal)  # the editor goes on showing it
             return [end, *plan]
