@@ -21,7 +21,11 @@ async def test_a_list_is_confirmed_in_one_line_and_kept_in_details(call):
     result = await call(todo_tool(), todos=PLAN)
     assert not result.is_error
     assert result.content == "Plan updated (3 items: 1 completed, 1 in progress, 1 pending)."
-    assert result.details["todos"][0] == {"content": "Read the code", "status": "completed", "priority": "high"}
+    assert result.details["todos"][0] == {
+        "content": "Read the code",
+        "status": "completed",
+        "priority": "high",
+    }
     assert result.details["todos"][1]["priority"] == "medium"
 
 
