@@ -117,7 +117,7 @@ def titled(title: str) -> Block:
 PROGRAMS = [b for b in every_block() if b.language == "python"]
 
 
-def test_every_python_block_is_a_program_with_a_file_name():
+def test_every_python_block_is_a_program_with_a_file_name() -> None:
     """A title names each program (``python TITLE`` runs it), once in the
     whole documentation, and each compiles as a module: no top-level
     ``await``, nothing a reader has to wrap."""
@@ -159,7 +159,14 @@ async def _nothing(reader: Reader) -> AsyncIterator[None]:
 
 
 @pytest.mark.parametrize("title", [b.title for b in PROGRAMS])
-async def test_the_example_runs_as_written(title, tmp_path, monkeypatch, nursery, request, capfd):
+async def test_the_example_runs_as_written(
+    title: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    nursery: trio.Nursery,
+    request: pytest.FixtureRequest,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     """The program as ``python FILE`` runs it (``runpy``, as ``__main__``), in
     an empty working directory; what it prints is its output block, exactly.
     Its harness, if it has one, is set up before and checks after; what it
@@ -182,7 +189,7 @@ async def test_the_example_runs_as_written(title, tmp_path, monkeypatch, nursery
             assert reader.stdout == program.output
 
 
-def test_every_python_block_has_a_known_harness():
+def test_every_python_block_has_a_known_harness() -> None:
     """A harness named after a program that no longer exists fails here."""
     assert set(HARNESS) <= {b.title for b in PROGRAMS}
 
@@ -190,7 +197,7 @@ def test_every_python_block_has_a_known_harness():
 # --- The API reference ---------------------------------------------------
 
 
-def test_the_api_reference_names_every_public_name_once():
+def test_the_api_reference_names_every_public_name_once() -> None:
     """Each entry of ``agentrio.__all__`` has its ``::: ...NAME`` in
     docs/reference/ (before a page's "From their modules"), once; a name
     added to the package without a place in the reference fails here. A
@@ -207,7 +214,7 @@ def test_the_api_reference_names_every_public_name_once():
     assert sorted(named) == sorted(agentrio.__all__)
 
 
-def test_every_page_is_in_the_navigation():
+def test_every_page_is_in_the_navigation() -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
     for page in DOCS.rglob("*.md"):
         assert f" {page.relative_to(DOCS)}\n" in nav, page
@@ -229,7 +236,7 @@ def _commands(text: str) -> list[list[str]]:
     return commands
 
 
-def test_every_agentrio_command_in_the_docs_parses():
+def test_every_agentrio_command_in_the_docs_parses() -> None:
     """Every ``agentrio ...`` line of a shell block, in any page, is a
     command line the parser takes (running them is for the tests of each)."""
     from agentrio.cli import build_parser
@@ -256,7 +263,7 @@ def _pip_installs() -> list[str]:
     return [shlex.split(target)[0] for target in targets]
 
 
-def test_every_pip_install_names_an_extra_the_package_has():
+def test_every_pip_install_names_an_extra_the_package_has() -> None:
     """The ``pip install`` lines of the Quick start and the benchmarks, and
     those in prose (``agentrio[postgres]``, ``[mcp]``, ``[otel]``)."""
     extras = PYPROJECT["project"]["optional-dependencies"]
@@ -304,7 +311,7 @@ BLOCKS: list[tuple[str, str, str, str]] = [
 ]
 
 
-def test_every_other_block_is_checked_by_a_test():
+def test_every_other_block_is_checked_by_a_test() -> None:
     """A block added without a test, or a test renamed, fails here. Shell
     blocks are also checked by test_every_agentrio_command_in_the_docs_parses."""
     others = [(b.page, b.heading, b.language) for b in every_block() if b.language != "python"]
@@ -430,13 +437,13 @@ async def _ended(process: trio.Process) -> None:
         await process.wait()
 
 
-def test_getting_started_installs_as_the_quick_start_does():
+def test_getting_started_installs_as_the_quick_start_does() -> None:
     assert block("docs/getting-started.md", "Install and try it", "sh") == block(
         "README.md", "Quick start", "sh"
     )
 
 
-async def test_the_command_line_page_runs_as_written(nursery, tmp_path):
+async def test_the_command_line_page_runs_as_written(nursery: trio.Nursery, tmp_path: Path) -> None:
     """Every command of the command line page's first blocks, in order, in one shell on
     a terminal, against the fake OpenAI server (``OPENAI_BASE_URL``)."""
     from agentrio.messages import AssistantMessage, Text
@@ -462,8 +469,8 @@ async def test_the_command_line_page_runs_as_written(nursery, tmp_path):
     (work / "city.json").write_text(city)
     # A change for `git diff` to show.
     (work / "calc.py").write_text("total = 1\n")
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    subprocess.run(["git", "add", "calc.py"], cwd=work, check=True)
+    await trio.run_process(["git", "init", "-q"], cwd=work)
+    await trio.run_process(["git", "add", "calc.py"], cwd=work)
     (work / "calc.py").write_text("grand_total = 1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTRIO_", "OPENAI_", "ANTHROPIC_"))}
     env.update(
@@ -507,7 +514,7 @@ async def test_the_command_line_page_runs_as_written(nursery, tmp_path):
     assert typed["response_format"]["json_schema"]["schema"]["properties"] == json.loads(city)["properties"]
 
 
-async def test_the_sessions_commands_run_as_written(tmp_path):
+async def test_the_sessions_commands_run_as_written(tmp_path: Path) -> None:
     """The shell block of the sessions page, line by line, on the default
     store (in the user data directory) holding fix-issue-42 and a child agent's session."""
     from agentrio import AgentSpec, Runtime, ScriptedModel, SQLiteStore
@@ -525,18 +532,28 @@ async def test_the_sessions_commands_run_as_written(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTRIO_")}
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     env.update(XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
-    done = [
-        subprocess.run(
-            ["/bin/sh", "-c", line],
+    lines = commands.splitlines()
+    done: list[Any] = [None] * len(lines)
+
+    async def run(index: int) -> None:
+        finished = await trio.run_process(
+            ["/bin/sh", "-c", lines[index]],
             check=False,
             cwd=tmp_path,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
+            capture_stdout=True,
+            capture_stderr=True,
         )
-        for line in commands.splitlines()
-    ]
+        done[index] = subprocess.CompletedProcess(
+            finished.args, finished.returncode, finished.stdout.decode(), finished.stderr.decode()
+        )
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as reads:  # list, show and export only read: at once
+            for index in range(3):
+                reads.start_soon(run, index)
+        for index in range(3, len(lines)):  # then fork, then delete, in order
+            await run(index)
     listed, shown, exported, forked, deleted = done
     assert [d.returncode for d in done] == [0, 0, 0, 0, 1]
     rows = [line.split() for line in listed.stdout.splitlines()[1:]]
@@ -548,7 +565,9 @@ async def test_the_sessions_commands_run_as_written(tmp_path):
     assert "give --with-children to delete them too" in deleted.stderr
 
 
-async def test_the_zed_settings_start_an_acp_agent_that_answers(nursery, tmp_path):
+async def test_the_zed_settings_start_an_acp_agent_that_answers(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
     """Zed's ``agent_servers`` entry: its command is the script this package
     installs, its arguments parse with the CLI's own parser, its ``env`` is
     the key its model needs. Then it is started as Zed starts it (that
@@ -571,15 +590,22 @@ async def test_the_zed_settings_start_an_acp_agent_that_answers(nursery, tmp_pat
     fake = await start_fake_anthropic(nursery, [say("Hello from agentrio.")])
     env = _shell_env(**server["env"], ANTHROPIC_BASE_URL=fake.base_url, HOME=str(tmp_path))
     command = shutil.which(server["command"], path=env["PATH"])
+    assert command is not None
     process = await trio.lowlevel.open_process(
         [command, *server["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=tmp_path
     )
+    assert process.stdout is not None and process.stdin is not None
     wire = LineTransport(process.stdout, process.stdin)
 
-    async def call(id_, method, params):
+    async def call(id_: int, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         await wire.send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}))
         updates = []
-        while "id" not in (message := json.loads(await wire.receive())):
+        while True:
+            line = await wire.receive()
+            assert line is not None, "the agent server ended"
+            message = json.loads(line)
+            if "id" in message:
+                break
             updates.append(message["params"]["update"])
         assert "result" in message, message
         return message["result"], updates
@@ -603,7 +629,9 @@ async def test_the_zed_settings_start_an_acp_agent_that_answers(nursery, tmp_pat
     assert (tmp_path / ".local/share/agentrio/sessions.db").exists()  # the default --db, as the page says
 
 
-async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, tmp_path):
+async def test_agentrio_serve_as_written_serves_the_console_it_prints(
+    nursery: trio.Nursery, tmp_path: Path
+) -> None:
     """The command as written (a user's key exported, the fake OpenAI server
     as the provider, a home of its own for the default --db); it binds where
     its comment says and prints the address the next line shows, with a
@@ -627,6 +655,7 @@ async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, t
         env=env,
         cwd=tmp_path,
     )
+    assert process.stdout is not None and process.stderr is not None
     try:
         with trio.fail_after(60):
             out = b""
@@ -675,7 +704,7 @@ print(json.dumps(helps))
 """
 
 
-def test_the_benchmark_commands_name_benchmarks_that_run():
+def test_the_benchmark_commands_name_benchmarks_that_run() -> None:
     """The block's benchmark lines, each run with ``--help`` (at the sizes as
     written each takes minutes; tests/test_bench_smoke.py and
     tests/test_tracing.py run the --quick sizes): each script exists and
@@ -707,7 +736,7 @@ def test_the_benchmark_commands_name_benchmarks_that_run():
         assert "--quick" in usage or number >= 3, script
 
 
-def test_the_layout_lists_every_package():
+def test_the_layout_lists_every_package() -> None:
     """The Layout block is a listing, not code: each folder it names is a
     package of agentrio, and it names every one."""
     listed = re.findall(r"^  (\w+)/", block("docs/layout.md", "Project layout", ""), re.MULTILINE)
@@ -716,7 +745,7 @@ def test_the_layout_lists_every_package():
     assert sorted(listed) == packages
 
 
-def test_the_agentrio_toml_settings_named_are_the_ones_it_takes():
+def test_the_agentrio_toml_settings_named_are_the_ones_it_takes() -> None:
     """Not a block: the prose of the command line page lists what
     agentrio.toml may set; the config loader takes exactly those."""
     from agentrio.cli.config import KEYS
@@ -724,5 +753,6 @@ def test_the_agentrio_toml_settings_named_are_the_ones_it_takes():
     named = re.search(
         r"an `agentrio.toml` in\sthe working directory or the nearest parent\s+that has one \(([^)]*)\)",
         (DOCS / "guides" / "cli.md").read_text(),
-    )[1]
-    assert tuple(re.findall(r"`(\w+)`", named)) == KEYS
+    )
+    assert named is not None
+    assert tuple(re.findall(r"`(\w+)`", named[1])) == KEYS

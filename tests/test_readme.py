@@ -21,20 +21,20 @@ README = (ROOT / "README.md").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def test_quick_start_is_two_commands_and_ci_runs_them():
+def test_quick_start_is_two_commands_and_ci_runs_them() -> None:
     commands = [line for line in block("README.md", "Quick start", "sh").splitlines() if line.strip()]
     assert commands == ["pip install -e '.[test]' && agentrio demo", "pytest"]
     ci = (ROOT / ".ci" / "run").read_text()
     assert all(command in ci.splitlines() for command in commands)
 
 
-def test_ci_builds_the_docs_strictly_between_the_install_and_the_tests():
+def test_ci_builds_the_docs_strictly_between_the_install_and_the_tests() -> None:
     lines = (ROOT / ".ci" / "run").read_text().splitlines()
     (build,) = [n for n, line in enumerate(lines) if re.search(r"\bmkdocs build --strict\b", line)]
     assert lines.index("pip install -e '.[test]' && agentrio demo") < build < lines.index("pytest")
 
 
-def test_the_quick_start_installs_this_tree_and_runs_the_demo(tmp_path):
+def test_the_quick_start_installs_this_tree_and_runs_the_demo(tmp_path: Path) -> None:
     """The first command: its ``pip install`` is checked rather than run (it
     would reinstall the package under the running suite): the extra it names
     exists and this tree is what is installed, editable. Its ``agentrio demo``
@@ -44,7 +44,7 @@ def test_the_quick_start_installs_this_tree_and_runs_the_demo(tmp_path):
     pip, verb, editable, target = shlex.split(install)
     assert (pip, verb, editable, target) == ("pip", "install", "-e", ".[test]")
     assert "test" in PYPROJECT["project"]["optional-dependencies"]
-    installed = json.loads(metadata.distribution("agentrio").read_text("direct_url.json"))
+    installed = json.loads(metadata.distribution("agentrio").read_text("direct_url.json") or "{}")
     assert installed["dir_info"].get("editable") and Path(installed["url"].removeprefix("file://")) == ROOT
     done = subprocess.run(
         ["/bin/sh", "-c", demo],
@@ -60,7 +60,7 @@ def test_the_quick_start_installs_this_tree_and_runs_the_demo(tmp_path):
     assert quick_start[1] == "pytest" and PYPROJECT["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
 
 
-def test_the_readme_is_a_front_page():
+def test_the_readme_is_a_front_page() -> None:
     """A few lines of what it is, the Quick start, one example of about 20
     lines (whole, and run by tests/test_docs.py), and links."""
     blocks = fenced(ROOT / "README.md")
@@ -70,7 +70,7 @@ def test_the_readme_is_a_front_page():
     assert len(README.splitlines()) < 100
 
 
-def test_every_link_of_the_readme_and_the_docs_names_a_file_that_exists():
+def test_every_link_of_the_readme_and_the_docs_names_a_file_that_exists() -> None:
     """Relative links, as GitHub follows them from the README and mkdocs
     (strictly, in .ci/run) from the pages; the README links every guide."""
     linked = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README)
@@ -82,7 +82,7 @@ def test_every_link_of_the_readme_and_the_docs_names_a_file_that_exists():
             assert (page.parent / target).is_file(), (page, target)
 
 
-def test_the_python_running_the_suite_has_the_docs_tools():
+def test_the_python_running_the_suite_has_the_docs_tools() -> None:
     """The test extra brings what CI needs to build the site."""
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "--version"], check=False, capture_output=True, text=True
