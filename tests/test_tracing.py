@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -523,24 +522,6 @@ async def test_an_mcp_tool_call_carries_the_tool_span_in_its_meta(rt, spans):
     ctx = named(spans(), "execute_tool")[0].context
     assert agent.messages[2].text == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
     assert untraced.content == [Text("")]
-
-
-def test_the_readme_tracing_example_runs_as_written(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    example = re.findall(r"```python\n(.*?)```", readme.split("### Tracing", 1)[1], re.DOTALL)[0]
-    script = tmp_path / "tracing.py"
-    script.write_text(example)
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=THIS_TREE,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["['chat scripted', 'invoke_agent greeter']"]
 
 
 async def test_a_run_cancelled_mid_stream_ends_its_chat_span_cancelled(rt, spans):

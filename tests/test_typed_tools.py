@@ -6,7 +6,6 @@ import dataclasses
 import datetime
 import enum
 import json
-import re
 import subprocess
 import sys
 import uuid
@@ -292,19 +291,6 @@ async def test_an_agent_calls_a_typed_tool_and_reads_its_result_as_json(rt):
     tool_result = model.requests[1].messages[-1]
     assert not tool_result.is_error
     assert json.loads(tool_result.text) == [{"x": 5, "y": 6}, {"x": 1, "y": 0}, {"x": 2, "y": 3}]
-
-
-async def test_the_readme_typed_tool_example_gets_the_enum_member(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    (example,) = [
-        b
-        for b in re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
-        if "@tool\nasync def temperature" in b
-    ]
-    namespace: dict[str, object] = {}
-    exec(compile(example, "README.md", "exec", dont_inherit=True), namespace)
-    out = await namespace["temperature"].execute({"city": "Oslo", "unit": "fahrenheit"}, _ctx())
-    assert json.loads(out) == {"city": "Oslo", "degrees": 70.7, "unit": "fahrenheit"}
 
 
 UserId = NewType("UserId", int)
