@@ -43,7 +43,9 @@ RunStopReason = Literal[
 ]
 
 Decision = Literal["allow", "deny", "ask"]
-Permission = Callable[[ToolCall, Tool], "Decision | Awaitable[Decision]"]
+#: A permission policy (``tools.permissions``): it may answer a
+#: ``tools.permissions.Decision``, a verdict ``str`` that carries its reason.
+Permission = Callable[[ToolCall, Tool], "str | Awaitable[str]"]
 
 
 def _describe(value: Any) -> str:
