@@ -20,6 +20,7 @@ from ..gateway import AgentFactory, SpecError, open_hub
 from ..gateway.agents import PERMISSIONS
 from ..gateway.stdio import serve_stdio
 from ..journal import SQLiteStore, StoreError
+from . import CommandParsers
 from .config import Config
 from .errors import USAGE, CommandError
 from .options import add_sandbox_option, checked_url, help_text, resolve_sandbox
@@ -83,7 +84,7 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteSto
     return factory, SQLiteStore(str(db)), line
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "acp",
         description=help_text(__doc__),

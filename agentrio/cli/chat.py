@@ -30,6 +30,7 @@ from ..actors import Agent, AgentSpec
 from ..events import Event
 from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
+from . import CommandParsers
 from .advice import advice
 from .errors import CommandError
 from .line_editor import History, LineEditor
@@ -78,7 +79,7 @@ Up/Down, Ctrl-R   earlier lines; Ctrl-A/E/W/U/K edit as in a shell
 /quit                leave (Ctrl-D on an empty line too)"""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "chat",
         description=help_text(__doc__),

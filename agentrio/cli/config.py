@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from . import CommandParsers
 from .errors import USAGE, CommandError
 from .paths import config_dir, default_db
 
@@ -138,7 +139,7 @@ class Config:
         return [f"{key:<{width}} = {shown[key]}  ({v.origin})" for key, v in self.values.items()]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "config",
         description=__doc__.replace("``", ""),

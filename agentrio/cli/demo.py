@@ -23,6 +23,7 @@ from ..messages import AssistantMessage, Text, ToolCall, Usage
 from ..models import ModelRequest, ScriptedModel
 from ..supervisors import Runtime
 from ..tools.builtin import coding_tools
+from . import CommandParsers
 from .options import help_text
 from .render import EventPrinter
 
@@ -171,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if stop == "completed" else 1
 
 
-def register(subparsers) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "demo",
         description=help_text(__doc__) + "\nIt needs no API key and changes nothing outside its workspace.",

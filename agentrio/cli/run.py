@@ -33,6 +33,7 @@ from ..actors import Agent, RunResult
 from ..events import Event
 from ..messages import converter
 from ..models import OutputSpec
+from . import CommandParsers
 from .advice import advice
 from .errors import USAGE, CommandError
 from .live_view import LiveView, approval_question, exit_status, terminal_console
@@ -52,7 +53,7 @@ from .session import (
 from .terminal import CTRL_C, cbreak, keys, open_terminal, stdin_is_terminal
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "run",
         description=help_text(__doc__),

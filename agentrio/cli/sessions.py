@@ -26,6 +26,7 @@ from ..journal import (
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from ..messages import converter
+from . import CommandParsers
 from .errors import USAGE, CommandError
 from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
@@ -34,7 +35,7 @@ from .transcript import spent, timestamp, title, transcript
 DB_VARIABLE = "AGENTRIO_DB"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser("sessions", description=help_text(__doc__))
     # --db may come before the command, before the action or after it.
     add_db_option(parser)
