@@ -93,7 +93,7 @@ def read_file(path: Path) -> dict[str, Any]:
         if not isinstance(setting, expected) or isinstance(setting, bool):
             kind = "a string" if expected is str else "a whole number"
             raise CommandError(f"{path}: {key} must be {kind}, got {setting!r}", status=USAGE)
-        if key in PATHS:
+        if key in PATHS and isinstance(setting, str):
             data[key] = str(path.parent / Path(setting).expanduser())
     return data
 
