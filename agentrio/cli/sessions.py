@@ -20,6 +20,7 @@ from ..journal import (
     SessionInfo,
     SessionNotFound,
     SQLiteStore,
+    Store,
     StoreError,
     StoreNotFound,
 )
@@ -150,7 +151,7 @@ def _read_only_hint(db: str) -> str:
     )
 
 
-async def headlines(store: SQLiteStore, nodes: list[Node]) -> dict[str, tuple[str, float | None]]:
+async def headlines(store: Store, nodes: list[Node]) -> dict[str, tuple[str, float | None]]:
     """Each session's title (``transcript.title``) and what it cost
     (``transcript.spent``), from one read of its journal."""
     found: dict[str, tuple[str, float | None]] = {}
@@ -165,7 +166,7 @@ async def headlines(store: SQLiteStore, nodes: list[Node]) -> dict[str, tuple[st
     return found
 
 
-async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:
+async def titles(store: Store, nodes: list[Node]) -> dict[str, str]:
     """Each session's title (``transcript.title``), read from its journal."""
     return {session_id: named for session_id, (named, _) in (await headlines(store, nodes)).items()}
 
