@@ -161,8 +161,8 @@ async def run_demo(workspace: Path, out: TextIO = sys.stdout, *, thinking: float
                     case AgentEnd():
                         return event.stop_reason
                     case _:
-                        # The script's two interruptions and the run's end: the
-                        # printer shows every event.
+                        # Only the script's two interruptions and the run's end
+                        # act here; the printer has drawn every event already.
                         pass
     raise AssertionError("the run ended without agent_end")
 
