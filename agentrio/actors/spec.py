@@ -43,8 +43,8 @@ RunStopReason = Literal[
 ]
 
 Decision = Literal["allow", "deny", "ask"]
-#: A permission policy (``tools.permissions``): it may answer a
-#: ``tools.permissions.Decision``, a verdict ``str`` that carries its reason.
+#: A policy answers a verdict (``Decision``, or ``deny_and_stop``) as a str or
+#: a ``tools.permissions.Decision`` carrying a reason (see ``tools.decide``).
 Permission = Callable[[ToolCall, Tool], "str | Awaitable[str]"]
 
 
