@@ -43,7 +43,9 @@ RunStopReason = Literal[
 ]
 
 Decision = Literal["allow", "deny", "ask"]
-Permission = Callable[[ToolCall, Tool], "Decision | Awaitable[Decision]"]
+#: A policy answers a verdict (``Decision``, or ``deny_and_stop``) as a str or
+#: a ``tools.permissions.Decision`` carrying a reason (see ``tools.decide``).
+Permission = Callable[[ToolCall, Tool], "str | Awaitable[str]"]
 
 
 def _describe(value: Any) -> str:

@@ -13,7 +13,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import NoReturn
 
@@ -49,15 +49,24 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-class _Commands:
+class CommandParsers:
     """What a command module's ``register`` adds its parser to: the
     subparsers, each command listed with its line from ``COMMANDS``."""
 
-    def __init__(self, subparsers: argparse._SubParsersAction) -> None:
+    def __init__(self, subparsers: argparse._SubParsersAction[Parser]) -> None:
         self._subparsers = subparsers
 
-    def add_parser(self, name: str, **options: object) -> argparse.ArgumentParser:
-        return self._subparsers.add_parser(name, help=COMMANDS[name], **options)
+    def add_parser(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        epilog: str | None = None,
+        formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter,
+    ) -> argparse.ArgumentParser:
+        return self._subparsers.add_parser(
+            name, help=COMMANDS[name], description=description, epilog=epilog, formatter_class=formatter_class
+        )
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:
@@ -84,7 +93,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     chosen = chosen_command(argv) if argv is not None else None
     for command, summary in COMMANDS.items():
         if argv is None or command == chosen:
-            importlib.import_module(f".{command}", __name__).register(_Commands(subparsers))
+            importlib.import_module(f".{command}", __name__).register(CommandParsers(subparsers))
         else:
             subparsers.add_parser(command, help=summary)
     return parser
@@ -96,8 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentrio {version()}")
         return 0
     args = build_parser(given).parse_args(given)
+    handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return args.handler(args)
+        return handler(args)
     except BaseException as raised:
         exc = sole_error(raised)
         if isinstance(exc, CommandError):

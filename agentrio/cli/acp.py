@@ -22,6 +22,7 @@ from ..gateway.agents import PERMISSIONS
 from ..gateway.stdio import serve_stdio
 from ..journal import SQLiteStore, StoreError
 from ..tools.sandbox import Sandbox
+from . import CommandParsers
 from .config import Config
 from .errors import USAGE, CommandError
 from .options import add_sandbox_option, checked_url, help_text, resolve_sandbox
@@ -93,7 +94,7 @@ def terminals_said(sandbox: Sandbox | None) -> str:
     return "bash runs here, in the sandbox, even when the editor offers terminals"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "acp",
         description=help_text(__doc__),

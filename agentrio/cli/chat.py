@@ -27,9 +27,18 @@ from rich.console import Console
 from rich.text import Text
 
 from ..actors import Agent, AgentSpec
-from ..events import Event
+from ..events import (
+    AgentEnd,
+    AgentStart,
+    ApprovalRequest,
+    Event,
+    Inbox,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+)
 from ..journal import ForkRefused, SessionHeld, SessionNotFound
 from ..supervisors import Runtime
+from . import CommandParsers
 from .advice import advice
 from .errors import CommandError
 from .line_editor import History, LineEditor
@@ -78,7 +87,7 @@ Up/Down, Ctrl-R   earlier lines; Ctrl-A/E/W/U/K edit as in a shell
 /quit                leave (Ctrl-D on an empty line too)"""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "chat",
         description=help_text(__doc__),
@@ -145,7 +154,7 @@ class Chat:
         self.agent: Agent
         self.editor = LineEditor(History(history_file()))
         self.queue: dict[str, _Queued] = {}
-        self.approvals: list[Event] = []
+        self.approvals: list[ApprovalRequest] = []
         #: Esc / Ctrl-C presses in a row.
         self.interrupts = 0
         self.running = False
@@ -216,28 +225,32 @@ class Chat:
                 async for event in events:
                     self._track(event)
                     self.view(event)
-                    if event.type == "agent_end" and (
+                    if isinstance(event, AgentEnd) and (
                         said := advice(event.stop_reason, max_turns=self.settings.max_turns)
                     ):
                         self.say(said, "yellow")
 
     def _track(self, event: Event) -> None:
-        match event.type:
-            case "agent_start":
+        match event:
+            case AgentStart():
                 self.running = True
-            case "agent_end":
+            case AgentEnd():
                 self.running = False
                 self.approvals.clear()
-            case "inbox":
+            case Inbox():
                 for queued in event.removed:
                     self.queue.pop(queued.id, None)
                 for queued in event.inserted:
                     self.queue[queued.id] = _Queued(event.target, queued.message.text)
-            case "approval_request":
+            case ApprovalRequest():
                 self.approvals.append(event)
-            case "tool_execution_start" | "tool_execution_end":
+            case ToolExecutionStart() | ToolExecutionEnd():
                 # An approval that was asked and has been settled (by a cancel, say).
                 self.approvals = [a for a in self.approvals if a.call.id != event.tool_call_id]
+            case _:
+                # What the chat keeps beside the transcript: whether a run is
+                # in progress, the queue and the open approvals.
+                pass
 
     # -- keys --------------------------------------------------------------------------------
 
@@ -252,12 +265,13 @@ class Chat:
             await self._interrupt()
             return
         self.interrupts = 0
-        answering = self.approvals and not self.editor.text and isinstance(key, str)
-        if answering and key.lower() in APPROVAL_KEYS:
-            await self._answer(key.lower())
-        elif answering and key.lower() == DETAILS:
-            for line in approval_question(self.approvals[0], full=True):
-                self.view.print(line)
+        # A key answers the first open approval while nothing is being typed.
+        answer = key.lower() if self.approvals and not self.editor.text and isinstance(key, str) else None
+        if answer is not None and answer in APPROVAL_KEYS:
+            await self._answer(answer)
+        elif answer == DETAILS:
+            for question in approval_question(self.approvals[0], full=True):
+                self.view.print(question)
         elif key == CTRL_D and not self.editor.text:
             self._quit.set()
         elif (line := self.editor.handle(key)) is not None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from . import CommandParsers
 from .errors import USAGE, CommandError
 from .paths import config_dir, default_db
 
@@ -92,7 +93,7 @@ def read_file(path: Path) -> dict[str, Any]:
         if not isinstance(setting, expected) or isinstance(setting, bool):
             kind = "a string" if expected is str else "a whole number"
             raise CommandError(f"{path}: {key} must be {kind}, got {setting!r}", status=USAGE)
-        if key in PATHS:
+        if key in PATHS and isinstance(setting, str):
             data[key] = str(path.parent / Path(setting).expanduser())
     return data
 
@@ -138,7 +139,7 @@ class Config:
         return [f"{key:<{width}} = {shown[key]}  ({v.origin})" for key, v in self.values.items()]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "config",
         description=__doc__.replace("``", ""),

@@ -14,15 +14,19 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 import trio
 
 from ..actors import AgentSpec
-from ..messages import AssistantMessage, Text, ToolCall, Usage
+from ..events import AgentEnd, MessageEnd, ToolExecutionStart
+from ..messages import AssistantMessage, Part, Text, ToolCall, Usage, UserMessage
 from ..models import ModelRequest, ScriptedModel
 from ..supervisors import Runtime
 from ..tools.builtin import coding_tools
+from . import CommandParsers
 from .options import help_text
 from .render import EventPrinter
 
@@ -54,12 +58,19 @@ def _python() -> str:
 _call_ids = itertools.count(1)
 
 
-def _reply(text: str, *calls: tuple[str, dict], tokens: tuple[int, int]) -> AssistantMessage:
-    parts = [Text(text)] + [ToolCall(f"call_{next(_call_ids)}", name, args) for name, args in calls]
+#: One reply of the script: the model's message, after its "thinking".
+_Reply = Callable[[ModelRequest], Awaitable[AssistantMessage]]
+
+
+def _reply(text: str, *calls: tuple[str, dict[str, Any]], tokens: tuple[int, int]) -> AssistantMessage:
+    parts: list[Part] = [Text(text)]
+    parts += [ToolCall(f"call_{next(_call_ids)}", name, args) for name, args in calls]
     return AssistantMessage(parts, usage=Usage(*tokens))
 
 
-def _after_thinking(message: AssistantMessage, check, seconds: float):
+def _after_thinking(
+    message: AssistantMessage, check: Callable[[ModelRequest], None] | None, seconds: float
+) -> _Reply:
     async def reply(request: ModelRequest) -> AssistantMessage:
         if check is not None:
             check(request)
@@ -74,7 +85,7 @@ def _sees_steering(request: ModelRequest) -> None:
     assert request.messages[-1].text == STEERING, "steering did not reach the next request"
 
 
-def script(thinking: float = THINKING) -> list:
+def script(thinking: float = THINKING) -> list[_Reply]:
     """The model's side of the session, one reply per request; each reply
     "thinks" for ``thinking`` seconds first."""
     run_tests = {"command": f"{_python()} test_calc.py"}
@@ -124,7 +135,7 @@ def script(thinking: float = THINKING) -> list:
     return [_after_thinking(message, check, thinking) for message, check in replies]
 
 
-async def run_demo(workspace: Path, out=sys.stdout, *, thinking: float = THINKING) -> str:
+async def run_demo(workspace: Path, out: TextIO = sys.stdout, *, thinking: float = THINKING) -> str:
     """Play the session in ``workspace``; returns the run's stop reason."""
     for name, text in FILES.items():
         (workspace / name).write_text(text)
@@ -141,21 +152,18 @@ async def run_demo(workspace: Path, out=sys.stdout, *, thinking: float = THINKIN
             nursery.start_soon(agent.run, "The test in test_calc.py fails. Please fix calc.py.")
             async for event in events:
                 printer(event)
-                if (
-                    event.type == "message_end"
-                    and event.message.role == "user"
-                    and event.message.text.startswith("The test")
-                ):
-                    # The user thinks of the next task while the agent works.
-                    await agent.followup(FOLLOW_UP)
-                elif (
-                    event.type == "tool_execution_start"
-                    and event.tool_name == "edit"
-                    and printer.tool_calls < 4
-                ):
-                    await agent.steer(STEERING)
-                elif event.type == "agent_end":
-                    return event.stop_reason
+                match event:
+                    case MessageEnd(message=UserMessage() as message) if message.text.startswith("The test"):
+                        # The user thinks of the next task while the agent works.
+                        await agent.followup(FOLLOW_UP)
+                    case ToolExecutionStart(tool_name="edit") if printer.tool_calls < 4:
+                        await agent.steer(STEERING)
+                    case AgentEnd():
+                        return event.stop_reason
+                    case _:
+                        # Only the script's two interruptions and the run's end
+                        # act here; the printer has drawn every event already.
+                        pass
     raise AssertionError("the run ended without agent_end")
 
 
@@ -171,7 +179,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if stop == "completed" else 1
 
 
-def register(subparsers) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "demo",
         description=help_text(__doc__) + "\nIt needs no API key and changes nothing outside its workspace.",

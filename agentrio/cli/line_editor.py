@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -290,21 +291,26 @@ def _pasted(text: str) -> str:
     return "".join(char for char in text if char.isprintable() or char in "\n\t")
 
 
-def _move(where):
+#: What a key does to the editor; a place in its text, for a key that moves or cuts.
+_Action = Callable[[LineEditor], None]
+_Place = Callable[[LineEditor], int]
+
+
+def _move(where: _Place) -> _Action:
     def action(editor: LineEditor) -> None:
         editor.cursor = where(editor)
 
     return action
 
 
-def _cut(start, end):
+def _cut(start: _Place, end: _Place) -> _Action:
     def action(editor: LineEditor) -> None:
         editor._cut_to(start(editor), end(editor))
 
     return action
 
 
-_ACTIONS = {
+_ACTIONS: dict[str, _Action] = {
     LEFT: _move(lambda e: max(e.cursor - 1, 0)),
     CTRL["b"]: _move(lambda e: max(e.cursor - 1, 0)),
     RIGHT: _move(lambda e: min(e.cursor + 1, len(e.text))),

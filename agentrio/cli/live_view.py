@@ -28,9 +28,21 @@ from rich.live import Live
 from rich.text import Text
 
 from ..actors.activity import MAX_TURNS_NOTE, PROTOCOL_REPAIR
-from ..events import Event
+from ..events import (
+    AgentEnd,
+    AgentStart,
+    ApprovalRequest,
+    Event,
+    MessageDiscard,
+    MessageEnd,
+    MessageUpdate,
+    RequestRetry,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
 from ..messages import AssistantMessage, Message, Usage, UserMessage
-from ..models import TextDelta, ThinkingDelta, ToolCallDelta
+from ..models import StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ..tools.todo import TodoItem, current_todos
 from .checklist import checklist, plan_of
 from .render import describe_call, one_line
@@ -138,7 +150,7 @@ EXIT_CODES: dict[int, tuple[str, ...]] = {
 SUMMARY_LINES = 20
 
 
-def approval_question(event: Event, *, full: bool = False) -> list[Text]:
+def approval_question(event: ApprovalRequest, *, full: bool = False) -> list[Text]:
     """What a person is asked about a tool call: the tool, what it would do
     (its summary: a diff coloured, its changed lines kept first when it is
     cut to ``SUMMARY_LINES`` unless ``full``), and why the policy asks."""
@@ -331,34 +343,34 @@ class LiveView:
     # -- events ----------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
-        match event.type:
-            case "agent_start":
+        match event:
+            case AgentStart():
                 self._run_start = event.time
                 self.usage = Usage()
                 self._streamed = 0
-            case "message_update":
+            case MessageUpdate():
                 self._delta(event.delta)
-            case "message_end":
+            case MessageEnd():
                 self._message(event.message)
-            case "message_discard":
+            case MessageDiscard():
                 self._partial = ""
                 self._streamed = 0
                 self.print(f"(reply withdrawn: {event.reason})", "yellow")
-            case "request_retry":
+            case RequestRetry():
                 self.print(f"↻ {event.error}; retry {event.attempt} in {event.delay:.1f}s", "yellow")
-            case "tool_execution_start":
+            case ToolExecutionStart():
                 self._flush_partial()
                 label = safe(one_line(describe_call(event.tool_name, event.arguments), 70))
                 self._running[event.tool_call_id] = _Running(label, event.time, event.mode is not None)
-            case "tool_execution_update":
+            case ToolExecutionUpdate():
                 running = self._running.get(event.tool_call_id)
                 progress = event.progress
                 if running is not None and isinstance(progress, dict) and "text" in progress:
                     lines = str(progress["text"]).splitlines()
                     running.progress = safe(lines[-1]) if lines else ""
-            case "tool_execution_end":
+            case ToolExecutionEnd():
                 self._tool_end(event)
-            case "agent_end":
+            case AgentEnd():
                 self._flush_partial()
                 self._running.clear()
                 self._run_start = None
@@ -373,9 +385,14 @@ class LiveView:
                 turns = "1 turn" if event.turns == 1 else f"{event.turns} turns"
                 line.append(f" · {turns} · {self._tokens()}", style="dim")
                 self.print(line)
+            case _:
+                # The transcript shows the run, its replies and its tool calls;
+                # the other events (turns, steps, the inbox, approvals: the
+                # command asks those itself) change nothing drawn here.
+                pass
         self.refresh()
 
-    def _delta(self, delta: object) -> None:
+    def _delta(self, delta: StreamEvent) -> None:
         if isinstance(delta, ThinkingDelta):
             self._thinking = True
             self._streamed += len(delta.text)
@@ -394,7 +411,7 @@ class LiveView:
                 for line in lines:
                     self.print(line)
 
-    def _message(self, message: object) -> None:
+    def _message(self, message: Message) -> None:
         if isinstance(message, UserMessage) and is_notice(message.text):
             self.print(Text(f"ⓘ {safe(message.text.strip('[]'))}", style="italic yellow"))
         elif isinstance(message, UserMessage):
@@ -412,7 +429,7 @@ class LiveView:
                 )
                 self._shown_error = message.error
 
-    def _tool_end(self, event: Event) -> None:
+    def _tool_end(self, event: ToolExecutionEnd) -> None:
         running = self._running.pop(event.tool_call_id, None)
         label = running.label if running is not None else safe(event.tool_name)
         line = Text("✗ " if event.is_error else "✓ ", style="red" if event.is_error else "green")

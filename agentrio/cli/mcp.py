@@ -23,11 +23,12 @@ import trio
 from .._errors import sole_error
 from ..actors import AgentSpec
 from ..journal import SQLiteStore, StoreError
+from . import CommandParsers
 from .errors import CommandError
 from .options import add_db_option, help_text
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "mcp",
         description=help_text(__doc__),

@@ -5,12 +5,29 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 import attrs
 
-from ..events import Event
-from ..messages import AssistantMessage, ToolResultMessage, UserMessage
+from ..events import (
+    AgentEnd,
+    AgentStart,
+    ApprovalRequest,
+    ChildEvent,
+    Event,
+    Inbox,
+    MessageDiscard,
+    MessageEnd,
+    RequestRetry,
+    StepEnd,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from ..messages import AssistantMessage, UserMessage
 from ..tools.todo import TODO
 from .transcript import cost_text
 
@@ -57,7 +74,7 @@ def one_line(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe_call(name: str, arguments: dict) -> str:
+def describe_call(name: str, arguments: Mapping[str, Any]) -> str:
     """A call in a few words: its command, its pattern (and where, unless
     everywhere), or its path; a ``todo`` call by its name (the checklist
     shows its list)."""
@@ -116,7 +133,7 @@ class EventPrinter:
         print(f"{stamp}  {who}{gutter}{text}", file=self.out, flush=True)
 
     def __call__(self, event: Event) -> None:
-        if event.type == "child_event":
+        if isinstance(event, ChildEvent):
             self.names.update(zip(event.path, event.names))
             self._depth = len(event.path)
             try:
@@ -128,40 +145,44 @@ class EventPrinter:
 
     def _render(self, event: Event) -> None:
         s = self.style
-        match event.type:
-            case "agent_start":
+        match event:
+            case AgentStart():
                 self._line(event, s.bold("▶ run started"), bar=False)
-            case "turn_start":
+            case TurnStart():
                 self._line(event, s.bold(f"┌ turn {event.turn}"), bar=False)
-            case "turn_end":
+            case TurnEnd():
                 self._line(event, s.bold(f"└ turn {event.turn}: {event.stop_reason}"), bar=False)
-            case "message_end":
+            case MessageEnd():
                 self._message(event)
-            case "message_discard":
+            case MessageDiscard():
                 self._line(event, s.yellow(f"↶ streamed reply withdrawn ({event.reason})"))
-            case "request_retry":
+            case RequestRetry():
                 self._line(event, s.yellow(f"↻ {event.error}; retry {event.attempt} in {event.delay:.1f}s"))
-            case "inbox" if event.reason == "send":
+            case Inbox(reason="send"):
                 kind = "steering (next step)" if event.target == "next_step" else "follow-up (next turn)"
                 for item in event.inserted:
                     self._line(event, s.magenta(f"✉ queued {kind}: {one_line(item.message.text, 70)}"))
-            case "tool_execution_start":
+            case ToolExecutionStart():
                 self._tool_start(event)
-            case "tool_execution_update":
+            case ToolExecutionUpdate():
                 progress = event.progress
                 if isinstance(progress, dict) and "text" in progress:
                     for line in str(progress["text"]).splitlines():
                         self._line(event, s.dim(f"  ┆ {one_line(line)}"))
-            case "tool_execution_end":
+            case ToolExecutionEnd():
                 self._tool_end(event)
-            case "approval_request":
+            case ApprovalRequest():
                 self._line(event, s.yellow(f"? approval needed for {event.summary}"))
-            case "step_end":
+            case StepEnd():
                 self._timeline(event)
-            case "agent_end":
+            case AgentEnd():
                 self._summary(event)
+            case _:
+                # A line per meaningful event: the others (deltas, states,
+                # the inbox's claims, the runtime's own events) draw nothing.
+                pass
 
-    def _message(self, event: Event) -> None:
+    def _message(self, event: MessageEnd) -> None:
         s, message = self.style, event.message
         if isinstance(message, UserMessage):
             self._line(event, f"{s.cyan('you')} › {one_line(message.text)}")
@@ -172,7 +193,7 @@ class EventPrinter:
             if message.stop_reason not in ("stop", "tool_use"):
                 self._line(event, s.red(f"assistant stopped: {message.stop_reason} {message.error or ''}"))
 
-    def _tool_start(self, event: Event) -> None:
+    def _tool_start(self, event: ToolExecutionStart) -> None:
         label = one_line(describe_call(event.tool_name, event.arguments), 48)
         if event.mode is not None:
             self._spans.setdefault(event.agent_id, {})[event.tool_call_id] = _Span(
@@ -181,37 +202,41 @@ class EventPrinter:
         mode = event.mode or "not run"
         self._line(event, f"⚙ {label} {self.style.dim(f'[{mode}]')}")
 
-    def _tool_end(self, event: Event) -> None:
+    def _tool_end(self, event: ToolExecutionEnd) -> None:
         s = self.style
         self.tool_calls += self._depth == 0
         span = self._spans.get(event.agent_id, {}).get(event.tool_call_id)
         if span is not None:
             span.duration, span.is_error = event.duration, event.is_error
-        result = event.result.text if isinstance(event.result, ToolResultMessage) else ""
+        result = event.result.text
         mark = s.red("✗") if event.is_error else s.green("✓")
         millis = s.dim(f"{event.duration * 1000:.0f} ms")
         first = one_line(result.splitlines()[0] if result.strip() else "(no output)", 60)
         self._line(event, f"{mark} {event.tool_name} {millis}  {s.dim(first)}")
 
-    def _timeline(self, event: Event) -> None:
-        spans = [sp for sp in self._spans.pop(event.agent_id, {}).values() if sp.duration is not None]
+    def _timeline(self, event: StepEnd) -> None:
+        spans = [
+            (sp, sp.duration)
+            for sp in self._spans.pop(event.agent_id, {}).values()
+            if sp.duration is not None
+        ]
         if len(spans) < 2:
             return
-        start = min(sp.start for sp in spans)
-        total = max(sp.start + sp.duration for sp in spans) - start or 1e-9
+        start = min(sp.start for sp, _ in spans)
+        total = max(sp.start + duration for sp, duration in spans) - start or 1e-9
         s = self.style
         self._line(event, s.dim(f"  timeline of {len(spans)} calls, {total * 1000:.0f} ms"))
-        width = max(len(sp.label) for sp in spans)
-        for sp in spans:
+        width = max(len(sp.label) for sp, _ in spans)
+        for sp, duration in spans:
             begin = round((sp.start - start) / total * TIMELINE_WIDTH)
-            length = max(1, round(sp.duration / total * TIMELINE_WIDTH))
+            length = max(1, round(duration / total * TIMELINE_WIDTH))
             bar = " " * begin + "█" * min(length, TIMELINE_WIDTH - begin)
             colour = s.red if sp.is_error else (s.yellow if sp.mode == "exclusive" else s.cyan)
             self._line(
                 event, s.dim(f"  {sp.label:<{width}} ") + colour(f"{bar:<{TIMELINE_WIDTH}}") + s.dim("▏")
             )
 
-    def _summary(self, event: Event) -> None:
+    def _summary(self, event: AgentEnd) -> None:
         s, usage = self.style, event.usage
         if self._depth:
             colour = s.green if event.stop_reason == "completed" else s.red

@@ -24,15 +24,17 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import trio
 from rich.console import Console
 from rich.text import Text
 
-from ..actors import Agent, RunResult
-from ..events import Event
+from ..actors import Agent, AgentSpec, RunResult
+from ..events import AgentEnd, ApprovalRequest, Event
 from ..messages import converter
 from ..models import OutputSpec
+from . import CommandParsers
 from .advice import advice
 from .errors import USAGE, CommandError
 from .live_view import LiveView, approval_question, exit_status, terminal_console
@@ -52,7 +54,7 @@ from .session import (
 from .terminal import CTRL_C, cbreak, keys, open_terminal, stdin_is_terminal
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "run",
         description=help_text(__doc__),
@@ -87,7 +89,9 @@ def _run(args: argparse.Namespace) -> int:
     return exit_status(stop_reason)
 
 
-async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: str, args) -> str:
+async def _run_agent(
+    settings: Settings, spec: AgentSpec, policy: TerminalPolicy, prompt: str, args: argparse.Namespace
+) -> str:
     async with open_runtime(settings) as rt:
         agent = await open_agent(rt, spec, settings)
         if said := sandbox_said(settings):
@@ -114,7 +118,7 @@ async def _run_agent(settings: Settings, spec, policy: TerminalPolicy, prompt: s
         return result.stop_reason
 
 
-def _print_output(output: OutputSpec, result: RunResult, args) -> None:
+def _print_output(output: OutputSpec, result: RunResult, args: argparse.Namespace) -> None:
     """The validated JSON on stdout, or why there is none on stderr."""
     if result.stop_reason == "completed":
         data = output.dump(result.output)
@@ -123,7 +127,12 @@ def _print_output(output: OutputSpec, result: RunResult, args) -> None:
         print(f"agentrio: no answer fit {args.output_schema}: {result.error}", file=sys.stderr)
 
 
-async def _cancel_on_interrupt(interrupts, agent: Agent, output, scope: trio.CancelScope) -> None:
+async def _cancel_on_interrupt(
+    interrupts: AsyncIterator[int],
+    agent: Agent,
+    output: JsonOutput | TranscriptOutput,
+    scope: trio.CancelScope,
+) -> None:
     """The first Ctrl-C cancels the run (and a question being asked), which
     then ends as ``aborted`` with its history kept valid; a second stops
     waiting for that."""
@@ -136,7 +145,7 @@ async def _cancel_on_interrupt(interrupts, agent: Agent, output, scope: trio.Can
         raise KeyboardInterrupt
 
 
-async def _follow(agent: Agent, prompt: str, on_event) -> RunResult:
+async def _follow(agent: Agent, prompt: str, on_event: Callable[[Event], Awaitable[None]]) -> RunResult:
     """Run ``prompt``, giving every event of the run to ``on_event`` (async),
     until the run's ``agent_end``; the run's result."""
     results: list[RunResult] = []
@@ -148,7 +157,7 @@ async def _follow(agent: Agent, prompt: str, on_event) -> RunResult:
         nursery.start_soon(run)
         async for event in events:
             await on_event(event)
-            if event.type == "agent_end":
+            if isinstance(event, AgentEnd):
                 break
     return results[0]
 
@@ -163,7 +172,7 @@ class JsonOutput:
     async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> RunResult:
         async def on_event(event: Event) -> None:
             print(json.dumps(converter.unstructure(event, Event), ensure_ascii=False), flush=True)
-            if event.type == "approval_request":
+            if isinstance(event, ApprovalRequest):
                 with self.asking:
                     await _ask(agent, event, policy, Console(stderr=True, highlight=False))
                 self.asking = trio.CancelScope()
@@ -180,7 +189,7 @@ class TranscriptOutput:
     async def follow(self, agent: Agent, prompt: str, policy: TerminalPolicy) -> RunResult:
         async def on_event(event: Event) -> None:
             self.view(event)
-            if event.type == "approval_request":
+            if isinstance(event, ApprovalRequest):
                 with self.asking, self.view.paused():
                     await _ask(agent, event, policy, self.console)
                 self.asking = trio.CancelScope()
@@ -193,7 +202,7 @@ class TranscriptOutput:
         return stop
 
 
-async def _ask(agent: Agent, event: Event, policy: TerminalPolicy, console: Console) -> None:
+async def _ask(agent: Agent, event: ApprovalRequest, policy: TerminalPolicy, console: Console) -> None:
     """Ask on the terminal about a tool call, answered by one key (``APPROVAL_KEYS``;
     ``d`` shows the whole summary). Ctrl-C there is Ctrl-C: it cancels the run."""
     if not console.is_terminal:

@@ -20,13 +20,14 @@ from .._errors import sole_error
 from ..gateway import open_hub
 from ..gateway.websocket import MIN_TOKEN, WebSocketOptions, is_loopback, serve_websocket, stored_token
 from ..journal import StoreError
+from . import CommandParsers
 from .acp import add_gateway_options, factory_and_store
 from .errors import USAGE, CommandError
 from .options import help_text, port_number
 from .paths import data_dir
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "serve",
         description=help_text(__doc__),

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 
 from ..actors import Agent, AgentSpec, Limits
-from ..events import Event
+from ..events import ApprovalRequest
 from ..journal import SessionHeld, SQLiteStore, StoreError
 from ..messages import ToolCall
 from ..models import Model, OutputSpec
@@ -148,12 +148,12 @@ APPROVAL_KEYS = ("y", "n", "a", "s")
 DETAILS = "d"
 
 
-def approval_choices(event: Event) -> str:
+def approval_choices(event: ApprovalRequest) -> str:
     """The answers to ``event``, each on its key."""
     return f"y yes · n no · a always: {AlwaysRule.for_call(event.call)} · s stop the run · d details"
 
 
-async def answer_approval(agent: Agent, event: Event, policy: TerminalPolicy, choice: str) -> str:
+async def answer_approval(agent: Agent, event: ApprovalRequest, policy: TerminalPolicy, choice: str) -> str:
     """Answer ``event`` with a person's ``choice`` (one of ``APPROVAL_KEYS``);
     what was decided, for the transcript. An approval settled meanwhile (the
     run was cancelled) is left alone."""

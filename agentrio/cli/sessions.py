@@ -20,12 +20,14 @@ from ..journal import (
     SessionInfo,
     SessionNotFound,
     SQLiteStore,
+    Store,
     StoreError,
     StoreNotFound,
 )
 from ..journal.codec import encode_record
 from ..journal.fork import fork_session
 from ..messages import converter
+from . import CommandParsers
 from .errors import USAGE, CommandError
 from .options import add_db_option, db_path, help_text
 from .session_tree import Node, session_tree, spawned_below
@@ -34,7 +36,7 @@ from .transcript import spent, timestamp, title, transcript
 DB_VARIABLE = "AGENTRIO_DB"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser("sessions", description=help_text(__doc__))
     # --db may come before the command, before the action or after it.
     add_db_option(parser)
@@ -149,7 +151,7 @@ def _read_only_hint(db: str) -> str:
     )
 
 
-async def headlines(store: SQLiteStore, nodes: list[Node]) -> dict[str, tuple[str, float | None]]:
+async def headlines(store: Store, nodes: list[Node]) -> dict[str, tuple[str, float | None]]:
     """Each session's title (``transcript.title``) and what it cost
     (``transcript.spent``), from one read of its journal."""
     found: dict[str, tuple[str, float | None]] = {}
@@ -164,7 +166,7 @@ async def headlines(store: SQLiteStore, nodes: list[Node]) -> dict[str, tuple[st
     return found
 
 
-async def titles(store: SQLiteStore, nodes: list[Node]) -> dict[str, str]:
+async def titles(store: Store, nodes: list[Node]) -> dict[str, str]:
     """Each session's title (``transcript.title``), read from its journal."""
     return {session_id: named for session_id, (named, _) in (await headlines(store, nodes)).items()}
 

@@ -14,7 +14,7 @@ import sys
 import termios
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TextIO
+from typing import IO
 
 import attrs
 import trio
@@ -64,7 +64,7 @@ def cbreak(fd: int) -> Iterator[None]:
 
 
 @contextmanager
-def bracketed_paste(out: TextIO) -> Iterator[None]:
+def bracketed_paste(out: IO[str]) -> Iterator[None]:
     """While it lasts, the terminal marks pasted text (``Paste``) instead of typing it key by key."""
     out.write(BRACKETED_PASTE_ON)
     out.flush()

@@ -13,6 +13,7 @@ from ..messages import (
     Document,
     Image,
     Message,
+    Part,
     Text,
     Thinking,
     ToolCall,
@@ -116,16 +117,16 @@ def _message(message: Message, full: bool, number: str) -> Iterator[str]:
         yield from _block(f"{number}user: ", message.text + _media(message.content))
 
 
-def _media(content: str | list) -> str:
+def _media(content: str | list[Part]) -> str:
     """A note of each image and document: their bytes are not text to show."""
     if isinstance(content, str):
         return ""
-    notes = [
-        f"[{part.media_type}{' ' + part.name if getattr(part, 'name', None) else ''}, {len(part.data):,} bytes]"
-        for part in content
-        if isinstance(part, Image | Document)
-    ]
-    return "".join(f"\n{note}" for note in notes)
+    return "".join(f"\n{_media_note(part)}" for part in content if isinstance(part, Image | Document))
+
+
+def _media_note(part: Image | Document) -> str:
+    name = f" {part.name}" if isinstance(part, Document) and part.name else ""
+    return f"[{part.media_type}{name}, {len(part.data):,} bytes]"
 
 
 def _assistant(message: AssistantMessage, number: str) -> Iterator[str]:

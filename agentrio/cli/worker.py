@@ -21,11 +21,12 @@ import trio
 from ..actors.spec import AgentSpec
 from ..journal import StoreError
 from ..supervisors import Runtime
+from . import CommandParsers
 from .errors import CommandError
 from .options import help_text
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: CommandParsers) -> None:
     parser = subparsers.add_parser(
         "worker",
         description=help_text(__doc__),
