@@ -15,7 +15,7 @@ import trio
 from agentrio import AgentSpec, AssistantMessage, PostgresStore, ScriptedModel, Text, ToolCall, tool
 from agentrio.journal.postgres.database import Database
 
-from ..gateway.ws_harness import Client, connected, running_gateway
+from ..gateway.ws_harness import connected, running_gateway
 from ..journal.proxy import Proxy
 
 LEASE = 2.0
@@ -78,4 +78,167 @@ async def test_a_client_of_another_gateway_prompts_a_held_session_and_follows_it
             assert [u["content"]["text"] for u in on_a.updates("user_message_chunk")] == ["shout hey"]
             assert user_messages(dsn, session_id) == ["shout hey"]
             assert inputs_left(dsn) == 0
+        nursery.cancel_scope.cancel()
+
+
+def gated(gate: trio.Event, started: trio.Event):
+    async def reply(request):
+        started.set()
+        await gate.wait()
+        return AssistantMessage([Text("never said")])
+
+    return reply
+
+
+async def test_a_session_whose_holder_is_cut_off_mid_watch_is_taken_over_and_answered(
+    postgres, dsn, tmp_path
+):
+    """Holder a stops renewing its lease (its connections stall, as when its
+    host dies) while a's model answers a prompt of b's client: b takes the
+    session over once the lease has run out, continues the cut turn, and
+    the prompt gets b's answer, its input taken in once."""
+    database = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    never, started = trio.Event(), trio.Event()
+    async with trio.open_nursery() as nursery:
+        proxy = Proxy(postgres.socket)
+        await nursery.start(proxy.serve)
+        holder = PostgresStore(proxy.dsn(database), lease=LEASE)
+        async with (
+            running_gateway(tmp_path, [], spec_for=spec_for([gated(never, started)]), store=holder) as a,
+            running_gateway(
+                tmp_path,
+                [],
+                spec_for=spec_for([AssistantMessage([Text("b answers")])]),
+                store=PostgresStore(dsn, lease=LEASE),
+            ) as b,
+        ):
+            async with connected(a.url(), nursery) as on_a, connected(b.url(), nursery) as on_b:
+                session_id = await on_a.open_session()
+                await on_b.open_session(load=session_id)
+                answers, answered = [], trio.Event()
+
+                async def prompt() -> None:
+                    answers.append(await on_b.prompt(session_id, "are you there"))
+                    answered.set()
+
+                nursery.start_soon(prompt)
+                with trio.fail_after(10):
+                    await started.wait()
+                    await on_b.wait_for(
+                        lambda: any(
+                            u.get("_meta", {}).get("agentrio", {}).get("status") == "running"
+                            for u in on_b.updates("session_info_update")
+                        )
+                    )
+                proxy.stall()
+                cut = time.monotonic()
+                with trio.fail_after(LEASE * 5):
+                    await answered.wait()
+                taken = time.monotonic() - cut
+                assert answers == ["end_turn"]
+                assert session_id in b.hub.sessions  # it runs on b now
+                assert on_b.text() == "b answers"
+                proxy.heal()
+                with trio.fail_after(10):
+                    await holder.until_usable()
+            print(
+                f"lease {LEASE} s: the holder cut off -> the prompt answered by the other gateway in {taken:.2f} s"
+            )
+            assert user_messages(dsn, session_id) == ["are you there"]
+            assert inputs_left(dsn) == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_cancel_from_another_gateway_reaches_the_holder(dsn, tmp_path):
+    never, started = trio.Event(), trio.Event()
+    async with (
+        running_gateway(
+            tmp_path, [], spec_for=spec_for([gated(never, started)]), store=PostgresStore(dsn, lease=LEASE)
+        ) as a,
+        running_gateway(tmp_path, [], spec_for=spec_for([]), store=PostgresStore(dsn, lease=LEASE)) as b,
+        trio.open_nursery() as nursery,
+    ):
+        async with connected(a.url(), nursery) as on_a, connected(b.url(), nursery) as on_b:
+            session_id = await on_a.open_session()
+            await on_b.open_session(load=session_id)
+            answers, answered = [], trio.Event()
+
+            async def prompt() -> None:
+                answers.append(await on_b.prompt(session_id, "take your time"))
+                answered.set()
+
+            nursery.start_soon(prompt)
+            with trio.fail_after(10):
+                await started.wait()
+            await on_b.notify("session/cancel", {"sessionId": session_id})
+            with trio.fail_after(10):
+                await answered.wait()
+            assert answers == ["cancelled"]
+            assert a.hub.sessions[session_id].status == "idle"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_database_cut_while_a_gateway_follows_a_session_neither_spins_nor_breaks_it(
+    postgres, dsn, tmp_path, monkeypatch
+):
+    """b's connections to the database are cut (and new ones held) while its
+    client waits for an answer: b reads nothing while the database is gone
+    (no loop of failing reads), and once it is back the client gets the
+    answer a gave meanwhile, and b serves on."""
+    database = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    gate, started = trio.Event(), trio.Event()
+
+    async def answer(request):
+        started.set()
+        await gate.wait()
+        return AssistantMessage([Text("answered while b was cut off")])
+
+    reads = []
+    records_after = Database.records_after
+
+    def counted(db, *args):
+        reads.append(time.monotonic())
+        return records_after(db, *args)
+
+    monkeypatch.setattr(Database, "records_after", counted)
+    async with trio.open_nursery() as nursery:
+        proxy = Proxy(postgres.socket)
+        await nursery.start(proxy.serve)
+        follower = PostgresStore(proxy.dsn(database), lease=LEASE)
+        async with (
+            running_gateway(
+                tmp_path, [], spec_for=spec_for([answer]), store=PostgresStore(dsn, lease=LEASE)
+            ) as a,
+            running_gateway(tmp_path, [], spec_for=spec_for([]), store=follower) as b,
+            connected(a.url(), nursery) as on_a,
+            connected(b.url(), nursery) as on_b,
+        ):
+            session_id = await on_a.open_session()
+            await on_b.open_session(load=session_id)
+            answers, answered = [], trio.Event()
+
+            async def prompt() -> None:
+                answers.append(await on_b.prompt(session_id, "slowly"))
+                answered.set()
+
+            nursery.start_soon(prompt)
+            with trio.fail_after(10):
+                await started.wait()
+            proxy.stall()
+            proxy.cut()
+            cut = time.monotonic()
+            await trio.sleep(0.2)
+            gate.set()  # a answers while b is cut off
+            await trio.sleep(2.5)
+            during = [t for t in reads if t > cut]
+            assert len(during) <= 3, f"{len(during)} reads while the database was cut off"
+            assert not answered.is_set()
+            proxy.heal()
+            with trio.fail_after(15):
+                await answered.wait()
+                await follower.until_usable()
+            assert answers == ["end_turn"]
+            assert on_b.text() == "answered while b was cut off"
+            # b goes on serving: a new session of its own runs.
+            assert await on_b.open_session() != session_id
         nursery.cancel_scope.cancel()
