@@ -1,0 +1,166 @@
+"""Two ``agentrio serve --db DSN`` processes on one PostgreSQL database, driven
+by the ACP SDK's own WebSocket client: a client of one host prompts a
+session the other holds, and follows it; the holder is SIGKILLed mid-turn
+and the session is answered all the same."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from acp import connect_to_agent, text_block
+from acp.ws import create_websocket_stream
+
+from ..gateway.acp_harness import RecordingClient
+from .workers import ROOT, SPEC
+
+TOKEN = "s3cret-s3cret-s3cret"
+LEASE = 2.0
+
+
+def rows(dsn: str, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dsn, autocommit=True, options="-c search_path=agentrio") as conn:
+        return conn.execute(statement, params).fetchall()
+
+
+def user_messages(dsn: str, session_id: str) -> list[str]:
+    from agentrio.journal.codec import decode_record
+
+    found = rows(
+        dsn,
+        "SELECT data FROM records WHERE session_id = %s AND kind = 'message_appended' ORDER BY seq",
+        (session_id,),
+    )
+    messages = [decode_record(data).message for (data,) in found]
+    return [m.text for m in messages if m.role == "user"]
+
+
+@asynccontextmanager
+async def serving(dsn: str, folder: Path, name: str, **env: str) -> AsyncIterator[tuple[Any, int]]:
+    """``agentrio serve --db dsn`` serving ``tests.fleet.chaos_spec`` (its
+    model's and tool's delays from ``env``): the process and its port."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "FLEET_DELAY": "0.05", **env}
+    with open(folder / f"{name}.stderr", "ab") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "agentrio",
+            "serve",
+            "--port",
+            "0",
+            "--token",
+            TOKEN,
+            "--db",
+            dsn,
+            "--lease",
+            str(LEASE),
+            "--spec",
+            SPEC,
+            "--permission",
+            "allow",
+            "--root",
+            str(folder),
+            "--cwd",
+            str(folder),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=environ,
+            cwd=ROOT,
+        )
+    try:
+        banner = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        assert banner.startswith("agentrio console: http://127.0.0.1:"), (
+            banner,
+            (folder / f"{name}.stderr").read_text(),
+        )
+        yield process, int(banner.split(":")[3].split("/")[0])
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+
+
+@asynccontextmanager
+async def client_of(port: int) -> AsyncIterator[tuple[Any, RecordingClient]]:
+    transport = await create_websocket_stream(
+        f"ws://127.0.0.1:{port}/acp", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    client = RecordingClient()
+    conn = connect_to_agent(client, transport)
+    try:
+        await conn.initialize(protocol_version=1)
+        yield conn, client
+    finally:
+        await conn.close()
+
+
+def test_a_client_of_one_host_prompts_a_session_another_host_holds(dsn: str, tmp_path: Path):
+    async def main() -> None:
+        async with (
+            serving(dsn, tmp_path, "a") as (_, port_a),
+            serving(dsn, tmp_path, "b") as (_, port_b),
+            client_of(port_a) as (on_a, seen_on_a),
+            client_of(port_b) as (on_b, seen_on_b),
+        ):
+            session_id = (await on_a.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await on_b.load_session(session_id=session_id, cwd=str(tmp_path), mcp_servers=[])
+            response = await on_b.prompt(session_id=session_id, prompt=[text_block("s1 hello")])
+            assert response.stop_reason == "end_turn"
+            # Both hosts' clients saw the same transcript: a's streamed, b's from the journal.
+            await seen_on_a.wait_for(lambda: seen_on_a.text() == "answer to s1 hello")
+            assert seen_on_b.text() == "answer to s1 hello"
+            (call,) = {u.tool_call_id for u in seen_on_b.of_kind("tool_call")}
+            assert (
+                seen_on_b.statuses(call)
+                == seen_on_a.statuses(call)
+                == ["pending", "in_progress", "completed"]
+            )
+            assert [u.content.text for u in seen_on_a.of_kind("user_message_chunk")] == ["s1 hello"]
+            # The input was taken in once, and is gone from the inputs posted.
+            assert user_messages(dsn, session_id) == ["s1 hello"]
+            assert rows(dsn, "SELECT count(*) FROM inputs") == [(0,)]
+            assert rows(
+                dsn, "SELECT holder IS NOT NULL FROM leases WHERE session_id = %s", (session_id,)
+            ) == [(True,)]
+
+    asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def test_the_holder_killed_mid_turn_leaves_the_prompt_of_another_host_answered(dsn: str, tmp_path: Path):
+    async def main() -> None:
+        # a's tool never ends: the holder is killed in the middle of it.
+        async with (
+            serving(dsn, tmp_path, "a", FLEET_TOOL_DELAY="600") as (holder, port_a),
+            serving(dsn, tmp_path, "b") as (_, port_b),
+            client_of(port_b) as (on_b, seen_on_b),
+        ):
+            async with client_of(port_a) as (on_a, _):
+                session_id = (await on_a.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await on_b.load_session(session_id=session_id, cwd=str(tmp_path), mcp_servers=[])
+            prompt = asyncio.ensure_future(
+                on_b.prompt(session_id=session_id, prompt=[text_block("s1 are you there")])
+            )
+            await seen_on_b.wait_for(
+                lambda: any(getattr(u, "status", None) == "in_progress" for u in seen_on_b.updates)
+            )
+            holder.send_signal(signal.SIGKILL)
+            killed = asyncio.get_running_loop().time()
+            response = await asyncio.wait_for(prompt, LEASE * 10)
+            took = asyncio.get_running_loop().time() - killed
+            print(f"lease {LEASE} s: holder killed -> prompt answered on the other host in {took:.2f} s")
+            assert response.stop_reason == "end_turn"
+            # The call that was running when the holder died is not run again: its outcome is unknown.
+            (call,) = {u.tool_call_id for u in seen_on_b.of_kind("tool_call")}
+            assert seen_on_b.statuses(call) == ["pending", "in_progress", "failed"]
+            assert seen_on_b.text() == "answer to s1 are you there"
+            assert user_messages(dsn, session_id) == ["s1 are you there"]
+            assert rows(dsn, "SELECT count(*) FROM inputs") == [(0,)]
+
+    asyncio.run(asyncio.wait_for(main(), 120))
