@@ -18,7 +18,6 @@ from typing import Any
 from ...journal.outcomes import Outcomes
 from ...journal.projection import SessionState
 from ...journal.records import (
-    InboxSpliced,
     MessageAppended,
     Record,
     SessionRenamed,
@@ -26,6 +25,7 @@ from ...journal.records import (
     TurnEnded,
     TurnStarted,
 )
+from ...mailbox.items import InboxSpliced
 from ...messages import ToolCall, UserMessage
 from .updates import ToolCallView, history_updates, message_updates, status_update
 

@@ -178,7 +178,7 @@ class RemoteSession:
         watch = self._watch(origin)
         if len(watch.waiters) >= MAX_PROMPTS:
             raise RpcError(BUSY, f"the session already holds {MAX_PROMPTS} prompts; wait for one to end")
-        waiter = _Waiter(UserMessage(text))
+        waiter = _Waiter(_user_message(text))
         watch.expect(waiter)
         try:
             waiter.input_id = await self._post("followup", waiter.message)
@@ -200,7 +200,7 @@ class RemoteSession:
 
     async def _post_own(self, kind: RemoteKind, text: Content, origin: Peer | None) -> str:
         watch = self._watch(origin)
-        message = UserMessage(text)
+        message = _user_message(text)
         watch.view.own.append(message)
         try:
             return await self._post(kind, message)
@@ -367,6 +367,10 @@ class _Watch:
             if not waiter.done.is_set():
                 waiter.error = error
                 waiter.done.set()
+
+
+def _user_message(content: Content) -> UserMessage:
+    return UserMessage(content if isinstance(content, str) else [*content])
 
 
 def _notifications(
