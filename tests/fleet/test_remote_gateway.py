@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import trio
+import trio.testing
 
 from agentrio import AgentSpec, AssistantMessage, PostgresStore, ScriptedModel, Text, ToolCall, tool
 from agentrio.journal.postgres.database import Database
@@ -242,3 +243,47 @@ async def test_a_database_cut_while_a_gateway_follows_a_session_neither_spins_no
             # b goes on serving: a new session of its own runs.
             assert await on_b.open_session() != session_id
         nursery.cancel_scope.cancel()
+
+
+async def test_a_client_that_reads_nothing_holds_its_view_to_one_page_of_the_journal(tmp_path):
+    """The journal is read for a client a page at a time, the next page only
+    once the client has taken the last: a client that reads nothing costs
+    one page, however much the holder writes."""
+    from agentrio.gateway.acp.journal_view import JournalView
+    from agentrio.gateway.acp.remote import PAGE, _Watch
+    from agentrio.journal.records import MessageAppended
+
+    class EndlessStore:
+        reads = 0
+
+        async def read_records(self, session_id, after=0, *, limit=None):
+            return []
+
+        async def next_records(self, session_id, after, *, limit=None):
+            await trio.lowlevel.checkpoint()
+            self.reads += 1
+            return [
+                (seq, MessageAppended(AssistantMessage([Text(f"m{seq}")])))
+                for seq in range(after + 1, after + limit + 1)
+            ]
+
+    class Unread:
+        def __init__(self) -> None:
+            self.streams = []
+
+        def send_stream(self, messages) -> None:
+            self.streams.append(messages)
+
+    store, peer = EndlessStore(), Unread()
+    watch = _Watch("s1", store, peer, JournalView(tmp_path))
+    with trio.fail_after(5):  # (a view that did not wait for its client would read on and on)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch.run, True)
+            await trio.testing.wait_all_tasks_blocked()
+            assert store.reads == 1 and len(peer.streams) == 2  # the replay, then one page
+            assert len(list(peer.streams[0])) == 1  # (the status: no history yet)
+            page = list(peer.streams[1])  # the client takes the page ...
+            assert len(page) == PAGE and page[0]["params"]["update"]["content"]["text"] == "m1"
+            await trio.testing.wait_all_tasks_blocked()
+            assert store.reads == 2 and len(peer.streams) == 3  # ... and the next is read
+            watch.stop()

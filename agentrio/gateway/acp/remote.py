@@ -176,6 +176,8 @@ class RemoteSession:
         the turn that answered it (an error stop raised as ``RpcError``).
         Once posted, the prompt runs even if its client goes away."""
         watch = self._watch(origin)
+        if watch.failed is not None:
+            raise watch.failed
         if len(watch.waiters) >= MAX_PROMPTS:
             raise RpcError(BUSY, f"the session already holds {MAX_PROMPTS} prompts; wait for one to end")
         waiter = _Waiter(_user_message(text))
@@ -298,6 +300,8 @@ class _Watch:
         self.peer = peer
         self.view = view
         self.waiters: list[_Waiter] = []
+        #: Why the journal is no longer followed for this client (None: it is).
+        self.failed: RpcError | None = None
         self._scope = trio.CancelScope()
 
     def stop(self) -> None:
@@ -327,7 +331,10 @@ class _Watch:
                 await self._follow()
             except (StoreError, SessionNotFound, JournalCorrupt) as exc:
                 log.warning("session %s: no longer followed for a client: %s", self.session_id, exc)
-                self.fail(RpcError(INTERNAL_ERROR, f"session {self.session_id!r} cannot be followed: {exc}"))
+                self.failed = RpcError(
+                    INTERNAL_ERROR, f"session {self.session_id!r} cannot be followed (load it again): {exc}"
+                )
+                self.fail(self.failed)
 
     async def _follow(self) -> None:
         while True:
