@@ -6,7 +6,10 @@ and the session is answered all the same."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import psycopg
 from acp import text_block
 
 from .gateways import LEASE, client_of, serving
+from .workers import ROOT, SPEC
 
 
 def rows(dsn: str, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -96,3 +100,17 @@ def test_the_holder_killed_mid_turn_leaves_the_prompt_of_another_host_answered(d
             assert rows(dsn, "SELECT count(*) FROM inputs") == [(0,)]
 
     asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def test_serve_refuses_a_lease_that_is_no_length_of_time(dsn: str, tmp_path: Path):
+    result = subprocess.run(
+        [sys.executable, "-m", "agentrio", "serve", "--db", dsn, "--lease", "-1", "--spec", SPEC],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "lease must be a positive number" in result.stderr
