@@ -41,6 +41,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from ...actors import AgentDisposed
 from ...journal import JournalCorrupt, Lease, RemoteInput, SessionNotFound, StoreError
 from ...journal.outcomes import Outcome, Outcomes
 from ...journal.records import Record
@@ -56,6 +57,9 @@ log = logging.getLogger("agentrio.gateway")
 #: Records read at once: what waits for one client is at most this many
 #: records' updates, and the next are read once the client has taken them.
 PAGE = 256
+
+#: Seconds between two waits for a holder's lease that the store refused.
+RETRY_PAUSE = 1.0
 
 
 class RemoteStore(Protocol):
@@ -75,11 +79,13 @@ class RemoteStore(Protocol):
 
     async def release(self, session_id: str) -> None: ...
 
+    async def until_usable(self) -> None: ...
+
 
 def remote_sessions(hub: SessionHub) -> RemoteSessions | None:
     """The hub's remote mode, if its store can carry it."""
     store = hub.runtime.store
-    needs = ("post_input", "read_records", "next_records", "acquire", "release")
+    needs = ("post_input", "read_records", "next_records", "acquire", "release", "until_usable")
     if not all(callable(getattr(store, name, None)) for name in needs):
         return None
     return RemoteSessions(hub, store)  # type: ignore[arg-type]
@@ -252,13 +258,18 @@ class RemoteSession:
         with scope:
             if self.id in self._sessions.hub.sessions:
                 return  # it runs here: it takes the posted prompts in itself
-            try:
-                await self._store.acquire(self.id, wait=True)
-            except StoreError as exc:  # SessionHeld cannot be: it waits
-                log.warning("session %s: cannot wait for its holder's lease: %s", self.id, exc)
-                return
-            except SessionNotFound:
-                return
+            while True:
+                try:
+                    await self._store.acquire(self.id, wait=True)
+                    break
+                except SessionNotFound:
+                    return
+                except StoreError as exc:  # (SessionHeld cannot be: it waits)
+                    log.info(
+                        "session %s: waiting for its holder's lease until the store is back: %s", self.id, exc
+                    )
+                    await self._store.until_usable()
+                    await trio.sleep(RETRY_PAUSE)
             # Held by this store now: the takeover goes to its end, even if
             # the prompts it is for were answered meanwhile.
             with trio.CancelScope(shield=True):
@@ -277,12 +288,15 @@ class RemoteSession:
                 outcomes.feed([record for _, record in records])
                 session.resume_pending = False
                 await session.agent.resume(continue_turn=outcomes.unfinished)
-        except (RpcError, StoreError, JournalCorrupt) as exc:
+        except (RpcError, StoreError, JournalCorrupt, AgentDisposed) as exc:
             log.warning("session %s: its holder is gone, and it cannot run here: %s", self.id, exc)
             self._fail(RpcError(INTERNAL_ERROR, f"session {self.id!r} lost its holder: {exc}"))
         finally:
             if session is None or isinstance(session, RemoteSession):
-                await self._store.release(self.id)  # (a session that runs here keeps its lease)
+                try:  # (a session that runs here keeps its lease)
+                    await self._store.release(self.id)
+                except StoreError as exc:
+                    log.warning("session %s: its lease runs out by itself: %s", self.id, exc)
 
     def _fail(self, error: RpcError) -> None:
         for watch in self._watches.values():
