@@ -79,6 +79,22 @@ async def test_a_client_of_another_gateway_prompts_a_held_session_and_follows_it
             assert [u["content"]["text"] for u in on_a.updates("user_message_chunk")] == ["shout hey"]
             assert user_messages(dsn, session_id) == ["shout hey"]
             assert inputs_left(dsn) == 0
+        # A client that loads it now is shown the same transcript on either host.
+        async with connected(a.url(), nursery) as again_a, connected(b.url(), nursery) as again_b:
+            await again_a.open_session(load=session_id)
+            await again_b.open_session(load=session_id)
+
+            def transcript(client) -> list[dict]:
+                return [u for u in client.updates() if u["sessionUpdate"] != "session_info_update"]
+
+            assert transcript(again_a) == transcript(again_b)
+            assert [u["sessionUpdate"] for u in transcript(again_b)] == [
+                "user_message_chunk",
+                "agent_message_chunk",
+                "tool_call",
+                "tool_call_update",
+                "agent_message_chunk",
+            ]
         nursery.cancel_scope.cancel()
 
 
