@@ -27,7 +27,7 @@ from ...journal.records import (
 )
 from ...mailbox.items import InboxSpliced
 from ...messages import ToolCall, UserMessage
-from .updates import ToolCallView, history_updates, message_updates, status_update
+from .updates import ToolCallView, history_updates, status_update
 
 
 class JournalView:
@@ -69,7 +69,7 @@ class JournalView:
                 self.own.remove(message)
                 return []
             case MessageAppended(message=message):
-                return list(message_updates(message, self._view, self._calls))
+                return list(history_updates((message,), self._view, self._calls))
             case ToolCallStarted(tool_call_id=call_id):
                 return [{"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}]
             case InboxSpliced() | TurnStarted() | TurnEnded():

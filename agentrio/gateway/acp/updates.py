@@ -79,6 +79,31 @@ def user_updates(message: UserMessage) -> Iterator[dict[str, Any]]:
                 yield {"sessionUpdate": "user_message_chunk", "content": block}
 
 
+def status_update(status: str, queued: Iterable[QueuedInput], usage: Usage, **more: Any) -> dict[str, Any]:
+    """A session's status (``running``, ``idle``), the prompts waiting for a
+    turn and its usage so far (``more``: other facts to tell), as the
+    ``session_info_update`` agentrio's clients read in ``_meta.agentrio``."""
+    info = {
+        "status": status,
+        "queued": [{"inputId": q.id, "text": q.message.text} for q in queued],
+        "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "cost": usage.cost},
+        **more,
+    }
+    return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
+
+
+def acp_stop_reason(stop_reason: str, error: str | None) -> str:
+    """The ACP stop reason of a run that ended with ``stop_reason``; a stop
+    that ACP counts as an error is raised as ``RpcError``."""
+    if (stop := STOP_REASONS.get(stop_reason)) is None:
+        raise RpcError(
+            INTERNAL_ERROR,
+            f"the run ended with {stop_reason}: {error or ''}".strip(),
+            {"stopReason": stop_reason},
+        )
+    return stop
+
+
 def _content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": text_block(text)}
 
@@ -295,57 +320,25 @@ class UpdateMapper:
 
 
 def history_updates(
-    messages: tuple[Message, ...] | list[Message], view: ToolCallView
+    messages: tuple[Message, ...] | list[Message],
+    view: ToolCallView,
+    calls: dict[str, ToolCall] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """A session's committed history as the updates that would have shown
-    it, made one by one."""
-    calls: dict[str, ToolCall] = {}
+    it, made one by one; ``calls`` (by id) keeps the tool calls asked for so
+    far, given to go on with more history later (``journal_view``)."""
+    calls = {} if calls is None else calls
     for message in messages:
-        yield from message_updates(message, view, calls)
-
-
-def message_updates(
-    message: Message, view: ToolCallView, calls: dict[str, ToolCall]
-) -> Iterator[dict[str, Any]]:
-    """One message of history as updates; ``calls`` (by id) keeps the tool
-    calls asked for so far, for their results' updates."""
-    if isinstance(message, UserMessage):
-        yield from user_updates(message)
-    elif isinstance(message, AssistantMessage):
-        for part in message.content:
-            if isinstance(part, Thinking) and part.text:
-                yield {"sessionUpdate": "agent_thought_chunk", "content": text_block(part.text)}
-            elif isinstance(part, Text) and part.text:
-                yield {"sessionUpdate": "agent_message_chunk", "content": text_block(part.text)}
-            elif isinstance(part, ToolCall):
-                calls[part.id] = part
-                yield view.start(part.id, part.name, part.arguments)
-    elif isinstance(message, ToolResultMessage):
-        yield view.end(message.tool_call_id, calls.pop(message.tool_call_id, None), message)
-
-
-def status_update(
-    status: str, queued: Iterable[QueuedInput], usage: Usage, **more: Any
-) -> dict[str, Any]:
-    """A session's status (``running``, ``idle``), the prompts waiting for a
-    turn and its usage so far (``more``: other facts to tell), as the
-    ``session_info_update`` agentrio's clients read in ``_meta.agentrio``."""
-    info = {
-        "status": status,
-        "queued": [{"inputId": q.id, "text": q.message.text} for q in queued],
-        "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "cost": usage.cost},
-        **more,
-    }
-    return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
-
-
-def acp_stop_reason(stop_reason: str, error: str | None) -> str:
-    """The ACP stop reason of a run that ended with ``stop_reason``; a stop
-    that ACP counts as an error is raised as ``RpcError``."""
-    if (stop := STOP_REASONS.get(stop_reason)) is None:
-        raise RpcError(
-            INTERNAL_ERROR,
-            f"the run ended with {stop_reason}: {error or ''}".strip(),
-            {"stopReason": stop_reason},
-        )
-    return stop
+        if isinstance(message, UserMessage):
+            yield from user_updates(message)
+        elif isinstance(message, AssistantMessage):
+            for part in message.content:
+                if isinstance(part, Thinking) and part.text:
+                    yield {"sessionUpdate": "agent_thought_chunk", "content": text_block(part.text)}
+                elif isinstance(part, Text) and part.text:
+                    yield {"sessionUpdate": "agent_message_chunk", "content": text_block(part.text)}
+                elif isinstance(part, ToolCall):
+                    calls[part.id] = part
+                    yield view.start(part.id, part.name, part.arguments)
+        elif isinstance(message, ToolResultMessage):
+            yield view.end(message.tool_call_id, calls.get(message.tool_call_id), message)
