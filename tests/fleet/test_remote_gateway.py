@@ -303,3 +303,28 @@ async def test_a_client_that_reads_nothing_holds_its_view_to_one_page_of_the_jou
             await trio.testing.wait_all_tasks_blocked()
             assert store.reads == 2 and len(peer.streams) == 3  # ... and the next is read
             watch.stop()
+
+
+async def test_a_followup_from_another_gateway_is_posted_once_and_run_by_the_holder(dsn, tmp_path):
+    replies = [AssistantMessage([Text("first")]), AssistantMessage([Text("second")])]
+    async with (
+        running_gateway(tmp_path, [], spec_for=spec_for(replies), store=PostgresStore(dsn, lease=LEASE)) as a,
+        running_gateway(tmp_path, [], spec_for=spec_for([]), store=PostgresStore(dsn, lease=LEASE)) as b,
+        trio.open_nursery() as nursery,
+        connected(a.url(), nursery) as on_a,
+        connected(b.url(), nursery) as on_b,
+    ):
+        session_id = await on_a.open_session()
+        await on_b.open_session(load=session_id)
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "one"}]}
+        first = await on_b.call("_agentrio/followup", prompt)
+        second = await on_b.call(
+            "_agentrio/followup", {**prompt, "prompt": [{"type": "text", "text": "two"}]}
+        )
+        assert first["inputId"].startswith("remote_") and first != second
+        with trio.fail_after(10):
+            await on_b.wait_for(lambda: on_b.text() == "firstsecond")
+            await on_a.wait_for(lambda: on_a.text() == "firstsecond")
+        assert user_messages(dsn, session_id) == ["one", "two"]
+        assert inputs_left(dsn) == 0
+        nursery.cancel_scope.cancel()
