@@ -20,12 +20,12 @@ from ..gateway import AgentFactory, SpecError, open_hub
 from ..gateway.acp.terminals import uses_client_terminals
 from ..gateway.agents import PERMISSIONS
 from ..gateway.stdio import serve_stdio
-from ..journal import SQLiteStore, StoreError
+from ..journal import SQLiteStore, Store, StoreError
 from ..tools.sandbox import Sandbox
 from . import CommandParsers
 from .config import Config
 from .errors import USAGE, CommandError
-from .options import add_sandbox_option, checked_url, help_text, resolve_sandbox
+from .options import add_sandbox_option, checked_url, help_text, is_dsn, resolve_sandbox
 
 
 def add_gateway_options(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +41,9 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cwd", type=Path, help="workspace for clients that give none (default: here)")
     parser.add_argument(
         "--db",
-        type=Path,
         default=argparse.SUPPRESS,
-        help="the session store (default: $AGENTRIO_DB, else the user data dir)",
+        help="the session store: an SQLite file, or a PostgreSQL DSN that gateways on several hosts "
+        "share (default: $AGENTRIO_DB, else the user data dir)",
     )
     parser.add_argument(
         "--spec", metavar="MODULE:ATTR", help="your own AgentSpec, or a function cwd -> AgentSpec"
@@ -64,9 +64,11 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
     add_sandbox_option(parser)
 
 
-def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteStore, str]:
+def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, Store, str]:
     """The agents' factory, the store, and the line that says the tools' sandbox
-    (for the command to print once it serves)."""
+    (for the command to print once it serves). A PostgreSQL DSN makes a
+    ``PostgresStore`` (its lease ``args.lease`` seconds, if the command has
+    that option), whose sessions every gateway on it serves."""
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
     config = Config.load(args)
     if config["permission"] not in PERMISSIONS:
@@ -81,6 +83,14 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, SQLiteSto
         factory.check()
     except SpecError as exc:
         raise CommandError(str(exc)) from None
+    if is_dsn(config["db"]):
+        from ..journal.postgres import PostgresStore  # needs psycopg, an optional dependency
+
+        lease = getattr(args, "lease", None)
+        try:
+            return factory, PostgresStore(config["db"], **({} if lease is None else {"lease": lease})), line
+        except ValueError as exc:
+            raise CommandError(str(exc), status=USAGE) from None
     db = Path(config["db"])
     db.parent.mkdir(parents=True, exist_ok=True)
     return factory, SQLiteStore(str(db)), line

@@ -176,6 +176,12 @@ def resolve_sandbox(choice: str | None, permission: str) -> tuple[Sandbox | None
     return Sandbox(mode), f"sandbox {mode} ({backend}, no network; --sandbox off lifts it)"
 
 
+def is_dsn(db: str) -> bool:
+    """Whether ``--db`` names a PostgreSQL database (a libpq URI or
+    ``key=value`` connection string) rather than an SQLite file."""
+    return db.startswith(("postgresql://", "postgres://")) or ("=" in db and not Path(db).exists())
+
+
 def db_path(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> str:
     """The store's file, from every layer (``config.Config``)."""
     return str(Config.load(args, environ)["db"])

@@ -4,6 +4,11 @@ It prints the console's address (with its token) and serves until Ctrl-C or
 SIGTERM, then closes every session. Exit codes: 0 stopped; 1 it could not
 serve (the port is in use, the host is unknown or not this machine's, the
 store cannot be opened); 2 a usage error (a port outside 0-65535, say).
+
+With --db a PostgreSQL DSN, gateways on several hosts share the sessions:
+each runs on the host that holds it, and a client of any host can open it,
+prompt it and follow it; if its host dies, the next host prompted for it
+takes it over (see agentrio.gateway.acp.remote).
 """
 
 from __future__ import annotations
@@ -44,6 +49,14 @@ def register(subparsers: CommandParsers) -> None:
     )
     parser.add_argument(
         "--root", type=Path, help="the folder every cwd a client names must be in (default: here)"
+    )
+    parser.add_argument(
+        "--lease",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with a PostgreSQL --db: how long this host's hold on a session lasts unless renewed "
+        "(default: the store's, 15 s); a host that dies is noticed within it",
     )
     add_gateway_options(parser)
     parser.set_defaults(handler=run)

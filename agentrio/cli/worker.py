@@ -23,7 +23,7 @@ from ..journal import StoreError
 from ..supervisors import Runtime
 from . import CommandParsers
 from .errors import CommandError
-from .options import help_text
+from .options import help_text, is_dsn
 
 
 def register(subparsers: CommandParsers) -> None:
@@ -110,7 +110,7 @@ def _dsn(args: argparse.Namespace) -> str:
     dsn = getattr(args, "db", None) or os.environ.get("AGENTRIO_DB")
     if not dsn:
         raise CommandError("agentrio worker needs --db DSN (a PostgreSQL connection string) or $AGENTRIO_DB")
-    if not (dsn.startswith(("postgresql://", "postgres://")) or "=" in dsn):
+    if not is_dsn(dsn):
         raise CommandError(
             f"agentrio worker needs a PostgreSQL store: --db {dsn!r} is not a connection string"
         )

@@ -15,6 +15,7 @@ import trio
 from ..journal import Store
 from ..supervisors import Runtime
 from ..tools.sandbox import Sandbox
+from .acp.remote import remote_sessions
 from .acp.sessions import SessionHub, SpecFactory
 from .agents import AgentFactory, SpecError
 
@@ -34,9 +35,12 @@ async def open_hub(
     """A hub on a Runtime over ``store`` (see ``SessionHub``); leaving stops
     the pumps, then disposes every agent."""
     async with Runtime(store) as runtime, trio.open_nursery() as nursery:
+        hub = SessionHub(
+            runtime, spec_for, nursery, default_cwd, route_files=route_files, root=root, sandbox=sandbox
+        )
+        # A session another process holds is served from its journal, where the store can.
+        hub.remote = remote_sessions(hub)
         try:
-            yield SessionHub(
-                runtime, spec_for, nursery, default_cwd, route_files=route_files, root=root, sandbox=sandbox
-            )
+            yield hub
         finally:
             nursery.cancel_scope.cancel()

@@ -88,6 +88,11 @@ class Outcomes:
         self.answered[input_id] = outcome
 
     @property
+    def state(self) -> SessionState:
+        """The session as the records fed so far project it."""
+        return self._state
+
+    @property
     def unfinished(self) -> bool:
         """Whether input was taken in by a turn that has not answered it: in
         a restored session, a turn that a crash or a release cut short, to be

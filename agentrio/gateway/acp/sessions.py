@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -39,7 +39,17 @@ from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 from .outbox import encode
 from .terminals import ClientTerminals, through_terminal, uses_client_terminals
-from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, user_updates
+from .updates import (
+    ToolCallView,
+    UpdateMapper,
+    acp_stop_reason,
+    history_updates,
+    status_update,
+    user_updates,
+)
+
+if TYPE_CHECKING:
+    from .remote import RemoteSession, RemoteSessions
 
 log = logging.getLogger("agentrio.gateway")
 
@@ -236,18 +246,7 @@ class Session:
     def _status_update(self) -> dict[str, Any]:
         """The session's status, and the prompts waiting for a turn (after a
         restart too: they are in the journal)."""
-        queued = [{"inputId": q.id, "text": q.message.text} for q in self.agent.pending_input]
-        usage = self.agent.usage
-        info = {
-            "status": self.status,
-            "queued": queued,
-            "usage": {
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cost": usage.cost,
-            },
-        }
-        return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
+        return status_update(self.status, self.agent.pending_input, self.agent.usage)
 
     # -- input ------------------------------------------------------------------
 
@@ -269,13 +268,7 @@ class Session:
                         await self.agent.withdraw(queued.id)
         finally:
             del self._prompts[queued.id]
-        if (stop := STOP_REASONS.get(prompt.stop_reason)) is None:
-            raise RpcError(
-                INTERNAL_ERROR,
-                f"the run ended with {prompt.stop_reason}: {prompt.error or ''}".strip(),
-                {"stopReason": prompt.stop_reason},
-            )
-        return stop
+        return acp_stop_reason(prompt.stop_reason, prompt.error)
 
     async def steer(self, text: Content, origin: Peer | None) -> str:
         return (await self.agent.steer(self._queued(text, origin))).id
@@ -515,6 +508,9 @@ class SessionHub:
         #: The titles of stored sessions listed so far, read once each.
         self._titles: dict[str, str | None] = {}
         self._lock = trio.Lock()
+        #: Sessions another process holds, served from the journal (None: the
+        #: store cannot; such a session is then read-only history).
+        self.remote: RemoteSessions | None = None
 
     async def new(
         self, cwd: Path, mcp_servers: Sequence[dict[str, Any]] = (), asker: Peer | None = None
@@ -533,9 +529,11 @@ class SessionHub:
         cwd: Path,
         mcp_servers: Sequence[dict[str, Any]] = (),
         asker: Peer | None = None,
-    ) -> Session:
+    ) -> Session | RemoteSession:
         """The live session ``session_id``, or restored from the store (with
-        ``mcp_servers`` allowed as for ``new``)."""
+        ``mcp_servers`` allowed as for ``new``); one that another process
+        holds is served from its journal, where the store allows it (see
+        ``remote``)."""
         async with self._lock:
             if (session := self.sessions.get(session_id)) is not None:
                 return session
@@ -545,7 +543,12 @@ class SessionHub:
                 raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
             spec = self._spec_for(cwd)
             servers = await self._allowed_servers(session_id, spec, mcp_servers, asker)
-            return await self._start(session_id, cwd, spec, servers)
+            try:
+                return await self._start(session_id, cwd, spec, servers)
+            except RpcError as exc:
+                if exc.code != SESSION_HELD or self.remote is None:
+                    raise
+                return self.remote.open(session_id, cwd)
 
     async def _allowed_servers(
         self, session_id: str, spec: AgentSpec, mcp_servers: Sequence[dict[str, Any]], asker: Peer | None

@@ -13,11 +13,12 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ... import events as ev
+from ...mailbox import QueuedInput
 from ...messages import (
     AssistantMessage,
     Image,
@@ -26,9 +27,11 @@ from ...messages import (
     Thinking,
     ToolCall,
     ToolResultMessage,
+    Usage,
     UserMessage,
 )
 from ...models import events as stream
+from .jsonrpc import INTERNAL_ERROR, RpcError
 from .plans import plan_updates
 from .terminals import terminal_content
 
@@ -77,6 +80,31 @@ def user_updates(message: UserMessage) -> Iterator[dict[str, Any]]:
                     "mimeType": part.media_type,
                 }
                 yield {"sessionUpdate": "user_message_chunk", "content": block}
+
+
+def status_update(status: str, queued: Iterable[QueuedInput], usage: Usage, **more: Any) -> dict[str, Any]:
+    """A session's status (``running``, ``idle``), the prompts waiting for a
+    turn and its usage so far (``more``: other facts to tell), as the
+    ``session_info_update`` agentrio's clients read in ``_meta.agentrio``."""
+    info = {
+        "status": status,
+        "queued": [{"inputId": q.id, "text": q.message.text} for q in queued],
+        "usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens, "cost": usage.cost},
+        **more,
+    }
+    return {"sessionUpdate": "session_info_update", "_meta": {"agentrio": info}}
+
+
+def acp_stop_reason(stop_reason: str, error: str | None) -> str:
+    """The ACP stop reason of a run that ended with ``stop_reason``; a stop
+    that ACP counts as an error is raised as ``RpcError``."""
+    if (stop := STOP_REASONS.get(stop_reason)) is None:
+        raise RpcError(
+            INTERNAL_ERROR,
+            f"the run ended with {stop_reason}: {error or ''}".strip(),
+            {"stopReason": stop_reason},
+        )
+    return stop
 
 
 def _content(text: str) -> dict[str, Any]:
@@ -307,11 +335,14 @@ class UpdateMapper:
 
 
 def history_updates(
-    messages: tuple[Message, ...] | list[Message], view: ToolCallView
+    messages: tuple[Message, ...] | list[Message],
+    view: ToolCallView,
+    calls: dict[str, ToolCall] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """A session's committed history as the updates that would have shown
-    it, made one by one."""
-    calls: dict[str, ToolCall] = {}
+    it, made one by one; ``calls`` (by id) keeps the tool calls asked for so
+    far, given to go on with more history later (``journal_view``)."""
+    calls = {} if calls is None else calls
     for message in messages:
         if isinstance(message, UserMessage):
             yield from user_updates(message)

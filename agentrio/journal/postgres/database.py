@@ -424,10 +424,10 @@ class Database:
                 (session_id, after),
             ).fetchall()
 
-    def records_after(self, session_id: str, after: int) -> list[tuple[int, Record]]:
+    def records_after(self, session_id: str, after: int, limit: int | None = None) -> list[tuple[int, Record]]:
         with self.translated():
             self._info(session_id)
-            rows = self._records(session_id, after)
+            rows = self._records(session_id, after, limit)
         return list(self._rows.records(session_id, rows, after))
 
     def stop_listener(self, listener: Listener) -> None:
@@ -488,10 +488,10 @@ class Database:
             raise SessionNotFound(session_id)
         return SessionInfo(*row)
 
-    def _records(self, session_id: str, after: int) -> list[StoredRecord]:
+    def _records(self, session_id: str, after: int, limit: int | None = None) -> list[StoredRecord]:
         return self._conn.execute(
-            f"SELECT {_STORED} FROM records WHERE session_id = %s AND seq > %s ORDER BY seq",
-            (session_id, after),
+            f"SELECT {_STORED} FROM records WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (session_id, after, limit),
         ).fetchall()
 
 

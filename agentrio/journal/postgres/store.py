@@ -385,15 +385,27 @@ class PostgresStore(BufferedStore[Database, Batch]):
             self._batch.consumed += [(session_id, input_id) for input_id in ids]
             self._buffer()
 
-    async def next_records(self, session_id: str, after: int) -> list[tuple[int, Record]]:
+    async def next_records(
+        self, session_id: str, after: int, *, limit: int | None = None
+    ) -> list[tuple[int, Record]]:
         """The session's committed records after sequence number ``after``,
-        with their sequence numbers, once there is one: to follow a session
-        that another store (or this one) writes. Waits through an outage of
-        the database."""
+        with their sequence numbers (at most ``limit`` of them), once there
+        is one: to follow a session that another store (or this one) writes.
+        Woken by the commits' notifications, never polling; waits through an
+        outage of the database."""
         check_id(session_id)
         return await self._next(
-            self._channels.records, session_id, lambda: self._call(Database.records_after, session_id, after)
+            self._channels.records, session_id, lambda: self.read_records(session_id, after, limit=limit)
         )
+
+    async def read_records(
+        self, session_id: str, after: int = 0, *, limit: int | None = None
+    ) -> list[tuple[int, Record]]:
+        """The session's committed records after sequence number ``after``
+        (at most ``limit``), with their sequence numbers, now: none if there
+        are none yet. Needs no lease."""
+        check_id(session_id)
+        return await self._call(Database.records_after, session_id, after, limit)
 
     async def _next(self, channel: str, session_id: str, read: Callable[[], Awaitable[list[T]]]) -> list[T]:
         """What ``read`` returns once it is not empty, read again at each
