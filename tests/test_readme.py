@@ -159,7 +159,7 @@ def test_the_tour_example_runs_as_written(tmp_path):
     script = tmp_path / "tour.py"
     script.write_text(example)
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
@@ -272,7 +272,13 @@ async def test_the_sessions_commands_run_as_written(tmp_path):
     env.update(XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
     done = [
         subprocess.run(
-            ["/bin/sh", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+            ["/bin/sh", "-c", line],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         for line in commands.splitlines()
     ]
@@ -300,7 +306,13 @@ def test_the_quick_start_installs_this_tree_and_runs_the_demo(tmp_path):
     installed = json.loads(metadata.distribution("agentrio").read_text("direct_url.json"))
     assert installed["dir_info"].get("editable") and Path(installed["url"].removeprefix("file://")) == ROOT
     done = subprocess.run(
-        ["/bin/sh", "-c", demo], cwd=tmp_path, env=_shell_env(), capture_output=True, text=True, timeout=120
+        ["/bin/sh", "-c", demo],
+        cwd=tmp_path,
+        env=_shell_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "run completed" in done.stdout and "final calc.py:" in done.stdout
@@ -518,12 +530,12 @@ async def test_the_from_string_snippet_reaches_each_provider_through_its_environ
 
     openai = await start_fake_openai(nursery, [say("from OpenAI")])
     anthropic = await start_fake_anthropic(nursery, [say("from Anthropic"), say("from the spec's model")])
-    for name, value in dict(
-        OPENAI_API_KEY="sk-openai",
-        OPENAI_BASE_URL=openai.base_url,
-        ANTHROPIC_API_KEY="sk-anthropic",
-        ANTHROPIC_BASE_URL=anthropic.base_url,
-    ).items():
+    for name, value in {
+        "OPENAI_API_KEY": "sk-openai",
+        "OPENAI_BASE_URL": openai.base_url,
+        "ANTHROPIC_API_KEY": "sk-anthropic",
+        "ANTHROPIC_BASE_URL": anthropic.base_url,
+    }.items():
         monkeypatch.setenv(name, value)
     snippet = _block("Models", "python")
     assert set(re.findall(r"[A-Z]+_[A-Z_]+", snippet)) == {
@@ -638,7 +650,8 @@ async def test_agentrio_serve_as_written_serves_the_console_it_prints(nursery, t
                     pytest.fail(f"agentrio serve ended: {errors.decode()}")
                 out += chunk
         first_line = out.decode().splitlines()[0]
-        assert (match := re.fullmatch(printed, first_line)), first_line
+        match = re.fullmatch(printed, first_line)
+        assert match, first_line
         url, token = first_line.split(": ", 1)[1], match[1]
         async with httpx.AsyncClient() as client:
             page = await client.get(url)
@@ -694,7 +707,12 @@ def test_the_performance_commands_name_benchmarks_that_run():
     # Each as `python SCRIPT --help` runs it (its folder first on sys.path),
     # all in one interpreter to start it once.
     helps = subprocess.run(
-        [sys.executable, "-c", _HELP_OF_EACH, *scripts], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _HELP_OF_EACH, *scripts],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert helps.returncode == 0, helps.stderr
     for number, (script, (status, usage)) in enumerate(json.loads(helps.stdout).items()):

@@ -167,7 +167,7 @@ class ToolBatch:
         call = slot.call
         try:
             decision = await decide(self._agent.spec.permission, call, slot.tool)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a policy that fails denies the call
             slot.result = _error(
                 call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}"
             )
@@ -284,7 +284,7 @@ class ToolBatch:
                 continue
             try:
                 mode = tool.mode_for(slot.call.arguments)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - user code: its failure is the call's error result
                 slot.result = _error(
                     slot.call, TOOL_FAILED, f"execution mode failed: {type(exc).__name__}: {exc}"
                 )
@@ -456,7 +456,7 @@ class ToolBatch:
         for listener in listeners(hooks.post_tool):
             try:
                 replaced = await _callbacks.call(listener, PostTool(self._agent.handle, call, slot.result))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - user code: its failure is the call's error result
                 replaced = _error(
                     call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}"
                 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Union
+from typing import TypeAlias
 
 import trio
 
@@ -29,7 +29,7 @@ from .events import (
 from .request import ModelRequest
 from .validation import request_problems
 
-Reply = Union[AssistantMessage, BaseException, Callable[[ModelRequest], object]]
+Reply: TypeAlias = AssistantMessage | BaseException | Callable[[ModelRequest], object]
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:

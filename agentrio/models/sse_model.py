@@ -9,7 +9,6 @@ to normalized events; ``mapper_for`` when that depends on the request). ``stream
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections.abc import AsyncIterator, Mapping
@@ -34,7 +33,11 @@ if TYPE_CHECKING:
     from .output import OutputSpec
 from .stream_check import StreamChecker
 
-option = functools.partial(attrs.field, kw_only=True)
+
+def option(**kwargs: Any) -> Any:
+    """An adapter's setting: an attrs field given by keyword only."""
+    return attrs.field(kw_only=True, **kwargs)
+
 
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_ATTEMPT_TIMEOUT = 3600.0

@@ -153,7 +153,7 @@ class Fleet:
         ``idle_release`` seconds, or when the serve loop is cancelled."""
         try:
             agent = await self.runtime.create(self._spec(name), session_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the session is left for another runtime
             log.error(
                 "session %r could not be restored, and is left for another runtime: %s", session_id, exc
             )
@@ -214,7 +214,7 @@ class Fleet:
                 outcomes = await self._outcomes(session_id)
                 if outcomes.unfinished or outcomes.queued:
                     await self.store.leave(session_id, token)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the lease runs out by itself
             log.warning(
                 "session %r was not given up cleanly (its lease runs out by itself): %s", session_id, exc
             )
@@ -235,5 +235,5 @@ async def _first(*waits: Callable[[], object]) -> None:
 async def _quietly(awaitable: object) -> None:
     try:
         await awaitable
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a clean-up's failure is logged, not raised
         log.warning("%s", exc)

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
+from typing import Self
 
 import trio
 
@@ -63,7 +64,7 @@ class Runtime:
         #: The task that stops the agents' work if the store fails.
         self._watching = trio.CancelScope()
 
-    async def __aenter__(self) -> Runtime:
+    async def __aenter__(self) -> Self:
         if self._stack is not None:
             raise RuntimeError("a Runtime can be entered only once")
         async with AsyncExitStack() as stack:

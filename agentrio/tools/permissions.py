@@ -23,7 +23,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal
+from typing import Literal, Self
 
 import attrs
 
@@ -42,7 +42,7 @@ class Decision(str):
 
     reason: str | None
 
-    def __new__(cls, verdict: str, reason: str | None = None) -> Decision:
+    def __new__(cls, verdict: str, reason: str | None = None) -> Self:
         if verdict not in VERDICTS:
             raise ValueError(f"a permission decision is one of {VERDICTS}, got {verdict!r}")
         decision = super().__new__(cls, verdict)
@@ -68,7 +68,7 @@ async def decide(policy: Policy, call: ToolCall, tool: Tool) -> Decision:
     if isinstance(answer, Decision):
         return answer
     if not isinstance(answer, str):
-        raise ValueError(f"permission policy {policy!r} answered {answer!r}, not one of {VERDICTS}")
+        raise ValueError(f"permission policy {policy!r} answered {answer!r}, not one of {VERDICTS}")  # noqa: TRY004 - documented: ValueError
     return Decision(answer)
 
 
@@ -183,5 +183,5 @@ async def summarize_call(call: ToolCall, tool: Tool | None) -> str:
         return plain
     try:
         return await _callbacks.call(tool.preview, call.arguments)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a failed preview falls back to the plain call
         return f"{plain}\n(no preview: {e})"

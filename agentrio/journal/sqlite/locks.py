@@ -41,7 +41,7 @@ class Holder:
     since: float
 
     def __str__(self) -> str:
-        started = datetime.datetime.fromtimestamp(self.since).isoformat(sep=" ", timespec="seconds")
+        started = datetime.datetime.fromtimestamp(self.since).isoformat(sep=" ", timespec="seconds")  # noqa: DTZ006 - the reader's local time
         return f"pid {self.pid} on {self.host}, since {started}"
 
 
