@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from typing import TypeAlias
 
 import trio
@@ -107,7 +107,7 @@ class ScriptedModel:
         """How many replies are left."""
         return len(self._replies)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         self.requests.append(request)
         if self.strict and (problems := request_problems(request)):
             raise ProviderError(400, "invalid_request_error", "; ".join(problems))

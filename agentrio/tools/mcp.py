@@ -68,7 +68,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Self, TextIO, TypeVar
+from typing import Any, Self, TextIO, TypeVar, cast
 
 import attrs
 import trio
@@ -193,7 +193,9 @@ class ToolServer:
                     args,
                     read_timeout_seconds=self._call_timeout,
                     progress_callback=report,
-                    meta=tracing.request_meta(),
+                    meta=cast(
+                        "mcp_types.RequestParamsMeta | None", tracing.request_meta()
+                    ),  # (a dict is one)
                 )
             except MCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:

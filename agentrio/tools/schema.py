@@ -65,7 +65,7 @@ def _additional_properties(
     )
 
 
-ArgumentValidator = jsonschema.validators.extend(
+ArgumentValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # (unannotated in the stubs)
     Draft202012Validator,
     {
         "pattern": _pattern,
