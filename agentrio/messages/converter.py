@@ -31,14 +31,17 @@ from .schema import is_pydantic_model, is_union, json_schema
 converter = cattrs.Converter()
 
 
-def _tagged(tag: str, name: str, untagged: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+def _tagged(
+    tag: str, name: str, untagged: Callable[[Any], dict[str, Any]]
+) -> Callable[[Any], dict[str, Any]]:
     """Unstructures as ``untagged`` does, the tag first."""
     return lambda obj: {tag: name, **untagged(obj)}
 
 
 def _structure_bytes(data: Any, _: Any) -> bytes:
     if not isinstance(data, str):
-        raise ValueError(f"expected base64 text, got {type(data).__name__}")  # noqa: TRY004 - bad data is a ValueError to structuring
+        # Bad data, whatever its type, is a ValueError to structuring.
+        raise ValueError(f"expected base64 text, got {type(data).__name__}")  # noqa: TRY004
     try:
         return base64.b64decode(data, validate=True)
     except binascii.Error as exc:
@@ -178,7 +181,8 @@ def _none(data: Any, _: Any) -> None:
 def _from_string(parse: Callable[[str], Any]) -> Callable[[Any, Any], Any]:
     def structure(data: Any, cls: Any) -> Any:
         if not isinstance(data, str):
-            raise ValueError(f"expected a string, got {data!r}")  # noqa: TRY004 - bad data is a ValueError to structuring
+            # Bad data, whatever its type, is a ValueError to structuring.
+            raise ValueError(f"expected a string, got {data!r}")  # noqa: TRY004
         return parse(data)
 
     return structure

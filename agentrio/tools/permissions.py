@@ -68,7 +68,10 @@ async def decide(policy: Policy, call: ToolCall, tool: Tool) -> Decision:
     if isinstance(answer, Decision):
         return answer
     if not isinstance(answer, str):
-        raise ValueError(f"permission policy {policy!r} answered {answer!r}, not one of {VERDICTS}")  # noqa: TRY004 - documented: ValueError
+        # Documented: a ValueError, whatever the policy answered.
+        raise ValueError(  # noqa: TRY004
+            f"permission policy {policy!r} answered {answer!r}, not one of {VERDICTS}"
+        )
     return Decision(answer)
 
 

@@ -65,7 +65,8 @@ def _additional_properties(
     )
 
 
-ArgumentValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # (unannotated in the stubs)
+# (extend is unannotated in jsonschema's stubs)
+ArgumentValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
     {
         "pattern": _pattern,
