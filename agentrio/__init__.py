@@ -189,8 +189,11 @@ if TYPE_CHECKING:
         RunResult,
         RunStream,
         Subscription,
-        agent_tool,
     )
+
+    # From their modules: the packages' submodules of the same name would
+    # shadow them for the checker.
+    from .actors.agent_tool import agent_tool
     from .gateway.mcp_serve import serve_mcp
     from .initiator import Initiator, current_initiator, with_initiator, without_initiator
     from .journal import (
@@ -222,7 +225,8 @@ if TYPE_CHECKING:
     )
     from .models import FallbackModel, Price, Prices, ProviderError, ScriptedModel
     from .supervisors import Runtime, run_sync
-    from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult, tool
+    from .tools import Tool, ToolCallContext, ToolContext, ToolFatal, ToolRefused, ToolResult
+    from .tools.decorator import tool
     from .tools.sandbox import Sandbox, SandboxUnavailable
     from .tools.todo import TodoItem, current_todos, todo_tool
     from .tracing import instrument, uninstrument

@@ -58,6 +58,6 @@ def clear_initiator() -> None:
         _initiator.set(None)
 
 
-def without_initiator():
+def without_initiator() -> with_initiator:
     """Run the block as host-driven work, attributed to no agent."""
     return with_initiator(None)

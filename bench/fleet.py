@@ -40,6 +40,8 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from typing import Self
+
 from agentrio import PostgresStore
 from tests.fleet.workers import ready, start_worker
 from tests.pgcluster import Cluster
@@ -63,7 +65,7 @@ class Workers:
             await ready(process, stderr)
         return [process for process, _ in started]
 
-    async def __aenter__(self) -> Workers:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

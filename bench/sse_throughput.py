@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,19 +168,19 @@ def main() -> None:
         chunks = chunked(body, args.chunk_size)
         sse_count = ours_decode(chunks)
         print(f"{file} {provider}: {len(body)} bytes, {sse_count} server-sent events")
-        ours, _ = best_time(lambda: ours_decode(chunks), args.rounds, args.min_seconds)
+        ours, _ = best_time(partial(ours_decode, chunks), args.rounds, args.min_seconds)
         print(row("decode", file, "agentrio", len(body), sse_count, ours, None))
         for name, decode, _ in sdks:
-            seconds, count = best_time(lambda: decode(chunks), args.rounds, args.min_seconds)
+            seconds, count = best_time(partial(decode, chunks), args.rounds, args.min_seconds)
             assert count == sse_count, (name, count, sse_count)
             print(row("decode", file, name, len(body), sse_count, seconds, ours))
         if parse_too:
-            ours, _ = best_time(lambda: ours_parse(provider, chunks), args.rounds, args.min_seconds)
+            ours, _ = best_time(partial(ours_parse, provider, chunks), args.rounds, args.min_seconds)
             print(row("parse", file, "agentrio", len(body), sse_count, ours, None))
             for name, _, parse in sdks:
                 if parse(provider, chunks) is None:
                     continue
-                seconds, _ = best_time(lambda: parse(provider, chunks), args.rounds, args.min_seconds)
+                seconds, _ = best_time(partial(parse, provider, chunks), args.rounds, args.min_seconds)
                 print(row("parse", file, name, len(body), sse_count, seconds, ours))
         print()
 

@@ -40,7 +40,7 @@ def _results(agent):
 
 
 async def test_an_approved_call_runs(rt):
-    agent, rec, request, result = await _approve_with(rt, "approve")
+    agent, _rec, request, result = await _approve_with(rt, "approve")
     assert request.call.arguments == {"text": "risky"} and request.tool_name == "echo"
     assert [r.text for r in _results(agent)] == ["echo: risky", "echo: after"]
     assert result.stop_reason == "completed"
@@ -48,7 +48,7 @@ async def test_an_approved_call_runs(rt):
 
 
 async def test_a_denied_call_gets_an_error_result_and_the_run_goes_on(rt):
-    agent, rec, _, result = await _approve_with(rt, "deny", "not on a Friday")
+    agent, _rec, _, result = await _approve_with(rt, "deny", "not on a Friday")
     first, second = _results(agent)
     assert first.is_error and first.text == "permission denied by the user: not on a Friday"
     assert second.text == "echo: after"

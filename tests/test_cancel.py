@@ -106,13 +106,12 @@ def build(case, s: Scenario):
             permission=lambda call, tool: s.block(),
         )
     if case == "awaiting_approval":
-        spec = AgentSpec(
+        return AgentSpec(
             "a",
             ScriptedModel([calls(("quick", {})), after]),
             tools=[quick_tool()],
             permission=lambda c, t: "ask",
         )
-        return spec
     if case == "execute_parallel":
         model = ScriptedModel([calls(("quick", {}), ("block", {}), ("block", {}), ("quick", {})), after])
         return AgentSpec(

@@ -35,6 +35,7 @@ def test_the_console_script_runs_the_demo():
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "run completed" in done.stdout and "final calc.py:" in done.stdout
@@ -46,5 +47,6 @@ def test_an_unknown_command_is_a_usage_error_not_a_traceback():
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert done.returncode == 2 and "invalid choice" in done.stderr and "Traceback" not in done.stderr

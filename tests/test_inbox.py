@@ -44,7 +44,7 @@ def test_splice_matches_python_list_semantics(length, start, count, inserted):
     reference[begin:stop] = new
 
     async def main():
-        inbox, store, _ = await _inbox()
+        inbox, _store, _ = await _inbox()
         await inbox.splice("next_turn", 0, 0, [str(i) for i in range(length)])
         await inbox.splice("next_turn", start, count, [str(v) for v in new])
         return [int(t) for t in _texts(inbox.next_turn)]
@@ -106,7 +106,7 @@ async def test_ids_are_unique_across_both_queues():
 
 
 async def test_claim_takes_all_next_step_then_the_first_next_turn():
-    inbox, store, changes = await _inbox()
+    inbox, store, _changes = await _inbox()
     for text in ["t1", "t2"]:
         await inbox.put(text, "next_turn")
     for text in ["s1", "s2"]:
@@ -128,7 +128,7 @@ async def test_claim_for_a_next_step_leaves_follow_ups_alone():
 
 
 async def test_remove_and_clear_are_discards():
-    inbox, store, changes = await _inbox()
+    inbox, store, _changes = await _inbox()
     a = await inbox.put("a", "next_turn")
     await inbox.put("b", "next_step")
     assert await inbox.remove(a.id) is True

@@ -24,7 +24,7 @@ async def _run(rt, middleware, tool=None, args=None):
     model = ScriptedModel([calls((tool.name, args or {"text": "hi"})), say("ok")])
     agent = await rt.create(AgentSpec("a", model, tools=[tool], middleware=middleware))
     await agent.run("go")
-    return [m for m in agent.messages if isinstance(m, ToolResultMessage)][0]
+    return next(m for m in agent.messages if isinstance(m, ToolResultMessage))
 
 
 async def test_layers_run_outermost_first_and_see_the_outcome(rt):

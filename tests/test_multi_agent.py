@@ -439,7 +439,7 @@ async def test_work_is_attributed_to_the_agent_and_tool_call_that_started_it(rt)
     child_id = rec.of("child_event")[0].child_id
     assert child_view.agent_id == child_id and child_view.tool_call_id != ask_call.id
     # The child itself was created by the parent's call...
-    assert [e.event for e in rec.of("child_event")][0].agent_id == child_id
+    assert next(e.event for e in rec.of("child_event")).agent_id == child_id
 
 
 async def test_host_driven_work_is_never_attributed_to_an_old_tool_call(rt):

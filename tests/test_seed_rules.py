@@ -49,7 +49,10 @@ async def test_an_allowed_call_runs_while_a_later_one_waits_for_approval(rt):
     model = ScriptedModel(
         [calls(("read", {"text": "a"}), ("write", {"text": "b"}), ("read", {"text": "c"})), say("done")]
     )
-    policy = lambda call, tool: "ask" if call.name == "write" else "allow"
+
+    def policy(call, tool):
+        return "ask" if call.name == "write" else "allow"
+
     spec = AgentSpec("a", model, tools=[echo_tool("read"), echo_tool("write")], permission=policy)
     agent = await rt.create(spec)
     async with record(agent) as rec, trio.open_nursery() as nursery:
@@ -77,7 +80,10 @@ async def test_a_late_result_is_recorded_while_an_earlier_call_waits_for_approva
             say("ok"),
         ]
     )
-    policy = lambda call, tool: "ask" if call.name == "write" else "allow"
+
+    def policy(call, tool):
+        return "ask" if call.name == "write" else "allow"
+
     agent = await rt.create(
         AgentSpec("a", model, tools=[sleeper(), echo_tool("write"), echo_tool("read")], permission=policy)
     )
@@ -101,7 +107,10 @@ async def test_an_exclusive_call_still_waits_for_every_call_before_it(rt, autoju
     model = ScriptedModel(
         [calls(("sleep", {"seconds": 1, "tag": "a"}), ("lock", {"seconds": 0, "tag": "b"})), say("ok")]
     )
-    policy = lambda call, tool: "ask" if call.name == "lock" else "allow"
+
+    def policy(call, tool):
+        return "ask" if call.name == "lock" else "allow"
+
     tools = [sleeper(log=log), sleeper("lock", mode="exclusive", log=log)]
     agent = await rt.create(AgentSpec("a", model, tools=tools, permission=policy, limits=Limits()))
     async with record(agent) as rec, trio.open_nursery() as nursery:

@@ -98,7 +98,7 @@ async def test_run_while_busy_queues_and_each_run_gets_the_turn_that_answered_it
         nursery.start_soon(run, "second", "two")
     # One activity answered both, each prompt with its own turn.
     first, second = results["first"], results["second"]
-    assert [m.text for m in first.new_messages][0] == "one" and first.text == "one" and first.steps == 2
+    assert next(m.text for m in first.new_messages) == "one" and first.text == "one" and first.steps == 2
     assert [m.text for m in second.new_messages] == ["two", "two"] and second.steps == 1
     assert (first.turns, second.turns, first.joined, second.joined) == (1, 1, False, False)
 

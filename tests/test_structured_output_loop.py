@@ -4,6 +4,7 @@ error the model can act on, or stops output_invalid."""
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 
 import attrs
@@ -68,7 +69,7 @@ async def test_output_updates_follow_the_answer_as_it_streams(rt):
     updates = [e.output for e in rec.of("output_update")]
     assert updates, "no output_update event"
     assert updates[-1] == {"colour": "red", "litres": 12.5}
-    assert all(a != b for a, b in zip(updates, updates[1:]))
+    assert all(a != b for a, b in itertools.pairwise(updates))
     # Each comes before the message ends.
     types = [e.type for e in rec.events if e.type in ("output_update", "message_end")]
     assert types.index("message_end", 1) > types.index("output_update")

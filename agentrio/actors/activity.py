@@ -56,7 +56,7 @@ from ..journal.records import (
     TurnStarted,
     prompt_digest,
 )
-from ..mailbox import QueuedInput
+from ..mailbox import QueuedInput, Target
 from ..mailbox.inbox import as_queued
 from ..messages import (
     ABORTED_BEFORE_DISPATCH,
@@ -64,6 +64,7 @@ from ..messages import (
     TOOL_NOT_STARTED,
     AssistantMessage,
     Message,
+    StopReason,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -82,7 +83,7 @@ from .continuation import CONTINUE_PROMPT, raised_budget, should_continue
 from .hook_chain import bail, listeners
 from .model_stream import stream_model
 from .routing import choose_model, fallback_index, member
-from .spec import PreStep, Reject, RequestContext, RequestError, RunResult
+from .spec import PreStep, Reject, RequestContext, RequestError, RunResult, RunStopReason
 from .tool_pool import BatchPorts, ToolBatch
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentrio")
 
 #: The run's stop reason when a model message ends truncated.
-TRUNCATION_STOPS = {
+TRUNCATION_STOPS: dict[str, RunStopReason] = {
     "max_tokens": "max_tokens",
     "context_overflow": "context_overflow",
     "error": "model_error",
@@ -239,8 +240,14 @@ class Activity:
             count_calls=self._count_calls,
         )
 
+    @property
+    def _open_turn(self) -> TurnMark:
+        """The mark of the turn in progress (there is one while a turn runs)."""
+        assert self._mark is not None
+        return self._mark
+
     def _calls_so_far(self) -> int:
-        return self.tool_calls - self._mark.tool_calls
+        return self.tool_calls - self._open_turn.tool_calls
 
     def _count_calls(self, count: int) -> None:
         self.tool_calls += count
@@ -322,7 +329,7 @@ class Activity:
                 text=f"this session goes on with the system prompt its journal holds "
                 f"({self._state.system_prompt_digest}), not the spec's ({prompt_digest(self.spec.system_prompt)})",
             )
-        stop = "aborted"  # unless the run gets further than an outer cancel lets it
+        stop: RunStopReason = "aborted"  # unless the run gets further than an outer cancel lets it
         timeout = self.spec.limits.timeout
         if timeout is not None:
             self.scope.deadline = trio.current_time() + timeout
@@ -380,7 +387,7 @@ class Activity:
             output=self.output,
         )
 
-    async def _turns(self) -> str:
+    async def _turns(self) -> RunStopReason:
         inbox = self.ports.inbox
         while inbox or self._continuing:
             stop = await self._turn()
@@ -388,7 +395,7 @@ class Activity:
                 return stop
         return "completed"
 
-    async def _turn(self) -> str:
+    async def _turn(self) -> RunStopReason:
         self.turns += 1
         self._mark = TurnMark(
             len(self.new_messages),
@@ -407,7 +414,7 @@ class Activity:
             span.ended(stop)
         return stop
 
-    async def _end_turn(self, stop: str) -> None:
+    async def _end_turn(self, stop: RunStopReason) -> None:
         # A summary still running is dropped: it applies within its turn only.
         await self._drop_background()
         turn = self._state.turn
@@ -429,7 +436,7 @@ class Activity:
             await goals.after_turn(self.ports, stop)
         self._answer_turn(stop, cause, rolled_back > 0)
 
-    async def _roll_back(self, turn: int, stop: str) -> int:
+    async def _roll_back(self, turn: int, stop: RunStopReason) -> int:
         """After a failed turn whose input asked for it, take the turn's
         messages back out of history (jai-mono: the caller's context stays as
         it was before the run); returns how many. The journal keeps them."""
@@ -445,7 +452,7 @@ class Activity:
             self._compactor = Compactor(self.ports)
         return taken
 
-    def _answer_turn(self, stop: str, cause: str | None, rolled_back: bool = False) -> None:
+    def _answer_turn(self, stop: RunStopReason, cause: str | None, rolled_back: bool = False) -> None:
         """Give every input the turn claimed the turn's own result."""
         mark = self._mark
         if mark is None:
@@ -472,13 +479,13 @@ class Activity:
         await self.journal.append(StepEnded(step))
         self.emit(StepEnd, step=step, has_more_tool_calls=self._more_tools)
 
-    async def _steps(self) -> str:
+    async def _steps(self) -> RunStopReason:
         """The steps of one turn; returns the turn's stop reason."""
         inbox = self.ports.inbox
         # A continued turn answers the input it had taken in: follow-ups wait
         # for their own turns.
-        target = "next_step" if self._continuing else "next_turn"
-        outcome: str | None = None  # None: the model is owed a request
+        target: Target = "next_step" if self._continuing else "next_turn"
+        outcome: RunStopReason | None = None  # None: the model is owed a request
         max_tokens_seen = False
         first = True
         while True:
@@ -487,7 +494,7 @@ class Activity:
             claimed = await inbox.claim(target)
             if target == "next_turn" and claimed:
                 ids = [q.id for q in claimed]
-                self._mark.owner = prompt if prompt in ids else ids[0]
+                self._open_turn.owner = prompt if prompt in ids else ids[0]
             target = "next_step"
             self.claimed += claimed
             admitted = await self._pre_step(claimed) if claimed else []
@@ -515,7 +522,7 @@ class Activity:
 
     async def _pre_step(self, claimed: list[QueuedInput]) -> list[UserMessage] | Reject:
         # A waterfall: each listener sees the input the one before admitted.
-        for listener in listeners(self._hooks and self._hooks.pre_step):
+        for listener in listeners(self._hooks.pre_step if self._hooks else None):
             decision = await _callbacks.call(
                 listener, PreStep(self.ports.handle, self._state.turn, self._state.step + 1, claimed)
             )
@@ -525,7 +532,7 @@ class Activity:
                 claimed = [as_queued(m) for m in decision]
         return [q.message for q in claimed]
 
-    async def _step(self, admitted: list[UserMessage]) -> str | None:
+    async def _step(self, admitted: list[UserMessage]) -> RunStopReason | None:
         step = self._state.step + 1
         with tracing.step_span(step, self.ports.session_id):
             await self.journal.append(StepStarted(step))
@@ -536,10 +543,10 @@ class Activity:
             await self._end_step()
         return outcome
 
-    async def _step_body(self) -> str | None:
+    async def _step_body(self) -> RunStopReason | None:
         await self.state("build_context")
         max_turns = self.spec.limits.max_turns
-        if max_turns is not None and self.requests - self._mark.requests >= max_turns:
+        if max_turns is not None and self.requests - self._open_turn.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
             return "max_turns"
         if await self._compact_if_due() is not None:
@@ -599,7 +606,7 @@ class Activity:
             )
         return None
 
-    async def _check_output(self, message: AssistantMessage) -> str | None:
+    async def _check_output(self, message: AssistantMessage) -> RunStopReason | None:
         """With typed output, the answer must parse: a valid one completes the
         turn with its value; an invalid one goes back to the model with the
         error (None: another request is owed), ``output_retries`` times."""
@@ -607,12 +614,12 @@ class Activity:
         if spec is None:
             return "completed"
         try:
-            self._mark.output = spec.parse(message.text)
+            self._open_turn.output = spec.parse(message.text)
         except OutputInvalid as invalid:
-            if self._mark.output_retries >= self.spec.limits.output_retries:
+            if self._open_turn.output_retries >= self.spec.limits.output_retries:
                 self.error = invalid.message
                 return "output_invalid"
-            self._mark.output_retries += 1
+            self._open_turn.output_retries += 1
             await self.commit(UserMessage(invalid.message))
             return None
         return "completed"
@@ -646,7 +653,7 @@ class Activity:
     async def _build_request(self) -> ModelRequest:
         system_prompt = self.system_prompt
         tools = [tool.spec for tool in self.ports.tools.values()]
-        hook = self._hooks and self._hooks.prepare_context
+        hook = self._hooks.prepare_context if self._hooks else None
         if not hook:
             return ModelRequest(system_prompt, self._context.messages(), tools, **self._request_options())
         context = RequestContext(system_prompt, list(self._context.history), tools)
@@ -668,7 +675,7 @@ class Activity:
             chosen = await choose_model(self.ports, request, "step", attempt, error)
             model = member(chosen, fallback)
             live = self._live = LiveMessage()
-            hook = self._hooks and self._hooks.on_assistant_stream
+            hook = self._hooks.on_assistant_stream if self._hooks else None
             observe = functools.partial(bail, hook) if hook else None
             with tracing.chat_span(model, request, self.ports.session_id) as chat:
                 error = await stream_model(
@@ -679,7 +686,13 @@ class Activity:
                         type=CONNECTION_ERROR, message="the stream ended without a stop reason"
                     )
                 chat.answered(live.assembler, error)
-            if error is None and live.assembler.done.stop_reason == "context_overflow" and not compacted:
+            done = live.assembler.done  # (None only with an error)
+            if (
+                error is None
+                and done is not None
+                and done.stop_reason == "context_overflow"
+                and not compacted
+            ):
                 # Overflow reported in-band (Anthropic's model_context_window_exceeded):
                 # compact and retry once, as for the overflow error; when nothing
                 # could be compacted the cut message stays, its calls unrun.
@@ -722,7 +735,7 @@ class Activity:
                     fallback, attempt = following, 1
                     request = await self._rebuild_request(repair)
                     continue
-                stop = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"
+                stop: StopReason = "context_overflow" if error.type == CONTEXT_OVERFLOW else "error"
                 message = live.assembler.interrupted(stop, str(error))
             else:
                 message = live.assembler.message()
@@ -796,7 +809,7 @@ class Activity:
         hook's text (None: the default), or a ``RequestContext`` the repair
         request is built from instead of the step's (jai-mono:
         ``directive.context ?? prepared``), with the default text."""
-        answer = await bail(self._hooks and self._hooks.on_protocol_violation, message)
+        answer = await bail(self._hooks.on_protocol_violation if self._hooks else None, message)
         if isinstance(answer, RequestContext):
             return _Repair(PROTOCOL_REPAIR, answer)
         return _Repair(answer or PROTOCOL_REPAIR)
@@ -819,6 +832,7 @@ class Activity:
 
     def _on_stream_event(self, event: StreamEvent) -> None:
         live = self._live
+        assert live is not None  # events come while a message streams
         live.assembler.feed(event)
         if isinstance(event, StreamStart):
             live.announced = True
@@ -831,6 +845,7 @@ class Activity:
     def _follow_output(self, live: LiveMessage, text: str) -> None:
         """``output_update`` whenever what the streaming answer says changes."""
         if live.reader is None:
+            assert self.spec.output_spec is not None  # (followed only then)
             live.reader = self.spec.output_spec.partial_reader()
         partial = live.reader.feed(text)
         if partial is not None and partial != live.partial:
@@ -848,7 +863,7 @@ class Activity:
         default = policy.delay(error, attempt) if policy is not None else None
         # A waterfall: each listener's answer is the next one's default.
         delay = default
-        for listener in listeners(self._hooks and self._hooks.on_request_error):
+        for listener in listeners(self._hooks.on_request_error if self._hooks else None):
             delay = await _callbacks.call(listener, RequestError(self.ports.handle, error, attempt, delay))
         return delay
 
@@ -860,7 +875,7 @@ class Activity:
         state = self._state
         return self._live is not None or self._batch is not None or state.step_open or state.turn_open
 
-    async def _settle(self, stop: str) -> None:
+    async def _settle(self, stop: RunStopReason) -> None:
         """Close whatever the run left open so that history stays valid: keep
         an interrupted stream's visible text, answer every unanswered call,
         end the step and the turn."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
+from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import attrs
@@ -50,7 +51,7 @@ from .goals import set_goal
 from .ownership import OwnedTasks
 from .ports import ActivityPorts, AgentHost, Approval
 from .scope import AgentScope
-from .spec import ON_FAILURE, AgentSpec, RunResult
+from .spec import ON_FAILURE, AgentSpec, RunResult, RunStopReason
 
 log = logging.getLogger("agentrio")
 
@@ -164,7 +165,7 @@ class _PendingApproval:
     answer: Approval | None = None
 
 
-def _unhandled(stop_reason: str, error: str | None = None) -> RunResult:
+def _unhandled(stop_reason: RunStopReason, error: str | None = None) -> RunResult:
     return RunResult(stop_reason, [], Usage(), 0, error)
 
 
@@ -252,7 +253,7 @@ class Agent:
         self._owned = OwnedTasks(f"agent {self.id}")
         self._attach(journal)
         self._phase: Literal["idle", "maintenance", "running"] = "idle"
-        self._status = "idle"
+        self._status: Literal["idle", "running"] = "idle"
         #: Set when the agent settles; None while it is settled.
         self._settled: trio.Event | None = None
         self._wake_pending = False
@@ -331,9 +332,16 @@ class Agent:
         """Why the agent stopped for good, when it failed past its restarts."""
         return self._failed
 
+    @property
+    def _tasks(self) -> trio.Nursery:
+        """The agent's nursery, while it lives."""
+        assert self._nursery is not None
+        return self._nursery
+
     def children(self) -> tuple[Agent, ...]:
         """Live agents this agent created, oldest first."""
-        return self._runtime.registry.children(self.id)
+        children: tuple[Agent, ...] = self._runtime.registry.children(self.id)
+        return children
 
     # -- the client side: post a message, await the reply ---------------------
 
@@ -348,6 +356,7 @@ class Agent:
     async def send(self, message: Input, target: Target, wakeup: bool) -> QueuedInput:
         """Queue ``message`` on ``target`` and, with ``wakeup``, make sure an
         activity will handle it. Durable when it returns."""
+        queued: QueuedInput
         queued, _ = await self._call(_Send(as_queued(message), _check_target(target), wakeup))
         return queued
 
@@ -382,6 +391,7 @@ class Agent:
             raise ValueError(f"on_failure must be one of {ON_FAILURE}, got {on_failure!r}")
         async with self._prompt(prompt, on_failure) as waiter:
             await waiter.done.wait()
+        assert waiter.result is not None  # (set before done)
         return waiter.result
 
     @asynccontextmanager
@@ -402,12 +412,14 @@ class Agent:
     async def withdraw(self, input_id: str) -> bool:
         """Discard a pending input (by its ``QueuedInput.id``); False when no
         turn can take it any more, because one already did."""
-        return await self._call(_Withdraw(input_id))
+        withdrawn: bool = await self._call(_Withdraw(input_id))
+        return withdrawn
 
     async def replace(self, input_id: str, message: Input) -> bool:
         """Replace a pending input (by its ``QueuedInput.id``) in place, keeping
         its id and its waiting ``run()``; False when a turn already took it."""
-        return await self._call(_Replace(input_id, message))
+        replaced: bool = await self._call(_Replace(input_id, message))
+        return replaced
 
     async def answer(self, request_id: str, decision: str, reason: str | None = None) -> None:
         """Answer an ``approval_request``: ``approve``, ``deny`` or ``deny_and_stop``."""
@@ -440,12 +452,14 @@ class Agent:
         """Wait until no activity runs or is about to start (a wake-up latched
         during an abort or a maintenance counts)."""
         while self._busy and not self._stopped.is_set():
-            await self._settled.wait()  # an event while busy (_update_settled)
+            assert self._settled is not None  # an event while busy (_update_settled)
+            await self._settled.wait()
 
     async def run_maintenance(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` in the agent while no activity runs; wake-ups meanwhile
         are latched."""
-        return await self._call(_Maintain(fn))
+        result: T = await self._call(_Maintain(fn))
+        return result
 
     async def compact(self, instructions: str | None = None) -> CompactionOutcome:
         """Replace the older part of history by a summary now (once the
@@ -566,7 +580,7 @@ class Agent:
         for child in reversed(children):
             try:
                 await child.dispose()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - each child is disposed; errors told together
                 errors.append(exc)
         if children or not idle:  # (an idle agent has nothing to cancel or wait for)
             await self.cancel("disposed", keep_inbox=True)
@@ -617,7 +631,7 @@ class Agent:
         async with trio.open_nursery() as background:
             try:
                 await self._live_in_scope(setup, background)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - raised below, as is
                 failed = exc  # raised as is, not inside the nursery's group
             background.cancel_scope.cancel()
         if failed is not None:
@@ -669,7 +683,7 @@ class Agent:
                             continue
                         try:
                             envelope.reply(await self._handle(envelope.message))
-                        except Exception as exc:
+                        except Exception as exc:  # noqa: BLE001 - the caller gets the handler's error
                             envelope.fail(exc)
                         except BaseException:
                             envelope.fail(ActorStopped(f"agent {self.id} stopped while handling a message"))
@@ -779,6 +793,7 @@ class Agent:
             await pending.answered.wait()
         finally:
             del self._approvals[request_id]
+        assert pending.answer is not None  # (set before answered)
         return pending.answer
 
     async def _maintain(self, envelope: Any) -> None:
@@ -786,7 +801,7 @@ class Agent:
         self._owned.add(task)
         try:
             envelope.reply(await envelope.message.fn())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the caller gets fn's error
             envelope.fail(exc)
         except BaseException:
             envelope.fail(ActorStopped(f"agent {self.id} stopped during maintenance"))
@@ -811,7 +826,7 @@ class Agent:
             envelope = self._maintenance.pop(0)
             if not envelope.withdrawn:
                 self._set_phase("maintenance")
-                self._nursery.start_soon(self._maintain, envelope)
+                self._tasks.start_soon(self._maintain, envelope)
                 return
         if not self._wake_pending or self._closing:
             return
@@ -827,6 +842,7 @@ class Agent:
         self._set_phase("running")
         # Made here, not in its task: a cancel that arrives before the task
         # first runs must find the activity to cancel.
+        error: str | None
         try:
             activity = self._activity = Activity(self._ports(), continuing=self._continue)
             self._continue = False
@@ -835,7 +851,7 @@ class Agent:
             activity, error = None, f"{type(exc).__name__}: {exc}"
         else:
             error = None
-        self._nursery.start_soon(self._run_activity, activity, error)
+        self._tasks.start_soon(self._run_activity, activity, error)
 
     async def _run_activity(self, activity: Activity | None, error: str | None) -> None:
         task = trio.lowlevel.current_task()
@@ -865,9 +881,10 @@ class Agent:
         # Each prompt gets the result of the turn that answered it, once the
         # whole activity (and its agent_end event) is over.
         claimed = activity.claimed if activity is not None else ()
+        answers = activity.answers if activity is not None else {}
         for queued in claimed:
             if waiter := self._waiters.pop(queued.id, None):
-                waiter.resolve(activity.answers.get(queued.id, result))
+                waiter.resolve(answers.get(queued.id, result))
         stalled = result.stop_reason == "error" and not claimed
         if stalled:
             # It failed before taking any input in: another activity would
@@ -878,12 +895,15 @@ class Agent:
                 waiter.resolve(result)
             self._waiters.clear()
         self._set_phase("idle")
-        if result.stop_reason == "error" and self.spec.restart == "on_crash":
-            if not await self._crashed(result.error or "the run failed"):
-                self._failed = result.error
-                self._closing = True
-                self._mailbox.close()  # the actor's loop ends, and with it the agent
-                return
+        if (
+            result.stop_reason == "error"
+            and self.spec.restart == "on_crash"
+            and not await self._crashed(result.error or "the run failed")
+        ):
+            self._failed = result.error
+            self._closing = True
+            self._mailbox.close()  # the actor's loop ends, and with it the agent
+            return
         # Follow-ups left behind by a stopped run still deserve their turn;
         # after an abort they wait for the next wake-up.
         if result.stop_reason != "aborted" and self._state.next_turn and not stalled:
@@ -901,7 +921,7 @@ class Agent:
             emit=self._bus.emit,
             ask=self._ask,
             start_worker=self._start_worker,
-            start_actor=self._nursery.start_soon,
+            start_actor=self._tasks.start_soon,
             spawn_child=self._spawn_child,
             handle=self,
             on_failure=self._on_failure,
@@ -913,7 +933,7 @@ class Agent:
         return waiter.on_failure if waiter is not None and waiter.on_failure else self.spec.on_failure
 
     def _start_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
-        self._nursery.start_soon(self._supervise_worker, call_id, worker)
+        self._tasks.start_soon(self._supervise_worker, call_id, worker)
 
     async def _supervise_worker(self, call_id: str, worker: Callable[[], Awaitable[None]]) -> None:
         self._workers[call_id] = None
@@ -1017,7 +1037,9 @@ class Agent:
             self._announce(AgentFailed, error=self._failed, restarted=False, escalated=True)
         self._closing = True
 
-    def _collect_teardown_error(self, exc_type, exc, tb) -> bool:
+    def _collect_teardown_error(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
         """An error closing the agent's scope is reported by ``dispose``,
         not raised into the Runtime's nursery."""
         if isinstance(exc, Exception) and self._closing:
@@ -1028,7 +1050,7 @@ class Agent:
     def _close_handle(self) -> None:
         self._closing = True
         self._mailbox.close()
-        stop = "error" if self._failed else "aborted"
+        stop: RunStopReason = "error" if self._failed else "aborted"
         for waiter in self._waiters.values():
             waiter.resolve(_unhandled(stop, self._failed))
         self._waiters.clear()
@@ -1046,7 +1068,7 @@ class Agent:
     def _set_phase(self, phase: Literal["idle", "maintenance", "running"]) -> None:
         self._phase = phase
         self._update_settled()
-        status = "running" if phase == "running" else "idle"
+        status: Literal["idle", "running"] = "running" if phase == "running" else "idle"
         if status != self._status:
             self._status = status
             self._bus.emit(Status, status=status)
@@ -1121,7 +1143,7 @@ async def dispose_in_order(agents: Iterable[Agent]) -> list[Exception]:
         closing = []
         try:
             await agent.dispose()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every agent is disposed; the errors are collected
             errors.append(exc)
     errors += await _closed(closing)
     return errors

@@ -39,7 +39,7 @@ def agent_tool(spec: AgentSpec, *, name: str, description: str, setup: Setup | N
         try:
             async with ctx.spawn_child(spec, setup=setup) as child:
                 result = await child.run(args["task"])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the child's failure is the tool's error result
             # run() itself never raises for a run that ended: this is the
             # child failing to start (its setup, say) or to be torn down.
             return ToolResult(f"the sub-agent could not start: {type(exc).__name__}: {exc}", is_error=True)

@@ -240,6 +240,7 @@ class EventBus:
         journal has just taken (its latest message record, unless a few came
         after it)."""
         state = self.history
+        assert state is not None  # (noted only while the history is followed)
         step = state.step_messages
         if step and step[-1] is message:  # (nearly always: the open step's latest)
             self._noted(state.message_records + len(step) - 1)

@@ -189,7 +189,9 @@ class Compactor:
 
     def due(self, history: Sequence[Message]) -> bool:
         window = self._limits.context_window or getattr(self._ports.spec.model, "context_window", None)
-        return bool(window) and self.tokens(history) >= self._limits.compact_at * window
+        if not window:
+            return False
+        return self.tokens(history) >= self._limits.compact_at * window
 
     async def compact(
         self, history: Sequence[Message], committed: int, reason: str, instructions: str | None = None
@@ -263,6 +265,7 @@ class Compactor:
                 error=job.error,
             )
             return CompactionOutcome(False, job.before, job.before, error=job.error)
+        assert job.result is not None  # (done without an error)
         text, usage = job.result
         return await self._apply(text, usage, history, len(job.messages), "background", job.before)
 

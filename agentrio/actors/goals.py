@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..events import GoalEnd, GoalStart
 from ..journal.records import GoalEnded, GoalSet
 from ..mailbox import QueuedInput
-from ..messages import AssistantMessage, UserMessage
+from ..messages import AssistantMessage, Message, UserMessage
 
 if TYPE_CHECKING:
     from .ports import ActivityPorts
@@ -59,7 +59,7 @@ async def after_turn(ports: ActivityPorts, stop: str) -> None:
     ports.emit(GoalEnd, reason=reason, turns=turns)
 
 
-def _declares_met(history: list) -> bool:
+def _declares_met(history: list[Message]) -> bool:
     for message in reversed(history):
         if isinstance(message, AssistantMessage):
             return message.text.rstrip().endswith(GOAL_MET)

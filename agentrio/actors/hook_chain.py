@@ -16,20 +16,22 @@ hook); ``listeners`` and ``bail`` are what they share.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _callbacks
 
 #: A ``Hooks`` field: one listener, a chain of them, or None.
-Hook = Callable[..., Any] | tuple[Callable[..., Any], ...] | None
+Hook = Callable[..., Any] | Sequence[Callable[..., Any]] | None
 
 
 def listeners(hook: Hook) -> tuple[Callable[..., Any], ...]:
     """The listeners of a ``Hooks`` field, in order (none for None)."""
     if hook is None:
         return ()
-    return hook if isinstance(hook, tuple) else (hook,)
+    if callable(hook):
+        return (hook,)
+    return tuple(hook)  # (the field's converter made it a tuple: this one)
 
 
 async def bail(hook: Hook, *args: Any) -> Any:

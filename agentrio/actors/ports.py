@@ -8,6 +8,7 @@ a collaborator's constructor therefore knows everything it can touch.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -83,7 +84,7 @@ class ActivityPorts:
     #: itself (a model stream, see ``stream_model``).
     start_actor: Callable[..., None]
     #: Start a child agent of this agent (for ``ToolContext.spawn_child``).
-    spawn_child: Callable[..., Awaitable[Agent]]
+    spawn_child: Callable[..., AbstractAsyncContextManager[Agent]]
     handle: Agent
     #: ``on_failure(input_id)``: what a failed turn started by that input
     #: leaves in history, ``keep`` or ``rollback`` (see ``AgentSpec.on_failure``).

@@ -32,9 +32,11 @@ def continues(earlier: Event, later: Event) -> bool:
     """Whether delta ``later`` goes on with the same text as ``earlier``."""
     if isinstance(earlier, MessageUpdate) and isinstance(later, MessageUpdate):
         a, b = earlier.delta, later.delta
-        if type(a) is not type(b) or not isinstance(a, TextDelta | ThinkingDelta) or a.index != b.index:
-            return False
-        return not (isinstance(a, ThinkingDelta) and (a.signature or b.signature))
+        if isinstance(a, TextDelta) and isinstance(b, TextDelta):
+            return a.index == b.index
+        if isinstance(a, ThinkingDelta) and isinstance(b, ThinkingDelta):
+            return a.index == b.index and not (a.signature or b.signature)
+        return False
     if isinstance(earlier, ToolExecutionUpdate) and isinstance(later, ToolExecutionUpdate):
         a, b = earlier.progress, later.progress
         return (
@@ -54,23 +56,30 @@ def is_text_delta(event: Event) -> bool:
     """Whether ``event`` is a piece of text that a later piece may continue
     (``message_update`` of text or thinking, a tool's output)."""
     if type(event) is MessageUpdate:
-        kind = type(event.delta)
-        return kind is TextDelta or (kind is ThinkingDelta and not event.delta.signature)
+        delta = event.delta
+        return type(delta) is TextDelta or (type(delta) is ThinkingDelta and not delta.signature)
     return type(event) is ToolExecutionUpdate and _is_output(event.progress)
 
 
 def delta_text(event: Event) -> str:
     """The text a delta that ``continues`` another carries."""
     if isinstance(event, MessageUpdate):
-        return event.delta.text  # type: ignore[union-attr]
-    return event.progress["text"]  # type: ignore[attr-defined]
+        delta = event.delta
+        assert isinstance(delta, TextDelta | ThinkingDelta)  # (text continues text)
+        return delta.text
+    assert isinstance(event, ToolExecutionUpdate)
+    text: str = event.progress["text"]
+    return text
 
 
 def with_text(event: Event, text: str, seq: int) -> Event:
     """``event`` carrying ``text`` instead of its own, numbered ``seq``."""
     if isinstance(event, MessageUpdate):
-        return attrs.evolve(event, seq=seq, delta=attrs.evolve(event.delta, text=text))
-    return attrs.evolve(event, seq=seq, progress={"stream": event.progress["stream"], "text": text})  # type: ignore[attr-defined]
+        delta = event.delta
+        assert isinstance(delta, TextDelta | ThinkingDelta)  # (text continues text)
+        return attrs.evolve(event, seq=seq, delta=attrs.evolve(delta, text=text))
+    assert isinstance(event, ToolExecutionUpdate)
+    return attrs.evolve(event, seq=seq, progress={"stream": event.progress["stream"], "text": text})
 
 
 @attrs.define
@@ -138,7 +147,7 @@ class ReplayLog:
         if not self._entries:
             return self._started_after
         oldest = self._entries[0]
-        return (oldest.first.seq if type(oldest) is _Run else oldest.seq) - 1
+        return (oldest.first.seq if isinstance(oldest, _Run) else oldest.seq) - 1
 
     def add(self, event: Event) -> None:
         entries = self._entries

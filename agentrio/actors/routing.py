@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, cast
 
 from ..models import FallbackModel, Model, ModelRequest, ProviderError
 from .hook_chain import bail
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 async def choose_model(
     ports: ActivityPorts,
     request: ModelRequest,
-    purpose: str,
+    purpose: Literal["step", "summary"],
     attempt: int = 1,
     error: ProviderError | None = None,
 ) -> Model:
@@ -29,7 +29,7 @@ async def choose_model(
         return ports.spec.model
     if not callable(getattr(model, "stream", None)):
         raise TypeError(f"Hooks.choose_model returned {model!r}, not a model")
-    return model
+    return cast(Model, model)  # (it streams: a model by its shape)
 
 
 def member(model: Model, index: int) -> Model:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import trio
 
@@ -22,6 +23,8 @@ class AgentScope:
     async def enter_async_context(self, cm: AbstractAsyncContextManager[T]) -> T:
         return await self._stack.enter_async_context(cm)
 
-    def push_async_callback(self, callback, /, *args, **kwargs) -> None:
+    def push_async_callback(
+        self, callback: Callable[..., Awaitable[object]], /, *args: Any, **kwargs: Any
+    ) -> None:
         """Call ``await callback(*args, **kwargs)`` when the scope closes."""
         self._stack.push_async_callback(callback, *args, **kwargs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 
@@ -55,14 +55,14 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _field(instance: Any, attribute: attrs.Attribute) -> str:
+def _field(instance: Any, attribute: attrs.Attribute[Any]) -> str:
     return f"{type(instance).__name__}.{attribute.name}"
 
 
-def _positive_int(optional: bool) -> Callable[[Any, attrs.Attribute, Any], None]:
+def _positive_int(optional: bool) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
     expected = "a positive int or None" if optional else "a positive int"
 
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value is None and optional:
             return
         if isinstance(value, bool) or not isinstance(value, int):
@@ -73,7 +73,7 @@ def _positive_int(optional: bool) -> Callable[[Any, attrs.Attribute, Any], None]
     return check
 
 
-def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _positive_seconds(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -86,7 +86,7 @@ def _positive_seconds(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         )
 
 
-def _positive_dollars(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _positive_dollars(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -99,7 +99,7 @@ def _positive_dollars(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         )
 
 
-def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _fraction(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(
             f"{_field(instance, attribute)}: expected a fraction above 0 and at most 1, got {_describe(value)}"
@@ -110,7 +110,7 @@ def _fraction(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         )
 
 
-def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _count(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(
             f"{_field(instance, attribute)}: expected an int of 0 or more, got {_describe(value)}"
@@ -119,7 +119,7 @@ def _count(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise ValueError(f"{_field(instance, attribute)}: expected an int of 0 or more, got {value!r}")
 
 
-def _optional_callable(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _optional_callable(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not callable(value):
         raise TypeError(f"{_field(instance, attribute)}: expected a function or None, got {_describe(value)}")
 
@@ -129,7 +129,7 @@ def _chain(value: Any) -> Any:
     return tuple(value) if isinstance(value, list | tuple) else value
 
 
-def _hook(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _hook(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     for index, listener in enumerate(value if isinstance(value, tuple) else (value,)):
         if listener is not None and not callable(listener):
             where = (
@@ -140,6 +140,10 @@ def _hook(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
             raise TypeError(
                 f"{where}: expected a function, a list of functions or None, got {_describe(listener)}"
             )
+
+
+#: Several listeners of one hook (see ``hook_chain``).
+_Chain = Sequence[Callable[..., Any]]
 
 
 def _hook_field() -> Any:
@@ -189,7 +193,7 @@ class Limits:
     max_cost: float | None = attrs.field(default=None, validator=_positive_dollars)
 
     @tool_execution.validator
-    def _check_tool_execution(self, attribute: attrs.Attribute, value: Any) -> None:
+    def _check_tool_execution(self, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value not in TOOL_EXECUTIONS:
             raise ValueError(f"Limits.tool_execution: expected one of {TOOL_EXECUTIONS}, got {value!r}")
 
@@ -309,17 +313,17 @@ class Hooks:
     serially until one answers something other than None.
     """
 
-    prepare_context: Callable[[RequestContext], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    pre_step: Callable[[PreStep], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    on_request_error: Callable[[RequestError], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    turn_stopping: Callable[[Agent], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    on_assistant_stream: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    post_tool: Callable[[PostTool], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    choose_model: Callable[[Route], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
-    on_protocol_violation: Callable[[Any], MaybeAwaitable] | Sequence[Callable] | None = _hook_field()
+    prepare_context: Callable[[RequestContext], MaybeAwaitable] | _Chain | None = _hook_field()
+    pre_step: Callable[[PreStep], MaybeAwaitable] | _Chain | None = _hook_field()
+    on_request_error: Callable[[RequestError], MaybeAwaitable] | _Chain | None = _hook_field()
+    turn_stopping: Callable[[Agent], MaybeAwaitable] | _Chain | None = _hook_field()
+    on_assistant_stream: Callable[[Any], MaybeAwaitable] | _Chain | None = _hook_field()
+    post_tool: Callable[[PostTool], MaybeAwaitable] | _Chain | None = _hook_field()
+    choose_model: Callable[[Route], MaybeAwaitable] | _Chain | None = _hook_field()
+    on_protocol_violation: Callable[[Any], MaybeAwaitable] | _Chain | None = _hook_field()
 
 
-def _tools(instance: Any, attribute: attrs.Attribute, tools: Sequence[Tool]) -> None:
+def _tools(instance: Any, attribute: attrs.Attribute[Any], tools: Sequence[Tool]) -> None:
     for index, item in enumerate(tools):
         if not isinstance(item, Tool):
             hint = " — decorate the function with @tool" if callable(item) else ""
@@ -343,7 +347,7 @@ def _as_model(model: Model | str | Sequence[Model | str]) -> Model:
             "AgentSpec.model: expected a model (an object with an async stream(request) method, "
             f"such as OpenAIChat or ScriptedModel) or a string such as 'openai:gpt-4.1', got {_describe(model)}"
         )
-    return model
+    return cast(Model, model)  # (it streams: a model by its shape)
 
 
 def _as_prices(value: Any) -> Prices | None:
@@ -356,7 +360,7 @@ def _as_prices(value: Any) -> Prices | None:
     return Prices(value)
 
 
-def _middleware(instance: Any, attribute: attrs.Attribute, layers: Sequence[Any]) -> None:
+def _middleware(instance: Any, attribute: attrs.Attribute[Any], layers: Sequence[Any]) -> None:
     for index, layer in enumerate(layers):
         if not callable(layer):
             raise TypeError(
@@ -364,8 +368,10 @@ def _middleware(instance: Any, attribute: attrs.Attribute, layers: Sequence[Any]
             )
 
 
-def _instance_of(cls: type, fix: str, optional: bool = False) -> Callable[[Any, attrs.Attribute, Any], None]:
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _instance_of(
+    cls: type, fix: str, optional: bool = False
+) -> Callable[[Any, attrs.Attribute[Any], Any], None]:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if (value is None and optional) or isinstance(value, cls):
             return
         raise TypeError(f"{_field(instance, attribute)}: expected {fix}, got {_describe(value)}")
@@ -373,8 +379,8 @@ def _instance_of(cls: type, fix: str, optional: bool = False) -> Callable[[Any, 
     return check
 
 
-def _sequence(field: str) -> Callable[[Any], tuple]:
-    def convert(value: Any) -> tuple:
+def _sequence(field: str) -> Callable[[Any], tuple[Any, ...]]:
+    def convert(value: Any) -> tuple[Any, ...]:
         if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
             raise TypeError(f"{field}: expected a list or tuple, got {_describe(value)}")
         return tuple(value)
@@ -382,7 +388,7 @@ def _sequence(field: str) -> Callable[[Any], tuple]:
     return convert
 
 
-def _restart_intensity(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _restart_intensity(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     ok = (
         isinstance(value, tuple)
         and len(value) == 2
@@ -406,6 +412,18 @@ ON_FAILURE = ("keep", "rollback")
 COMPACTIONS = ("blocking", "background")
 
 
+_tools_of = _sequence("AgentSpec.tools")
+_middleware_of = _sequence("AgentSpec.middleware")
+
+
+def _as_tools(value: Any) -> tuple[Any, ...]:
+    return _tools_of(value)
+
+
+def _as_middleware(value: Any) -> tuple[Any, ...]:
+    return _middleware_of(value)
+
+
 @attrs.frozen
 class AgentSpec:
     """What an agent is made of. ``model`` is a model object, a string
@@ -425,11 +443,9 @@ class AgentSpec:
     compaction_prompt: str | None = attrs.field(
         default=None, kw_only=True, validator=_instance_of(str, "a str or None", optional=True)
     )
-    tools: tuple[Tool, ...] = attrs.field(
-        default=(), converter=_sequence("AgentSpec.tools"), validator=_tools, kw_only=True
-    )
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_as_tools, validator=_tools, kw_only=True)
     middleware: tuple[Callable[..., Any], ...] = attrs.field(
-        default=(), converter=_sequence("AgentSpec.middleware"), validator=_middleware, kw_only=True
+        default=(), converter=_as_middleware, validator=_middleware, kw_only=True
     )
     permission: Permission | None = attrs.field(default=None, kw_only=True, validator=_optional_callable)
     limits: Limits = attrs.field(
@@ -494,17 +510,17 @@ class AgentSpec:
         return spec
 
     @compaction.validator
-    def _check_compaction(self, attribute: attrs.Attribute, value: Any) -> None:
+    def _check_compaction(self, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value not in COMPACTIONS:
             raise ValueError(f"AgentSpec.compaction: expected one of {COMPACTIONS}, got {value!r}")
 
     @on_failure.validator
-    def _check_on_failure(self, attribute: attrs.Attribute, value: Any) -> None:
+    def _check_on_failure(self, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value not in ON_FAILURE:
             raise ValueError(f"AgentSpec.on_failure: expected one of {ON_FAILURE}, got {value!r}")
 
     @restart.validator
-    def _check_restart(self, attribute: attrs.Attribute, value: Any) -> None:
+    def _check_restart(self, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value not in RESTARTS:
             raise ValueError(f"AgentSpec.restart: expected one of {RESTARTS}, got {value!r}")
 

@@ -21,10 +21,13 @@ from ..events import Event
 #: ``(agent_id, session_id, seq, time, fields) -> event``.
 Stamper = Callable[[str, str, int, float, dict[str, Any]], Event]
 
+#: attrs' ``Factory`` class (its stubs declare a function).
+_FACTORY: type[Any] = attrs.Factory  # type: ignore[assignment]
+
 _STAMPS = ("agent_id", "session_id", "seq", "time")
 
 
-class _Stampers(dict):
+class _Stampers(dict[type[Event], Stamper]):
     """The stamper of each event class, compiled at its first lookup."""
 
     def __missing__(self, event_type: type[Event]) -> Stamper:
@@ -67,10 +70,10 @@ def _compile(event_type: type[Event]) -> Stamper:
             value = f.name
         elif f.default is attrs.NOTHING:
             value = f"fields[{f.name!r}]"
-        elif isinstance(f.default, attrs.Factory) and not f.default.takes_self:
+        elif isinstance(f.default, _FACTORY) and not f.default.takes_self:
             scope[f"make_{f.name}"] = f.default.factory
             value = f"fields[{f.name!r}] if {f.name!r} in fields else make_{f.name}()"
-        elif isinstance(f.default, attrs.Factory):
+        elif isinstance(f.default, _FACTORY):
             return _by_init(event_type)
         else:
             scope[f"default_{f.name}"] = f.default
@@ -80,7 +83,8 @@ def _compile(event_type: type[Event]) -> Stamper:
     lines.append(f"        return by_init({', '.join(_STAMPS)}, fields)")
     lines.append("    return self")
     exec("\n".join(lines), scope)  # noqa: S102 - built from the class's own field names
-    return scope["stamp"]
+    stamp: Stamper = scope["stamp"]
+    return stamp
 
 
 def _by_init(event_type: type[Event]) -> Stamper:

@@ -32,7 +32,7 @@ from ..tools.permissions import decide
 from ..tools.process import DEFAULT_GRACE
 from .hook_chain import listeners
 from .ports import ActivityPorts
-from .spec import PostTool
+from .spec import PostTool, RunStopReason
 
 #: How long a cancelled batch waits for its workers to end: a supervised
 #: process's TERM-to-KILL grace. By then every process tool is stopped (one
@@ -132,7 +132,7 @@ class ToolBatch:
         self._reports: list[tuple[Slot, Any]] = []
         self._reported = trio.lowlevel.ParkingLot()
         self._settled = False
-        self.stop: str | None = None
+        self.stop: RunStopReason | None = None
         #: What stopped the run, when a tool did (``ToolFatal``).
         self.error: str | None = None
 
@@ -164,10 +164,11 @@ class ToolBatch:
         a person is asked, the ``wave`` of calls waiting to start is started
         (the wave left to fill is returned), and the answer is awaited while
         the results of running calls are taken as they come."""
-        call = slot.call
+        call, policy, tool = slot.call, self._agent.spec.permission, slot.tool
+        assert policy is not None and tool is not None  # (checked only then, once validated)
         try:
-            decision = await decide(self._agent.spec.permission, call, slot.tool)
-        except Exception as exc:
+            decision = await decide(policy, call, tool)
+        except Exception as exc:  # noqa: BLE001 - a policy that fails denies the call
             slot.result = _error(
                 call, PERMISSION_DENIED, f"permission check failed: {type(exc).__name__}: {exc}"
             )
@@ -189,6 +190,7 @@ class ToolBatch:
 
     async def _ask(self, slot: Slot, why: str | None) -> None:
         call = slot.call
+        assert slot.tool is not None  # (validated)
         approval = await self._while_receiving(functools.partial(self._agent.ask, call, slot.tool, why))
         tracing.event("agentrio.approval", **{"gen_ai.tool.call.id": call.id, "decision": approval.decision})
         reason = f": {approval.reason}" if approval.reason else ""
@@ -220,7 +222,7 @@ class ToolBatch:
 
     # -- execution ------------------------------------------------------------
 
-    async def run(self) -> str | None:
+    async def run(self) -> RunStopReason | None:
         """Run the batch; returns the turn's outcome: None when the model is
         owed another request, else a stop reason."""
         state = self._ports.state
@@ -240,7 +242,7 @@ class ToolBatch:
                 if slot.scope is not None and slot.result is None:
                     slot.scope.cancel()
         await state("append_results")
-        if any(slot.result.is_error for slot in self.slots):
+        if any(slot.result is not None and slot.result.is_error for slot in self.slots):  # (all have one)
             await state("recover")
         if self.stop:
             return self.stop
@@ -284,7 +286,7 @@ class ToolBatch:
                 continue
             try:
                 mode = tool.mode_for(slot.call.arguments)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - user code: its failure is the call's error result
                 slot.result = _error(
                     slot.call, TOOL_FAILED, f"execution mode failed: {type(exc).__name__}: {exc}"
                 )
@@ -356,6 +358,7 @@ class ToolBatch:
             on_denied=functools.partial(self._denied, slot),
         )
         outcome = None
+        assert slot.scope is not None  # (set as the call starts)
         try:
             with (
                 slot.scope,
@@ -418,7 +421,9 @@ class ToolBatch:
             for slot in early:
                 slot.recorded = True
             if early:
-                await self._agent.journal.append(*(ToolCallFinished(s.result) for s in early))
+                await self._agent.journal.append(
+                    *(ToolCallFinished(r) for s in early if (r := s.result) is not None)
+                )
         await self._agent.journal.sync()
 
     def _take(self, slot: Slot, outcome: Any) -> None:
@@ -441,6 +446,7 @@ class ToolBatch:
             self._next_commit += 1
             await self._post(slot)
             slot.committed = True
+            assert slot.result is not None  # (the hook may replace it, never remove it)
             await self._ports.commit_result(slot.call, slot.result, slot.duration)
             if slot.context:
                 await self._agent.inbox.put(slot.context, "next_step")
@@ -454,9 +460,10 @@ class ToolBatch:
         call = slot.call
         # A waterfall: each listener sees the result the one before left.
         for listener in listeners(hooks.post_tool):
+            assert slot.result is not None  # (posted once settled)
             try:
                 replaced = await _callbacks.call(listener, PostTool(self._agent.handle, call, slot.result))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - user code: its failure is the call's error result
                 replaced = _error(
                     call, TOOL_FAILED, f"the post_tool hook failed: {type(exc).__name__}: {exc}"
                 )
@@ -494,7 +501,7 @@ class ToolBatch:
                         slot.call, TOOL_FAILED, "the post_tool hook did not finish; the result was withheld"
                     )
                 known[slot.call.id] = slot.result, slot.duration
-            elif slot.scope is not None and not slot.ended:
+            elif slot.scope is not None and not slot.ended and slot.started_at is not None:
                 self._agent.emit(ToolAbandoned, tool_call_id=slot.call.id, tool_name=slot.call.name)
                 abandoned = error_result(
                     slot.call,

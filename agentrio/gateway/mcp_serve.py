@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import trio
 
@@ -164,6 +164,7 @@ class AgentTools:
         """Put ``request`` to the client's person, or refuse it when the
         client cannot be asked."""
         capabilities = ctx.session.client_capabilities
+        reason: str | None
         if capabilities is None or capabilities.elicitation is None:
             decision, reason = "deny", NO_ELICITATION
         else:
@@ -241,11 +242,13 @@ async def serve_mcp(
 async def _serve_http(server: Server, host: str, port: int, task_status: trio.TaskStatus[int | None]) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
+    from hypercorn.typing import ASGIFramework
 
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.errorlog = None  # errors reach the caller; access is not logged
     app = server.streamable_http_app(host=host)
     async with trio.open_nursery() as nursery:
-        bound = await nursery.start(partial(serve, app, config, mode="asgi"))
+        # Starlette's ASGI types and hypercorn's spell the same protocol apart.
+        bound = await nursery.start(partial(serve, cast("ASGIFramework", app), config, mode="asgi"))
         task_status.started(int(bound[0].rpartition(":")[2]))

@@ -14,7 +14,7 @@ import logging
 import mimetypes
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from http import HTTPStatus
@@ -28,8 +28,10 @@ import trio
 import trio_websocket
 import wsproto
 import wsproto.events
+from wsproto.connection import ConnectionState
 
-from .acp.jsonrpc import STALL_TIMEOUT, Budget
+from .acp.jsonrpc import STALL_TIMEOUT
+from .acp.outbox import Budget
 from .acp.server import AcpConnection
 from .acp.sessions import SessionHub
 
@@ -164,7 +166,7 @@ class _Replayed(trio.abc.Stream):
         if self._head:
             data, self._head = self._head, b""
             return data
-        return await self._stream.receive_some(max_bytes)
+        return bytes(await self._stream.receive_some(max_bytes))
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._stream.send_all(data)
@@ -182,7 +184,7 @@ class _Connection(trio_websocket.WebSocketConnection):
     saying why before the socket closes; trio-websocket only closes it."""
 
     async def _handle_close_connection_event(self, event: wsproto.events.CloseConnection) -> None:
-        if self._wsproto.state is wsproto.ConnectionState.OPEN:  # found here, not sent by the client
+        if self._wsproto.state is ConnectionState.OPEN:  # found here, not sent by the client
             with suppress(trio_websocket.ConnectionClosed):
                 await self._send(event)
         await super()._handle_close_connection_event(event)
@@ -357,7 +359,7 @@ async def _file(stream: trio.abc.Stream, name: str, *, head_only: bool) -> None:
 
 
 async def _respond(
-    stream: trio.abc.Stream, status: int, text: str, headers: list[tuple[str, str]] = ()
+    stream: trio.abc.Stream, status: int, text: str, headers: Sequence[tuple[str, str]] = ()
 ) -> None:
     await _send(
         stream, status, (text + "\n").encode(), [("content-type", "text/plain; charset=utf-8"), *headers]

@@ -33,6 +33,7 @@ class Closable(Protocol):
 
 B = TypeVar("B", bound=Batch)
 D = TypeVar("D", bound=Closable)
+T = TypeVar("T")
 
 
 class BufferedStore(Generic[D, B]):
@@ -141,12 +142,13 @@ class BufferedStore(Generic[D, B]):
         """Runs once a failed store's retried batch is committed, before it
         counts as recovered (raise if it cannot)."""
 
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(db, *args)`` in the store's thread. A lost database fails the
         store (``StoreUnavailable``), which then retries by itself."""
         db = self._check_usable()
+        thread, _ = self._running()
         try:
-            return await self._thread.call(fn, db, *args)
+            return await thread.call(fn, db, *args)
         except StoreUnavailable as exc:
             if self._nursery is not None:  # (closing, nothing more is written anyway)
                 self._fail(exc)
@@ -181,6 +183,7 @@ class BufferedStore(Generic[D, B]):
         if self._depth:
             return
         stack, nursery, self._stack, self._nursery = self._stack, self._nursery, None, None
+        assert stack is not None and nursery is not None and self._serving is not None  # open
         try:
             with trio.CancelScope(shield=True):
                 self._serving.cancel()  # before the thread ends: it may call into it
@@ -202,14 +205,14 @@ class BufferedStore(Generic[D, B]):
         async with AsyncExitStack() as stack:
             nursery = await stack.enter_async_context(trio.open_nursery())
             await nursery.start(thread.serve)
+            failure: Exception | None = None
             try:
                 self._db = await thread.call(self._connect)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure to connect is the store's failure
                 # Raised once the thread has ended, not from inside the nursery.
                 thread.stop()
                 failure = exc
             else:
-                failure = None
                 self._thread, self._nursery = thread, nursery
                 self._failure, self._failure_told = None, False
                 nursery.start_soon(self._flush_when_asked)
@@ -232,10 +235,11 @@ class BufferedStore(Generic[D, B]):
             if self._failure is None:
                 await self._closing()
         finally:
+            thread, db = self._running()
             try:
-                await self._thread.call(self._db.close)
+                await thread.call(db.close)
             finally:
-                self._thread.stop()
+                thread.stop()
                 self._db = self._thread = self._owner = None
         return self._failure
 
@@ -258,9 +262,10 @@ class BufferedStore(Generic[D, B]):
         (its end hands over the next) or nothing can be written."""
         if self._writing or not self._batch or self._thread is None or self._failure is not None:
             return
+        thread, db = self._running()
         batch, upto = self._batch, self._buffered
         self._batch, self._writing = self._new_batch(), True
-        self._thread.submit(self._commit(self._db, batch), (), functools.partial(self._written, upto, batch))
+        thread.submit(self._commit(db, batch), (), functools.partial(self._written, upto, batch))
 
     def _written(self, upto: int, batch: B | None, result: Result) -> None:
         self._writing = False
@@ -286,13 +291,14 @@ class BufferedStore(Generic[D, B]):
     def _write_here(self) -> None:
         """Commit the buffer in the trio thread if the store's thread is idle
         and ``_try_commit_here`` can; else leave it."""
-        if self._writing or not self._batch or self._failure is not None or not self._thread.idle:
+        thread, db = self._running()
+        if self._writing or not self._batch or self._failure is not None or not thread.idle:
             return
         upto = self._buffered
         try:
-            if not self._try_commit_here(self._db, self._batch):
+            if not self._try_commit_here(db, self._batch):
                 return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a commit here may fail in any way
             self._written(upto, None, (None, exc))  # the batch stays buffered
             return
         self._batch = self._new_batch()
@@ -328,17 +334,18 @@ class BufferedStore(Generic[D, B]):
                 self._backoff = min(self._backoff * 2, RETRY_MAX)
                 while self._writing:  # a batch still on its way is retried first, if it fails
                     await self._next_commit()
+                thread, db = self._running()
                 try:
-                    await self._thread.call(self._reconnect, self._db)
+                    await thread.call(self._reconnect, db)
                     if self._retry is None and self._batch:  # a commit in the trio thread failed
                         self._retry, self._batch = (self._batch, self._buffered), self._new_batch()
                     if self._retry is not None:
                         batch, upto = self._retry
-                        value = await self._thread.call(self._commit(self._db, batch))
+                        value = await thread.call(self._commit(db, batch))
                         self._retry, self._committed_upto = None, upto
                         self._committed(value)
                     await self._recovering_hook()
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - recovery retries whatever failed
                     log.debug("%r: still failed: %s", self, exc)
                     continue
                 break
@@ -348,6 +355,11 @@ class BufferedStore(Generic[D, B]):
             self.recovered.set()
             log.warning("%r recovered after %.1f s", self, trio.current_time() - since)
             self._write()
+
+    def _running(self) -> tuple[DatabaseThread, D]:
+        """The thread and the database, while the store is open."""
+        assert self._thread is not None and self._db is not None
+        return self._thread, self._db
 
     def _check_usable(self) -> D:
         if self._failure is not None:

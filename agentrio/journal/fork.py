@@ -73,6 +73,7 @@ def fork_seed(
             raise ForkRefused(
                 f"session {session_id!r} has no turn {at_turn}; its ended turns are 0 to {max(ended)}"
             )
+    assert at_message is not None  # given, or found above from at_turn
     if not 0 <= at_message <= len(messages):
         raise ForkRefused(
             f"at_message must be between 0 and {len(messages)} (the committed messages of "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import attrs
 import trio
@@ -28,7 +29,7 @@ from .repair import CRASH
 
 #: The cancel cause of a turn cut short by a runtime that gave its session
 #: up (a worker stopping): whoever runs the session next continues it.
-RELEASED = "released"
+RELEASED: Final = "released"
 
 #: Turns that end this way are continued, not answered.
 CONTINUED = frozenset({CRASH, RELEASED})

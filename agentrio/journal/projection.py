@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from ..mailbox.items import QueuedInput, Target
+from ..mailbox.items import InboxSpliced, QueuedInput, Target
 from ..messages import (
     AssistantMessage,
     Message,
@@ -21,7 +21,6 @@ from .records import (
     Compacted,
     GoalEnded,
     GoalSet,
-    InboxSpliced,
     MessageAppended,
     Record,
     RequestFailed,

@@ -14,7 +14,9 @@ RemoteKind = Literal["steer", "followup", "inject", "cancel"]
 REMOTE_KINDS: tuple[RemoteKind, ...] = ("steer", "followup", "inject", "cancel")
 
 
-def _check_message(item: RemoteInput, attribute: attrs.Attribute, message: UserMessage | None) -> None:
+def _check_message(
+    item: RemoteInput, attribute: attrs.Attribute[UserMessage | None], message: UserMessage | None
+) -> None:
     if (message is None) != (item.kind == "cancel"):
         raise ValueError(f"a {item.kind} input {'takes no' if item.kind == 'cancel' else 'needs a'} message")
 

@@ -47,7 +47,8 @@ class RowDecoder:
 
     def data(self, session_id: str, row: Row) -> str | bytes:
         """The record's JSON; raises ``StoreCorrupt`` if the row is damaged."""
-        return row[1]
+        data: str | bytes = row[1]
+        return data
 
     def session(
         self,

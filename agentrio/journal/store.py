@@ -14,6 +14,13 @@ from .projection import SessionState
 from .records import MessageAppended, Record
 
 
+class Named(Protocol):
+    """What ``submit`` reads of an ``AgentSpec``: its name."""
+
+    @property
+    def name(self) -> str: ...
+
+
 class SessionNotFound(LookupError):
     """The store holds no session with this id (and nothing is wrong)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import trio
 
@@ -45,7 +45,7 @@ class DatabaseThread:
             fn, args, deliver = call
             try:
                 result: Result = (fn(*args), None)
-            except BaseException as exc:  # the caller's to handle
+            except BaseException as exc:  # noqa: BLE001 - the caller's to handle
                 result = (None, exc)
             token.run_sync_soon(self._deliver, deliver, result)
 
@@ -80,4 +80,4 @@ class DatabaseThread:
         value, error = results[0]
         if error is not None:
             raise error
-        return value
+        return cast("T", value)

@@ -122,6 +122,7 @@ class Mailbox(Generic[M]):
         self._pending.add(envelope)
         try:
             await self._post(envelope)  # (no schedule point of its own: the wait is one)
+            assert envelope._done is not None  # (a call's envelope has one)
             await envelope._done.wait()
         except BaseException:
             envelope.withdrawn = True
@@ -145,6 +146,7 @@ class Mailbox(Generic[M]):
         self._blocked[task] = envelope
 
         def abort(_: object) -> trio.lowlevel.Abort:
+            assert self._blocked is not None  # (kept while a task waits in it)
             del self._blocked[task]
             return trio.lowlevel.Abort.SUCCEEDED
 
@@ -187,9 +189,9 @@ class Mailbox(Generic[M]):
             if self._reader is not None:
                 raise trio.BusyResourceError(f"another task already reads {self.name}")
             self._reader = trio.lowlevel.current_task()
-            envelope = await trio.lowlevel.wait_task_rescheduled(self._abort_receive)
-            if not envelope.withdrawn:
-                return envelope
+            delivered: Envelope[M] = await trio.lowlevel.wait_task_rescheduled(self._abort_receive)
+            if not delivered.withdrawn:
+                return delivered
 
     def _abort_receive(self, _: object) -> trio.lowlevel.Abort:
         self._reader = None

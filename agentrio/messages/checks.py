@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 _JSON_SCALARS = (str, int, bool, type(None))
@@ -48,7 +49,7 @@ def is_count(instance: Any, attribute: Any, value: Any) -> None:
         _fail(instance, attribute, "an int", _kind(value))
 
 
-def parts_of(*kinds: type, string: bool = False):
+def parts_of(*kinds: type, string: bool = False) -> Callable[[Any, Any, Any], None]:
     """A validator for a list of parts of ``kinds`` (or, with ``string``, a str)."""
     names = "/".join(k.__name__ for k in kinds)
     expected = f"a str or a list of {names} parts" if string else f"a list of {names} parts"

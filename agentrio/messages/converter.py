@@ -14,7 +14,8 @@ import datetime
 import functools
 import typing
 import uuid
-from collections.abc import Callable, Set
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -30,9 +31,17 @@ from .schema import is_pydantic_model, is_union, json_schema
 converter = cattrs.Converter()
 
 
+def _tagged(
+    tag: str, name: str, untagged: Callable[[Any], dict[str, Any]]
+) -> Callable[[Any], dict[str, Any]]:
+    """Unstructures as ``untagged`` does, the tag first."""
+    return lambda obj: {tag: name, **untagged(obj)}
+
+
 def _structure_bytes(data: Any, _: Any) -> bytes:
     if not isinstance(data, str):
-        raise ValueError(f"expected base64 text, got {type(data).__name__}")
+        # Bad data, whatever its type, is a ValueError to structuring.
+        raise ValueError(f"expected base64 text, got {type(data).__name__}")  # noqa: TRY004
     try:
         return base64.b64decode(data, validate=True)
     except binascii.Error as exc:
@@ -74,9 +83,7 @@ def register_tagged_union(union: Any, tag: str) -> None:
             raise TypeError(f"{cls.__name__} and {members[name].__name__} share the tag {name!r}")
         members[name] = cls
         untagged = make_dict_unstructure_fn(cls, converter)
-        converter.register_unstructure_hook(
-            cls, lambda obj, untagged=untagged, name=name: {tag: name, **untagged(obj)}
-        )
+        converter.register_unstructure_hook(cls, _tagged(tag, name, untagged))
     for name, cls in members.items():
         structure_fns[name] = make_dict_structure_fn(cls, converter)
 
@@ -103,7 +110,7 @@ def make_typed_converter() -> cattrs.Converter:
     as the model was told). Structuring expects data that already fits the
     type's schema: it converts, and does not coerce ``"1"`` into ``1``.
     """
-    typed = cattrs.Converter(unstruct_collection_overrides={Set: list})
+    typed = cattrs.Converter(unstruct_collection_overrides={AbstractSet: list})
     for cls, parse, dump in (
         (datetime.datetime, datetime.datetime.fromisoformat, datetime.datetime.isoformat),
         (datetime.date, datetime.date.fromisoformat, datetime.date.isoformat),
@@ -141,7 +148,7 @@ def make_typed_converter() -> cattrs.Converter:
         for key, value in data.items():
             try:
                 out[key] = typed.structure(value, hints[key])
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every field's error is collected, as cattrs does
                 exc.add_note(
                     AttributeValidationNote(f"Structuring {cls.__qualname__} @ {key!r}", key, hints[key])
                 )
@@ -174,7 +181,8 @@ def _none(data: Any, _: Any) -> None:
 def _from_string(parse: Callable[[str], Any]) -> Callable[[Any, Any], Any]:
     def structure(data: Any, cls: Any) -> Any:
         if not isinstance(data, str):
-            raise ValueError(f"expected a string, got {data!r}")
+            # Bad data, whatever its type, is a ValueError to structuring.
+            raise ValueError(f"expected a string, got {data!r}")  # noqa: TRY004
         return parse(data)
 
     return structure

@@ -62,13 +62,13 @@ def _bytes_repr(data: bytes) -> str:
     return f"<{len(data):,} bytes>"
 
 
-def _is_bytes(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _is_bytes(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if type(value) is not bytes:
         kind = "None" if value is None else f"a value of type {type(value).__name__}"
         raise TypeError(f"{type(instance).__name__}.{attribute.name}: expected bytes, got {kind}")
 
 
-def _is_media_type(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _is_media_type(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if type(value) is not str:
         raise TypeError(f"{type(instance).__name__}.media_type: expected a str, got {type(value).__name__}")
 

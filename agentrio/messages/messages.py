@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from .checks import is_bool, is_optional_str, is_str, json_data, parts_of
-from .parts import Document, Image, Part, Text, Thinking, ToolCall
+from .media import Document, Image
+from .parts import Part, Text, Thinking, ToolCall
 from .usage import Usage
 
 StopReason = Literal["stop", "tool_use", "max_tokens", "context_overflow", "error", "aborted"]

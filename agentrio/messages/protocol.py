@@ -16,7 +16,7 @@ import attrs
 from .messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from .parts import Part, Text, ToolCall
 
-M = TypeVar("M", UserMessage, AssistantMessage)
+M = TypeVar("M", bound=UserMessage | AssistantMessage)
 
 #: The codes of error results (``ToolResultMessage.error_code``): the call
 #: named no tool there is, its arguments did not fit the tool, the tool
@@ -94,13 +94,13 @@ def project_tool_protocol(messages: Iterable[Message]) -> list[Message]:
     for message in messages:
         if isinstance(message, ToolResultMessage):
             continue
-        message = _without_blank_parts(message)
-        if message is None:
+        kept = _without_blank_parts(message)
+        if kept is None:
             continue
-        projected.append(message)
-        if isinstance(message, UserMessage):
+        projected.append(kept)
+        if isinstance(kept, UserMessage):
             continue
-        for call in message.tool_calls:
+        for call in kept.tool_calls:
             result = results.pop(call.id, None)
             projected.append(result or error_result(call, TOOL_RESULT_MISSING))
     return projected

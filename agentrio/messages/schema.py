@@ -244,7 +244,7 @@ class SchemaBuilder:
         return schema
 
     def _pydantic(self, model: type) -> dict[str, Any]:
-        schema = model.model_json_schema()  # type: ignore[attr-defined]
+        schema: dict[str, Any] = model.model_json_schema()  # type: ignore[attr-defined]
         for name, definition in schema.pop("$defs", {}).items():
             if self.defs.setdefault(name, definition) != definition:
                 raise TypeError(f"two different pydantic models are both named {name!r}")

@@ -118,7 +118,7 @@ def convert(data: Any, hint: Any, path: str = "") -> Any:
     validator that refuses)."""
     try:
         return typed_converter.structure(data, hint)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - user types' converters may raise anything
         raise InvalidValue(conversion_errors(exc, path)) from None
 
 
@@ -128,5 +128,5 @@ def dump(value: Any, hint: Any = None) -> Any:
         if hint is None:
             return typed_converter.unstructure(value)
         return typed_converter.unstructure(value, unstructure_as=hint)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - user types' converters may raise anything
         raise InvalidValue([f"cannot write {type(value).__name__} as JSON: {exc}"]) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -79,8 +80,16 @@ def counted(
 
 
 _new = object.__new__
-_set_input = Usage.input_tokens.__set__  # type: ignore[attr-defined]
-_set_output = Usage.output_tokens.__set__  # type: ignore[attr-defined]
-_set_cache_read = Usage.cache_read_tokens.__set__  # type: ignore[attr-defined]
-_set_cache_write = Usage.cache_write_tokens.__set__  # type: ignore[attr-defined]
-_set_cost = Usage.cost.__set__  # type: ignore[attr-defined]
+
+
+def _setter(name: str) -> Callable[[Usage, Any], None]:
+    """What sets the slot ``name`` of the frozen ``Usage``."""
+    setter: Callable[[Usage, Any], None] = getattr(Usage, name).__set__
+    return setter
+
+
+_set_input = _setter("input_tokens")
+_set_output = _setter("output_tokens")
+_set_cache_read = _setter("cache_read_tokens")
+_set_cache_write = _setter("cache_write_tokens")
+_set_cost = _setter("cost")

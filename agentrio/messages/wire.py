@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import msgspec
@@ -193,13 +193,13 @@ class _UserMessage(Mirror, tag_field="role", tag=UserMessage.role):
     def build(self) -> UserMessage:
         content = self.content
         message = _new(UserMessage)
-        _SET_USER(message, content if type(content) is str else [part.build() for part in content])
+        _SET_USER(message, content if isinstance(content, str) else [part.build() for part in content])
         return message
 
     @classmethod
     def of(cls, message: UserMessage) -> _UserMessage:
         content = message.content
-        return cls(content if type(content) is str else _parts(content))
+        return cls(content if isinstance(content, str) else _parts(content))
 
 
 class _AssistantMessage(Mirror, tag_field="role", tag=AssistantMessage.role):
@@ -224,7 +224,7 @@ class _AssistantMessage(Mirror, tag_field="role", tag=AssistantMessage.role):
     @classmethod
     def of(cls, message: AssistantMessage) -> _AssistantMessage:
         return cls(
-            _parts(message.content),
+            cast("list[_AssistantPart]", _parts(message.content)),  # (AssistantMessage checks which)
             message.stop_reason,
             _Usage.of(message.usage),
             message.model,
@@ -280,10 +280,11 @@ MIRRORS: dict[type, type[msgspec.Struct]] = {
     AssistantMessage: _AssistantMessage,
     ToolResultMessage: _ToolResultMessage,
 }
-_SHAPE_OF: dict[type, Callable[[Any], Any]] = {cls: mirror.of for cls, mirror in MIRRORS.items()}
+_SHAPE_OF: dict[type, Callable[[Any], Any]] = {cls: cast(Any, mirror).of for cls, mirror in MIRRORS.items()}
 
 
 def shape(message: Message) -> MessageShape:
     """``message``'s mirror, which msgspec encodes as the converter
     unstructures it."""
-    return _SHAPE_OF[type(message)](message)
+    shaped: MessageShape = _SHAPE_OF[type(message)](message)
+    return shaped

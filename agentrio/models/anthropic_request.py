@@ -25,13 +25,13 @@ def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
 
-def _assistant_block(part: Text | Thinking | ToolCall) -> dict[str, Any] | None:
+def _assistant_block(part: Part) -> dict[str, Any] | None:
     if isinstance(part, Text):
         return {"type": "text", "text": part.text} if part.text else None
     if isinstance(part, ToolCall):
         return {"type": "tool_use", "id": tool_use_id(part.id), "name": part.name, "input": part.arguments}
-    if not part.signature:
-        return None  # unsigned thinking is rejected
+    if not isinstance(part, Thinking) or not part.signature:
+        return None  # unsigned thinking is rejected (and an assistant message holds no media)
     if part.redacted:
         return {"type": "redacted_thinking", "data": part.signature}
     return {"type": "thinking", "thinking": part.text, "signature": part.signature}
@@ -70,7 +70,11 @@ def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
 def _tool_result_block(message: ToolResultMessage) -> dict[str, Any]:
     # Images and documents travel inside the tool_result, as blocks.
     content = _content_blocks(message.content) if has_media(message.content) else message.text
-    block = {"type": "tool_result", "tool_use_id": tool_use_id(message.tool_call_id), "content": content}
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id(message.tool_call_id),
+        "content": content,
+    }
     if message.is_error:
         block["is_error"] = True
     return block

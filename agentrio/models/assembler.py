@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 
 from .._json import loads
-from ..messages import AssistantMessage, Part, Text, Thinking, ToolCall, Usage
+from ..messages import AssistantMessage, Part, StopReason, Text, Thinking, ToolCall, Usage
 from .events import (
     Done,
     StreamEvent,
@@ -115,7 +118,7 @@ class MessageAssembler:
             provider=self.provider,
         )
 
-    def interrupted(self, stop_reason: str, error: str | None = None) -> AssistantMessage:
+    def interrupted(self, stop_reason: StopReason, error: str | None = None) -> AssistantMessage:
         """What a stream cut short leaves: its visible text, and never a
         partial tool call or an unsigned thought."""
         text = "".join(
@@ -133,7 +136,7 @@ class MessageAssembler:
 
 #: What each kind of event does to the message; the others (a block's end)
 #: change nothing. By exact type: stream events are final classes.
-_FOLDS = {
+_FOLDS: dict[type, Callable[[MessageAssembler, Any], None]] = {
     TextDelta: MessageAssembler._append_text,
     ToolCallDelta: MessageAssembler._append_arguments,
     ThinkingDelta: MessageAssembler._append_thinking,

@@ -18,7 +18,7 @@ as long as the failing model had sent no event yet.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +80,7 @@ class FallbackModel:
         ``error``, or None when the request fails as it is."""
         return index + 1 if index + 1 < len(self.models) and falls_back(error) else None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         index = 0
         while True:
             error: ProviderError | None = None

@@ -24,13 +24,14 @@ class SharedClient:
     """An ``httpx.AsyncClient`` created on first use and closed by its owner."""
 
     def __init__(self, *, timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT, **limits: Any) -> None:
-        self._options = {"timeout": timeout, "limits": httpx.Limits(**limits)}
+        self._timeout = timeout
+        self._limits = httpx.Limits(**limits)
         self._client: httpx.AsyncClient | None = None
 
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(**self._options)
+            self._client = httpx.AsyncClient(timeout=self._timeout, limits=self._limits)
         return self._client
 
     @property
@@ -68,8 +69,11 @@ async def client_for_request(explicit: httpx.AsyncClient | None) -> AsyncIterato
     """The client one request should use: ``explicit`` if given, else the
     shared one, else a temporary client closed when the request is done."""
     shared = shared_http_client.get()
-    if explicit is not None or shared is not None:
-        yield explicit or shared.client
+    if explicit is not None:
+        yield explicit
+        return
+    if shared is not None:
+        yield shared.client
         return
     async with httpx.AsyncClient(timeout=DEFAULT_TIMEOUT) as temporary:
         yield temporary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import TypeGuard
 
 from ..messages import Document, Image, Part
 
@@ -18,7 +19,7 @@ def data_uri(part: Image | Document) -> str:
     return f"data:{part.media_type};base64,{base64_text(part)}"
 
 
-def has_media(content: str | list[Part]) -> bool:
+def has_media(content: str | list[Part]) -> TypeGuard[list[Part]]:
     return not isinstance(content, str) and any(isinstance(part, MEDIA) for part in content)
 
 

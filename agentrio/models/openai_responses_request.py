@@ -43,8 +43,8 @@ def responses_tool(tool: ToolSpec, *, strict: bool = False) -> dict[str, Any]:
     }
 
 
-def _reasoning_item(part: Thinking) -> dict[str, Any] | None:
-    if not part.id or not part.signature:
+def _reasoning_item(part: Part) -> dict[str, Any] | None:
+    if not isinstance(part, Thinking) or not part.id or not part.signature:
         return None  # nothing the API could resume from
     summary = [{"type": "summary_text", "text": part.text}] if part.text else []
     return {"type": "reasoning", "id": part.id, "summary": summary, "encrypted_content": part.signature}

@@ -64,6 +64,13 @@ class _Item:
     streamed: bool = False  # text or arguments arrived as deltas
     summary_index: int = 0
 
+    def block(self) -> int:
+        """Its block; ``LookupError`` for an item that has none (a delta that
+        does not fit the item's kind: an invalid response)."""
+        if self.index is None:
+            raise LookupError(f"a {self.kind!r} output item has no such block")
+        return self.index
+
 
 class ResponsesStreamMapper:
     def __init__(self, model: str, provider: str) -> None:
@@ -89,7 +96,7 @@ class ResponsesStreamMapper:
         elif kind == "response.function_call_arguments.delta":
             item = self._items[payload["output_index"]]
             item.streamed = True
-            out.append(ToolCallDelta(item.index, payload["delta"]))
+            out.append(ToolCallDelta(item.block(), payload["delta"]))
         elif kind == "response.reasoning_summary_text.delta" or kind == "response.reasoning_text.delta":
             self._reasoning_delta(payload, out)
         elif kind == "response.output_item.added":
@@ -122,7 +129,7 @@ class ResponsesStreamMapper:
             item.summary_index = summary_index
             text = "\n\n" + text  # a new summary part
         item.streamed = True
-        out.append(ThinkingDelta(item.index, text=text))
+        out.append(ThinkingDelta(item.block(), text=text))
 
     def _item_added(self, output_index: int, data: dict[str, Any], out: list[StreamEvent]) -> None:
         item = self._items[output_index] = _Item(data.get("type", ""))
@@ -151,14 +158,14 @@ class ResponsesStreamMapper:
             if not item.streamed:
                 summary = "\n\n".join(s.get("text", "") for s in data.get("summary") or ())
                 if summary:
-                    out.append(ThinkingDelta(item.index, text=summary))
+                    out.append(ThinkingDelta(item.block(), text=summary))
             if signature := data.get("encrypted_content"):
-                out.append(ThinkingDelta(item.index, signature=signature))
-            out.append(self._blocks.end(item.index, id=data.get("id")))
+                out.append(ThinkingDelta(item.block(), signature=signature))
+            out.append(self._blocks.end(item.block(), id=data.get("id")))
         elif item.kind == "function_call":
             if not item.streamed and data.get("arguments"):
-                out.append(ToolCallDelta(item.index, data["arguments"]))
-            out.append(self._blocks.end(item.index))
+                out.append(ToolCallDelta(item.block(), data["arguments"]))
+            out.append(self._blocks.end(item.block()))
 
     def _whole_message(self, item: _Item, data: dict[str, Any], out: list[StreamEvent]) -> None:
         """A message whose text came only in ``output_item.done``."""

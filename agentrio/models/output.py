@@ -126,7 +126,10 @@ class OutputSpec:
         ``$ref`` points outside it (no provider fetches another document,
         and neither does ``parse``)."""
         if not isinstance(schema, dict):
-            raise ValueError(f"invalid output schema: expected a JSON object, got {type(schema).__name__}")
+            # Documented: a ValueError, whatever is wrong with the schema.
+            raise ValueError(  # noqa: TRY004
+                f"invalid output schema: expected a JSON object, got {type(schema).__name__}"
+            )
         try:
             jsonschema.Draft202012Validator.check_schema(schema)
         except jsonschema.SchemaError as exc:

@@ -21,7 +21,7 @@ from ..messages import Usage
 from ..messages.usage import counted
 
 
-def _per_million(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _per_million(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is None and attribute.name.startswith("cache_"):
         return
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:

@@ -27,24 +27,20 @@ CONNECTION_ERROR = "connection_error"
 TIMEOUT = "timeout"
 
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "context_window_exceeded"})
-_OVERFLOW_MESSAGE = re.compile(
-    "|".join(
-        [
-            r"prompt is too long",  # Anthropic
-            r"input is too long",  # Bedrock
-            r"context[ _]length[ _]exceeded",
-            r"maximum context length",  # OpenAI (older wording), vLLM, Mistral
-            r"exceeds? the context window",  # OpenAI Responses
-            r"context window (?:is )?exceeded",
-            r"exceeds? (?:the )?(?:model's )?(?:maximum )?context (?:length|size|limit)",
-            r"exceeds the available context size",  # llama.cpp
-            r"too many tokens in (?:the )?prompt",
-            r"reduce the length of the messages",
-            r"input token count .* exceeds the maximum",  # Gemini through compatible gateways
-        ]
-    ),
-    re.IGNORECASE,
+_OVERFLOW_PHRASES = (
+    r"prompt is too long",  # Anthropic
+    r"input is too long",  # Bedrock
+    r"context[ _]length[ _]exceeded",
+    r"maximum context length",  # OpenAI (older wording), vLLM, Mistral
+    r"exceeds? the context window",  # OpenAI Responses
+    r"context window (?:is )?exceeded",
+    r"exceeds? (?:the )?(?:model's )?(?:maximum )?context (?:length|size|limit)",
+    r"exceeds the available context size",  # llama.cpp
+    r"too many tokens in (?:the )?prompt",
+    r"reduce the length of the messages",
+    r"input token count .* exceeds the maximum",  # Gemini through compatible gateways
 )
+_OVERFLOW_MESSAGE = re.compile("|".join(_OVERFLOW_PHRASES), re.IGNORECASE)
 
 
 def is_context_overflow(code: str | None, message: str) -> bool:

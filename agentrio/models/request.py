@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -50,4 +50,4 @@ class Model(Protocol):
     ``ProviderError`` when the request fails.
     """
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]: ...

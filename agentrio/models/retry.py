@@ -56,5 +56,5 @@ class RetryPolicy:
             return None
         if error.retry_after is not None:
             return min(error.retry_after, self.max_retry_after)
-        backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        backoff = min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1))
         return backoff * (1 - self.jitter * self.random())

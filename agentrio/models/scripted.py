@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Union
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
+from typing import TypeAlias
 
 import trio
 
@@ -29,7 +29,7 @@ from .events import (
 from .request import ModelRequest
 from .validation import request_problems
 
-Reply = Union[AssistantMessage, BaseException, Callable[[ModelRequest], object]]
+Reply: TypeAlias = AssistantMessage | BaseException | Callable[[ModelRequest], object]
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:
@@ -107,7 +107,7 @@ class ScriptedModel:
         """How many replies are left."""
         return len(self._replies)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         self.requests.append(request)
         if self.strict and (problems := request_problems(request)):
             raise ProviderError(400, "invalid_request_error", "; ".join(problems))

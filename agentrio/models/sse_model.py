@@ -9,12 +9,11 @@ to normalized events; ``mapper_for`` when that depends on the request). ``stream
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AsyncExitStack, aclosing
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import attrs
 import httpx
@@ -34,7 +33,11 @@ if TYPE_CHECKING:
     from .output import OutputSpec
 from .stream_check import StreamChecker
 
-option = functools.partial(attrs.field, kw_only=True)
+
+def option(**kwargs: Any) -> Any:
+    """An adapter's setting: an attrs field given by keyword only."""
+    return attrs.field(kw_only=True, **kwargs)
+
 
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_ATTEMPT_TIMEOUT = 3600.0
@@ -137,7 +140,7 @@ class SSEModel:
     def _body(self, request: ModelRequest) -> dict[str, Any]:
         return {**self.request_body(request), **self.extra_body}
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         body = self._body(request)
         headers = {
             "accept": "text/event-stream",
@@ -159,7 +162,9 @@ class SSEModel:
                     raise self._too_slow()
                 decoder = SSEDecoder(max_event_bytes=self.max_event_bytes)
                 checker = StreamChecker()
-                chunks = await stack.enter_async_context(aclosing(response.aiter_bytes()))
+                chunks = await stack.enter_async_context(
+                    aclosing(cast("AsyncGenerator[bytes, None]", response.aiter_bytes()))
+                )
                 try:
                     # Only reads that complete an event restart the idle
                     # clock: keep-alive comments cannot hold a stalled stream.

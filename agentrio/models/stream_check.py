@@ -10,6 +10,8 @@ a stream that breaks them ends as an ``invalid_response``.
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 from .events import (
     Done,
     StreamError,
@@ -31,6 +33,15 @@ _BLOCK_KINDS: dict[type, str] = {
     ThinkingStart: "thinking", ThinkingDelta: "thinking", ThinkingEnd: "thinking",
     ToolCallStart: "tool call", ToolCallDelta: "tool call", ToolCallEnd: "tool call",
 }  # fmt: skip
+
+
+class _InBlock(Protocol):
+    """An event of a block (the kinds in ``_BLOCK_KINDS``)."""
+
+    @property
+    def index(self) -> int: ...
+
+
 _STARTS = frozenset({TextStart, ThinkingStart, ToolCallStart})
 _ENDS = frozenset({TextEnd, ThinkingEnd, ToolCallEnd})
 
@@ -64,7 +75,7 @@ class StreamChecker:
         if block is None:
             self._ended = kind is Done or kind is StreamError
             return None
-        index = event.index
+        index = cast("_InBlock", event).index  # (an event of a block)
         if kind in _STARTS:
             if index in self._started:
                 return f"block {index} started twice"

@@ -6,12 +6,12 @@ fails the same way a provider would fail in production: with a 400.
 
 from __future__ import annotations
 
-from ..messages import AssistantMessage, Text, ToolResultMessage, UserMessage
+from ..messages import AssistantMessage, Part, Text, ToolResultMessage, UserMessage
 from .output import OUTPUT_TOOL
 from .request import ModelRequest
 
 
-def _has_blank_text(content) -> bool:
+def _has_blank_text(content: str | list[Part]) -> bool:
     return any(isinstance(p, Text) and not p.text for p in content)
 
 

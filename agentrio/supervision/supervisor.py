@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import attrs
 import trio
@@ -151,7 +151,7 @@ class Supervisor:
 
     # -- the block ------------------------------------------------------------
 
-    async def __aenter__(self) -> Supervisor:
+    async def __aenter__(self) -> Self:
         if self._state != "new":
             raise RuntimeError("a Supervisor can be entered only once")
         self._nursery_manager = trio.open_nursery()
@@ -265,7 +265,7 @@ class Supervisor:
             new = _Run(old.spec)
             try:
                 await self._nursery.start(self._run, new)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a child's failed start is the strategy's to handle
                 return old, exc
             self._runs[self._runs.index(old)] = new
         return None, None

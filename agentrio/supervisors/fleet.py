@@ -7,18 +7,41 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, cast
 
 import trio
 
 from ..actors.agent import Agent
 from ..actors.spec import AgentSpec
-from ..journal import StoreError
+from ..events import Status
+from ..journal import Store, StoreError
 from ..journal.outcomes import RELEASED, Outcomes
 
 if TYPE_CHECKING:
+    from ..journal.ownership import Lease
+    from ..journal.postgres.fleet import Claimed
     from .runtime import Runtime
+
+
+class SharedStore(Store, Protocol):
+    """What a fleet asks of a store that runtimes share (``PostgresStore``)."""
+
+    @property
+    def failure(self) -> StoreError | None: ...
+
+    async def until_usable(self) -> None: ...
+
+    async def input_posted(self) -> trio.Event: ...
+
+    async def claim_runnable(self, specs: Sequence[str], limit: int, *, report: int = 10) -> Claimed: ...
+
+    def lease(self, session_id: str) -> Lease | None: ...
+
+    async def release(self, session_id: str) -> None: ...
+
+    async def leave(self, session_id: str, token: int) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +109,7 @@ class Fleet:
         if not idle_release >= 0:
             raise ValueError(f"idle_release must be a number of seconds, got {idle_release!r}")
         self.runtime = runtime
-        self.store = store
+        self.store = cast("SharedStore", store)  # (it claims: a shared store by its shape)
         self.specs = spec_table(specs)
         self.max_sessions = max_sessions
         self.idle_release = idle_release
@@ -153,7 +176,7 @@ class Fleet:
         ``idle_release`` seconds, or when the serve loop is cancelled."""
         try:
             agent = await self.runtime.create(self._spec(name), session_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the session is left for another runtime
             log.error(
                 "session %r could not be restored, and is left for another runtime: %s", session_id, exc
             )
@@ -164,6 +187,7 @@ class Fleet:
         self.running[session_id] = agent
         task_status.started()
         lease = self.store.lease(session_id)
+        assert lease is not None  # (just claimed)
         try:
             outcomes = await self._outcomes(session_id)
             await agent.resume(continue_turn=outcomes.unfinished)
@@ -193,7 +217,7 @@ class Fleet:
                 await agent.wait_idle()
                 with trio.move_on_after(self.idle_release) as idle:
                     async for event in events:
-                        if event.type == "status" and event.status == "running":
+                        if isinstance(event, Status) and event.status == "running":
                             break
                 if idle.cancelled_caught and agent.status == "idle":
                     return
@@ -214,17 +238,17 @@ class Fleet:
                 outcomes = await self._outcomes(session_id)
                 if outcomes.unfinished or outcomes.queued:
                     await self.store.leave(session_id, token)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the lease runs out by itself
             log.warning(
                 "session %r was not given up cleanly (its lease runs out by itself): %s", session_id, exc
             )
 
 
-async def _first(*waits: Callable[[], object]) -> None:
+async def _first(*waits: Callable[[], Awaitable[object]]) -> None:
     """Wait until the first of ``waits`` returns; cancel the others."""
     async with trio.open_nursery() as nursery:
 
-        async def race(wait: Callable[[], object]) -> None:
+        async def race(wait: Callable[[], Awaitable[object]]) -> None:
             await wait()
             nursery.cancel_scope.cancel()
 
@@ -232,8 +256,8 @@ async def _first(*waits: Callable[[], object]) -> None:
             nursery.start_soon(race, wait)
 
 
-async def _quietly(awaitable: object) -> None:
+async def _quietly(awaitable: Awaitable[object]) -> None:
     try:
         await awaitable
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a clean-up's failure is logged, not raised
         log.warning("%s", exc)

@@ -84,7 +84,7 @@ class RuntimeEvents:
         self._subscribers: list[RuntimeSubscription] = []
         self._listeners: list[Listener] = []
 
-    def emit(self, event_type: type[Event], agent: Agent, **fields: Any) -> None:
+    def emit(self, event_type: Callable[..., Event], agent: Agent, **fields: Any) -> None:
         self._seq += 1
         if not self._subscribers and not self._listeners:
             return

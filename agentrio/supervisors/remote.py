@@ -4,17 +4,31 @@ in the input posted for its session anywhere."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from ..actors.agent import Agent, AgentDisposed
-from ..journal import LeaseLost, RemoteInput, StoreError
-from ..journal.records import InboxSpliced
+from ..journal import LeaseLost, RemoteInput, Store, StoreError
 from ..journal.remote import inbox_id
-from ..mailbox.items import QueuedInput
+from ..mailbox.items import InboxSpliced, QueuedInput
+
+if TYPE_CHECKING:
+    from ..journal.ownership import Lease
 
 log = logging.getLogger(__name__)
 
 
-def takes_remote_input(store: object) -> bool:
+class RemoteStore(Store, Protocol):
+    """A store that takes input posted from other processes (``PostgresStore``)."""
+
+    async def next_inputs(self, session_id: str) -> list[RemoteInput]: ...
+
+    async def consume_inputs(self, session_id: str, ids: Sequence[int]) -> None: ...
+
+    def lease(self, session_id: str) -> Lease | None: ...
+
+
+def takes_remote_input(store: object) -> TypeGuard[RemoteStore]:
     return all(hasattr(store, name) for name in ("next_inputs", "consume_inputs", "lease"))
 
 
@@ -23,7 +37,7 @@ def queued_id(item: RemoteInput) -> str:
     return inbox_id(item.id)
 
 
-async def serve_remote(agent: Agent, store) -> None:
+async def serve_remote(agent: Agent, store: RemoteStore) -> None:
     """Runs for the agent's life, in its own scope. Each posted input is
     applied through the agent's public methods, in order, then consumed:
     the deletion commits with the agent's next records. An input whose
@@ -40,7 +54,7 @@ async def serve_remote(agent: Agent, store) -> None:
         log.warning("agent %s: no longer taking remote input: %s", agent.id, exc)
 
 
-async def stop_on_lost_lease(agent: Agent, store) -> None:
+async def stop_on_lost_lease(agent: Agent, store: RemoteStore) -> None:
     """Runs for the agent's life, in its own scope: the moment the store
     knows that another host took the session over, the agent's work is
     cancelled (cause ``lease_lost``), so that no tool of it goes on acting
@@ -56,7 +70,7 @@ async def stop_on_lost_lease(agent: Agent, store) -> None:
         pass
 
 
-async def _take_inputs(agent: Agent, store, session_id: str) -> None:
+async def _take_inputs(agent: Agent, store: RemoteStore, session_id: str) -> None:
     taken: set[str] | None = None
     while True:
         items = await store.next_inputs(session_id)
@@ -70,7 +84,7 @@ async def _take_inputs(agent: Agent, store, session_id: str) -> None:
             await store.consume_inputs(session_id, [item.id])
 
 
-async def _taken_in(store, session_id: str) -> set[str]:
+async def _taken_in(store: RemoteStore, session_id: str) -> set[str]:
     _, records = await store.load_session(session_id)
     return {
         queued.id
@@ -85,6 +99,7 @@ async def _apply(agent: Agent, item: RemoteInput) -> None:
     if item.kind == "cancel":
         await agent.cancel()
         return
+    assert item.message is not None  # (every kind but cancel has one)
     queued = QueuedInput(queued_id(item), item.message)
     if item.kind == "steer":
         await agent.steer(queued)

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
+from typing import Any, Self
 
 import trio
 
@@ -32,7 +33,7 @@ from ..models.prices import BUILTIN_PRICES, Price, Prices
 from .fleet import STOP_GRACE, Fleet, Specs
 from .lifecycle import RuntimeSubscription
 from .registry import AgentRegistry
-from .remote import serve_remote, stop_on_lost_lease, takes_remote_input
+from .remote import RemoteStore, serve_remote, stop_on_lost_lease, takes_remote_input
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class Runtime:
         #: The task that stops the agents' work if the store fails.
         self._watching = trio.CancelScope()
 
-    async def __aenter__(self) -> Runtime:
+    async def __aenter__(self) -> Self:
         if self._stack is not None:
             raise RuntimeError("a Runtime can be entered only once")
         async with AsyncExitStack() as stack:
@@ -93,6 +94,7 @@ class Runtime:
             self.registry.events.close()
             self._nursery = None
             try:
+                assert self._stack is not None  # (entered)
                 suppress = await self._stack.__aexit__(exc_type, exc, tb)
             except BaseExceptionGroup as group:
                 # The root nursery wraps the block's own error in a group: let
@@ -117,7 +119,9 @@ class Runtime:
         store = self.store
         with self._watching:
             while True:
-                await store.failed.wait()
+                failed = getattr(store, "failed", None)  # (a new event after each recovery)
+                assert isinstance(failed, trio.Event)  # (watched only then)
+                await failed.wait()
                 error = f"{store!r} failed: {getattr(store, 'failure', None) or 'a write was refused'}"
                 for agent in reversed(self.registry.agents):  # children first
                     agent._tell_store(error)
@@ -367,7 +371,7 @@ class Runtime:
         await fleet.serve(task_status=task_status)
 
 
-def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:
+def _taking_remote_input(setup: Setup | None, store: RemoteStore) -> Setup:
     """``setup``, then input posted anywhere is taken in for the agent's
     life (and a lost lease stops it), in the agent's own scope."""
 
@@ -380,7 +384,7 @@ def _taking_remote_input(setup: Setup | None, store: Store) -> Setup:
     return remote_setup
 
 
-def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **options: object) -> RunResult:
+def run_sync(spec: AgentSpec, prompt: str, *, store: Store | None = None, **options: Any) -> RunResult:
     """Run ``prompt`` on a new agent of ``spec`` from plain (non-trio) code:
     one Runtime, one run, a clean teardown; returns the ``RunResult``.
     ``options`` go to ``Runtime.create`` (``session_id=`` continues a stored

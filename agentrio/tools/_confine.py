@@ -39,6 +39,11 @@ import errno
 import os
 import struct
 
+# The shim's start pays for every import: typing only for the checker.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -124,7 +129,7 @@ _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
 
 def landlock_abi() -> int:
     """The Landlock ABI version of the running kernel; 0 without Landlock."""
-    version = _libc.syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+    version: int = _libc.syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
     return max(version, 0)
 
 
@@ -195,7 +200,7 @@ def _check(result: int, what: str) -> int:
 _FIELDS, _ITEMS = "\x1e", "\x1f"
 
 
-def encode(policy: dict) -> str:
+def encode(policy: dict[str, Any]) -> str:
     """``policy`` as one command-line argument: parsed without ``json``,
     whose import would cost the shim more than the rest of its start."""
     fields = []
@@ -209,9 +214,9 @@ def encode(policy: dict) -> str:
     return _FIELDS.join(fields)
 
 
-def decode(text: str) -> dict:
+def decode(text: str) -> dict[str, Any]:
     """The policy ``encode`` gave ``text`` for."""
-    policy: dict = {"sockets": None, "landlock": None}
+    policy: dict[str, Any] = {"sockets": None, "landlock": None}
     for field in filter(None, text.split(_FIELDS)):
         key, _, value = field.partition("=")
         outer, _, inner = key.partition(".")
@@ -224,7 +229,7 @@ def decode(text: str) -> dict:
     return policy
 
 
-def apply(policy: dict, command: list[str]) -> list[str]:
+def apply(policy: dict[str, Any], command: list[str]) -> list[str]:
     """Confine the calling (single-threaded) process and its future children;
     the command to start: ``command``, or with ``"bwrap_sockets"`` the
     ``bwrap`` command given the socket filter to install on what it runs

@@ -119,7 +119,8 @@ def _confine(policy: str, command: list[str]) -> list[str]:
         import _confine  # type: ignore[import-not-found]
     finally:
         del sys.path[0]
-    return _confine.apply(_confine.decode(policy), command)
+    confined: list[str] = _confine.apply(_confine.decode(policy), command)
+    return confined
 
 
 def _report(fd: int | None, status: str | None) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from ..messages import TOOL_INPUT_INVALID
 from ..messages.schema import SchemaBuilder, json_default, parse_docstring
 from ..messages.typed import InvalidValue, convert, dump
-from .tool import ExecutionMode, Tool, ToolContext, ToolResult, is_content
+from .tool import ExecutionMode, Tool, ToolContext, ToolOutput, ToolResult, is_content
 
 __all__ = ["as_json_result", "parse_docstring", "tool"]
 
@@ -64,7 +64,7 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
         parameters["required"] = required
     parameters = builder.document(parameters)
 
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         kwargs: dict[str, Any] = {}
         errors: list[str] = []
         for key, value in args.items():
@@ -89,7 +89,7 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None, mo
     )
 
 
-def as_json_result(value: Any) -> Any:
+def as_json_result(value: Any) -> ToolOutput:
     """What a decorated tool returned, as the model will read it: a
     ``ToolResult``, a string, an image or document, or a list of parts
     holding one, as they are; any other value (a list of strings

@@ -68,7 +68,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, Self, TextIO, TypeVar, cast
 
 import attrs
 import trio
@@ -193,7 +193,9 @@ class ToolServer:
                     args,
                     read_timeout_seconds=self._call_timeout,
                     progress_callback=report,
-                    meta=tracing.request_meta(),
+                    meta=cast(
+                        "mcp_types.RequestParamsMeta | None", tracing.request_meta()
+                    ),  # (a dict is one)
                 )
             except MCPError as exc:
                 if exc.code == mcp_types.CONNECTION_CLOSED:
@@ -489,7 +491,7 @@ async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
 async def _failure_of(pending: Awaitable[Any]) -> Exception | None:
     try:
         await pending
-    except Exception as exc:  # the caller raises it, as the cause of its own error
+    except Exception as exc:  # noqa: BLE001 - the caller raises it, as the cause of its own error
         return exc
     return None
 
@@ -521,7 +523,7 @@ class _EndWatch:
     async def aclose(self) -> None:
         await self._stream.aclose()
 
-    async def __aenter__(self) -> _EndWatch:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -84,7 +84,7 @@ async def run_tool_call(
         return ToolResult(f"refused: {refused.reason}", is_error=True, error_code=PERMISSION_DENIED)
     except ToolFatal as fatal:
         return ToolResult(f"fatal: {fatal}", is_error=True, fatal=True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - user code: its failure is the call's error result
         return ToolResult(f"{type(exc).__name__}: {exc}", is_error=True)
 
 

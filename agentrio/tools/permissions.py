@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Literal, Self
 
 import attrs
 
@@ -42,7 +42,7 @@ class Decision(str):
 
     reason: str | None
 
-    def __new__(cls, verdict: str, reason: str | None = None) -> Decision:
+    def __new__(cls, verdict: str, reason: str | None = None) -> Self:
         if verdict not in VERDICTS:
             raise ValueError(f"a permission decision is one of {VERDICTS}, got {verdict!r}")
         decision = super().__new__(cls, verdict)
@@ -68,7 +68,10 @@ async def decide(policy: Policy, call: ToolCall, tool: Tool) -> Decision:
     if isinstance(answer, Decision):
         return answer
     if not isinstance(answer, str):
-        raise ValueError(f"permission policy {policy!r} answered {answer!r}, not one of {VERDICTS}")
+        # Documented: a ValueError, whatever the policy answered.
+        raise ValueError(  # noqa: TRY004
+            f"permission policy {policy!r} answered {answer!r}, not one of {VERDICTS}"
+        )
     return Decision(answer)
 
 
@@ -150,6 +153,10 @@ def deny(tool: str = "*", /, *, reason: str | None = None, stop: bool = False, *
     return Rule("deny_and_stop" if stop else "deny", tool, arguments, reason)
 
 
+def _rule_tuple(rules: Iterable[Rule]) -> tuple[Rule, ...]:
+    return tuple(rules)
+
+
 @attrs.frozen
 class Rules:
     """A policy from rules: the first matching deny rule (one that stops the
@@ -158,7 +165,7 @@ class Rules:
     whatever their place in the list, so a broad allow never overrides a
     narrow deny."""
 
-    rules: tuple[Rule, ...] = attrs.field(converter=tuple)
+    rules: tuple[Rule, ...] = attrs.field(converter=_rule_tuple)
     default: Verdict = attrs.field(default="ask", validator=attrs.validators.in_(VERDICTS))
 
     def __call__(self, call: ToolCall, tool: Tool) -> Decision:
@@ -182,6 +189,7 @@ async def summarize_call(call: ToolCall, tool: Tool | None) -> str:
     if tool is None or tool.preview is None:
         return plain
     try:
-        return await _callbacks.call(tool.preview, call.arguments)
-    except Exception as e:
+        preview: str = await _callbacks.call(tool.preview, call.arguments)
+        return preview
+    except Exception as e:  # noqa: BLE001 - a failed preview falls back to the plain call
         return f"{plain}\n(no preview: {e})"

@@ -173,6 +173,7 @@ async def _run(
         os.close(status_write)
     shim = _Shim(process, trio.lowlevel.FdStream(status_read))
     captures = {"stdout": CappedText(output_cap), "stderr": CappedText(output_cap)}
+    assert process.stdout is not None and process.stderr is not None  # opened as pipes
     pipes = {"stdout": process.stdout, "stderr": process.stderr}
     drained = {name: trio.Event() for name in pipes}
     try:
@@ -180,6 +181,7 @@ async def _run(
             for name, pipe in pipes.items():
                 nursery.start_soon(_pump, name, pipe, captures[name], on_output, drained[name])
             if stdin is not None:
+                assert process.stdin is not None  # a pipe when there is input
                 nursery.start_soon(_feed, process.stdin, stdin)
             with trio.move_on_after(math.inf if timeout is None else timeout) as limit:
                 await shim.ended()

@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -94,8 +94,8 @@ def _optional_paths(paths: Iterable[str | os.PathLike[str]] | None) -> tuple[str
     return None if paths is None else _paths(paths)
 
 
-def _one_of(choices: Sequence[object]) -> Callable[[object, attrs.Attribute, object], None]:
-    def check(instance: object, attribute: attrs.Attribute, value: object) -> None:
+def _one_of(choices: Sequence[object]) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value not in choices:
             raise ValueError(
                 f"Sandbox.{attribute.name} must be one of {', '.join(map(repr, choices))}, got {value!r}"

@@ -65,7 +65,8 @@ def _additional_properties(
     )
 
 
-ArgumentValidator = jsonschema.validators.extend(
+# (extend is unannotated in jsonschema's stubs)
+ArgumentValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
     {
         "pattern": _pattern,
@@ -114,7 +115,7 @@ def argument_errors(validator: Any, args: Any) -> list[str]:
         if (depth := _depth(args)) > MAX_ARGUMENT_DEPTH:
             return [f"the arguments nest {depth} levels deep; at most {MAX_ARGUMENT_DEPTH} are accepted"]
         return schema_errors(validator, args)
-    except Exception as e:  # a flaw of the schema, found only now
+    except Exception as e:  # noqa: BLE001 - a flaw of the schema, found only now
         reason = f"{type(e).__name__}: {e}"
         if len(reason) > _MAX_REASON:
             reason = reason[:_MAX_REASON] + " [...]"

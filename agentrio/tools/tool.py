@@ -6,7 +6,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, TypeGuard
 
 import attrs
 
@@ -40,7 +40,7 @@ class ToolResult:
     context: str | None = attrs.field(default=None, kw_only=True, validator=is_optional_str)
 
     def to_message(self, tool_call_id: str, tool_name: str) -> ToolResultMessage:
-        content = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
+        content: list[Part] = [Text(self.content)] if isinstance(self.content, str) else list(self.content)
         return ToolResultMessage(
             tool_call_id=tool_call_id,
             tool_name=tool_name,
@@ -55,7 +55,7 @@ class ToolResult:
 MEDIA = (Image, Document)
 
 
-def is_content(value: object) -> bool:
+def is_content(value: object) -> TypeGuard[str | Image | Document | list[str | Text | Image | Document]]:
     """Whether ``value`` is content a tool may return as it is: a str, an
     ``Image``/``Document``, or a list of ``str | Text | Image | Document``."""
     if isinstance(value, str | Image | Document):
@@ -138,7 +138,9 @@ class ToolContext:
         )
 
 
-Execute = Callable[[dict[str, Any], ToolContext], Awaitable["ToolResult | str"]]
+#: What a tool's ``execute`` may return (see ``tool_result``).
+ToolOutput: TypeAlias = ToolResult | str | Image | Document | list[str | Text | Image | Document]
+Execute = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]
 Preview = Callable[[dict[str, Any]], "Awaitable[str] | str"]
 
 
@@ -151,11 +153,11 @@ def _check_mode(mode: object) -> None:
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 
-def _type_error(attribute: attrs.Attribute, expected: str, value: Any) -> TypeError:
+def _type_error(attribute: attrs.Attribute[Any], expected: str, value: Any) -> TypeError:
     return TypeError(f"Tool.{attribute.name}: expected {expected}, got {type(value).__name__!r}")
 
 
-def _valid_name(tool: Tool, attribute: attrs.Attribute, name: Any) -> None:
+def _valid_name(tool: Tool, attribute: attrs.Attribute[Any], name: Any) -> None:
     if not isinstance(name, str):
         raise _type_error(attribute, "a str", name)
     if not TOOL_NAME.fullmatch(name):
@@ -165,12 +167,12 @@ def _valid_name(tool: Tool, attribute: attrs.Attribute, name: Any) -> None:
         )
 
 
-def _valid_description(tool: Tool, attribute: attrs.Attribute, description: Any) -> None:
+def _valid_description(tool: Tool, attribute: attrs.Attribute[Any], description: Any) -> None:
     if not isinstance(description, str):
         raise _type_error(attribute, "a str (what the model reads about the tool; '' for none)", description)
 
 
-def _valid_parameters(tool: Tool, attribute: attrs.Attribute, parameters: Any) -> None:
+def _valid_parameters(tool: Tool, attribute: attrs.Attribute[Any], parameters: Any) -> None:
     if not isinstance(parameters, dict):
         raise _type_error(attribute, "a JSON Schema of type 'object', as a dict", parameters)
     if problems := schema_problems(parameters):
@@ -179,7 +181,7 @@ def _valid_parameters(tool: Tool, attribute: attrs.Attribute, parameters: Any) -
         )
 
 
-def _valid_execute(tool: Tool, attribute: attrs.Attribute, execute: Any) -> None:
+def _valid_execute(tool: Tool, attribute: attrs.Attribute[Any], execute: Any) -> None:
     expected = "an async function (args, ctx)"
     if not callable(execute):
         raise _type_error(attribute, expected, execute)
@@ -204,7 +206,7 @@ def _is_async(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
-def _valid_mode(tool: Tool, attribute: attrs.Attribute, mode: Any) -> None:
+def _valid_mode(tool: Tool, attribute: attrs.Attribute[Any], mode: Any) -> None:
     expected = f"one of {EXECUTION_MODES} or a function (args) -> mode"
     if callable(mode):
         return
@@ -214,7 +216,7 @@ def _valid_mode(tool: Tool, attribute: attrs.Attribute, mode: Any) -> None:
         raise ValueError(f"Tool.execution_mode: expected {expected}, got {mode!r}")
 
 
-def _valid_preview(tool: Tool, attribute: attrs.Attribute, preview: Any) -> None:
+def _valid_preview(tool: Tool, attribute: attrs.Attribute[Any], preview: Any) -> None:
     if preview is not None and not callable(preview):
         raise _type_error(attribute, "a function (args) -> str, sync or async, or None", preview)
 

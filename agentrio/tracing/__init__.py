@@ -19,10 +19,13 @@ trace follows the state machine (QueryEngine): ``invoke_agent`` -> ``turn``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from . import _otel
 
 #: The live tracer while instrumented (an ``_otel.Tracing``), else None.
-_active: Any = None
+_active: _otel.Tracing | None = None
 
 
 class _NoSpan:

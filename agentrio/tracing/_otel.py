@@ -13,6 +13,7 @@ from typing import Any, Self
 import trio
 from opentelemetry import context, propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from . import content
 
@@ -170,17 +171,17 @@ class Tracing:
         return RunSpan(span, self.capture_content)
 
     def turn_span(self, turn: int, session_id: str) -> TurnSpan:
-        attributes = {"agentrio.turn": turn, "gen_ai.conversation.id": session_id}
+        attributes: dict[str, AttributeValue] = {"agentrio.turn": turn, "gen_ai.conversation.id": session_id}
         return TurnSpan(self.tracer.start_span(f"turn {turn}", attributes=attributes), self.capture_content)
 
     def step_span(self, step: int, session_id: str) -> _Current:
-        attributes = {"agentrio.step": step, "gen_ai.conversation.id": session_id}
+        attributes: dict[str, AttributeValue] = {"agentrio.step": step, "gen_ai.conversation.id": session_id}
         return _Current(self.tracer.start_span(f"step {step}", attributes=attributes), self.capture_content)
 
     def chat_span(self, model: Any, request: Any, session_id: str) -> ChatSpan:
         name = str(getattr(model, "model", "") or "")
         provider = str(getattr(model, "provider", "") or type(model).__name__)
-        attributes = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider),
             "gen_ai.request.model": name,

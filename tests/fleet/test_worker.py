@@ -112,6 +112,7 @@ def test_worker_mistakes_are_one_line_and_exit_1(tmp_path):
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
 
     for args, message in [

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import trio
 from acp import connect_to_agent, schema
@@ -100,7 +100,7 @@ class FakeServerThread:
             await self._stop.wait()
             nursery.cancel_scope.cancel()
 
-    def __enter__(self) -> FakeServerThread:
+    def __enter__(self) -> Self:
         self._thread.start()
         self._ready.wait()
         return self

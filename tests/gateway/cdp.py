@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +102,12 @@ async def open_page(url: str, profile: Path):
     binary = chromium_or_skip()
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
-            lambda task_status: trio.run_process(
+            partial(
+                trio.run_process,
                 [binary, *FLAGS, f"--user-data-dir={profile}", url],
                 stderr=-1,
                 stdout=-3,
                 check=False,
-                task_status=task_status,
             )
         )
         try:

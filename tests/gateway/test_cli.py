@@ -18,6 +18,7 @@ def agentrio(*args: str) -> subprocess.CompletedProcess:
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+        check=False,
     )
 
 

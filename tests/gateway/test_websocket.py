@@ -572,8 +572,10 @@ async def test_a_client_is_served_while_260_idle_sockets_are_open_against_256_de
     command = [
         sys.executable,
         "-c",
-        "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
-        "(256, 256)); sys.argv = ['agentrio', *sys.argv[1:]]; runpy.run_module('agentrio', run_name='__main__')",
+        (
+            "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+            "(256, 256)); sys.argv = ['agentrio', *sys.argv[1:]]; runpy.run_module('agentrio', run_name='__main__')"
+        ),
         "serve",
         "--port",
         "0",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import subprocess
@@ -79,7 +80,7 @@ def columns(out: str, *, cost: bool = False) -> list[tuple[str, ...]]:
     starts = [0, *(header.index(name) for name in names), header.index("TITLE")]
     rows = []
     for line in lines:
-        cells = (line[a:b].rstrip() for a, b in zip(starts, starts[1:]))
+        cells = (line[a:b].rstrip() for a, b in itertools.pairwise(starts))
         id_, agent, _, messages, _, children, forks, parent, cost_ = cells
         rows.append((id_, agent, messages, children, forks, parent, *([cost_] if cost else [])))
     return rows
@@ -322,6 +323,7 @@ def test_the_command_runs_as_a_program_and_never_creates_a_store(tmp_path):
         env={"AGENTRIO_DB": str(missing), "PATH": "", "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
+        check=False,
     )
     assert done.returncode == 1
     assert done.stderr == f"agentrio: error: no store at {missing} (give --db, or set $AGENTRIO_DB)\n"
@@ -335,7 +337,7 @@ def test_db_may_come_before_or_after_the_action(tmp_path):
     missing = tmp_path / "missing.db"
     for argv in (["sessions", "--db", str(missing), "list"], ["sessions", "list", "--db", str(missing)]):
         done = subprocess.run(
-            [sys.executable, "-m", "agentrio", *argv], capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "agentrio", *argv], capture_output=True, text=True, timeout=60, check=False
         )
         assert done.returncode == 1 and f"no store at {missing}" in done.stderr
 

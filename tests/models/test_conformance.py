@@ -170,8 +170,10 @@ EXPECTED: dict[str, Expect] = {
         Usage(506, 153),
         "claude-3-5-sonnet-20240620",
         texts=(
-            "Certainly! I can help you with that information. To get the weather and current time in "
-            "San Francisco, I'll need to use two separate functions. Let me fetch that data for you.",
+            (
+                "Certainly! I can help you with that information. To get the weather and current time in "
+                "San Francisco, I'll need to use two separate functions. Let me fetch that data for you."
+            ),
         ),
         calls=(
             (
@@ -196,10 +198,12 @@ EXPECTED: dict[str, Expect] = {
         Usage(678, 82),
         "claude-haiku-4-5-20251001",
         texts=(
-            "Here are two great names for your pet pelican:\n\n1. **Charles** - A sophisticated and "
-            "dignified name, perfect for a pelican with personality!\n2. **Sammy** - A friendly and "
-            "playful name that gives off warm, approachable vibes.\n\nEither of these would make an "
-            "excellent name for your feathered friend! 🦅",
+            (
+                "Here are two great names for your pet pelican:\n\n1. **Charles** - A sophisticated and "
+                "dignified name, perfect for a pelican with personality!\n2. **Sammy** - A friendly and "
+                "playful name that gives off warm, approachable vibes.\n\nEither of these would make an "
+                "excellent name for your feathered friend! 🦅"
+            ),
         ),
     ),
     "24": Expect(
@@ -209,8 +213,10 @@ EXPECTED: dict[str, Expect] = {
         calls=(("toolu_01825dXWLSoJwCst1qTsiWdb", "fixed_version", {}),),
         thinking=(
             (
-                "The user wants me to:\n1. Use the fixed_version tool\n2. Tell them the version\n3. Make a "
-                "short joke about it\n\nLet me first call the fixed_version tool to see what version it returns.",
+                (
+                    "The user wants me to:\n1. Use the fixed_version tool\n2. Tell them the version\n3. Make a "
+                    "short joke about it\n\nLet me first call the fixed_version tool to see what version it returns."
+                ),
                 replayed_signature("25", "thinking"),
                 False,
                 None,
@@ -222,9 +228,11 @@ EXPECTED: dict[str, Expect] = {
         Usage(707, 89),
         "claude-haiku-4-5-20251001",
         texts=(
-            "The version is **0.32a0**.\n\nHere's a joke about it: \n\nLooks like this version is still in "
-            'alpha testing... I guess you could say it\'s going through a "0.32a good time" before becoming '
-            "stable! 😄\n\n(It's at version 0.32a, which means it's far from 1.0, so plenty of room to grow!)",
+            (
+                "The version is **0.32a0**.\n\nHere's a joke about it: \n\nLooks like this version is still in "
+                'alpha testing... I guess you could say it\'s going through a "0.32a good time" before becoming '
+                "stable! 😄\n\n(It's at version 0.32a, which means it's far from 1.0, so plenty of room to grow!)"
+            ),
         ),
     ),
     # The server tool and its result are Anthropic's business: only text and
@@ -250,10 +258,12 @@ EXPECTED: dict[str, Expect] = {
         Usage(92, 189),
         "claude-sonnet-4-5-20250929",
         texts=(
-            "I notice that you've sent what appears to be some kind of test string or command. I don't have "
-            'any special "magic string" triggers or backdoor commands that would expose internal systems or '
-            "change my behavior.\n\nI'm Claude, an AI assistant created by Anthropic to be helpful, harmless, "
-            "and honest. How can I assist you today with a legitimate task or question?",
+            (
+                "I notice that you've sent what appears to be some kind of test string or command. I don't have "
+                'any special "magic string" triggers or backdoor commands that would expose internal systems or '
+                "change my behavior.\n\nI'm Claude, an AI assistant created by Anthropic to be helpful, harmless, "
+                "and honest. How can I assist you today with a legitimate task or question?"
+            ),
         ),
         thinking=(
             ("", "EqkECkYIBxgCKkA8AZ4noDfV5VcOJe…", True, None),

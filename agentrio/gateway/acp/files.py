@@ -10,6 +10,7 @@ left, or never offered them) the tools act on the disk as usual.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ...tools.builtin.editing import edit_diff, edit_result, replace_text
 from ...tools.builtin.reading import MAX_CHARS, MAX_LINE_CHARS, MAX_LINES
 from ...tools.builtin.text import size_of
 from ...tools.builtin.workspace import Workspace
+from ...tools.tool import ToolOutput
 from .jsonrpc import Peer, PeerGone, RpcError
 
 FILE_TOOLS = ("read", "write", "edit")
@@ -63,12 +65,15 @@ class ClientFiles(ClientOffers):
         )
 
 
+_Act = Callable[[ClientFiles, Peer, Workspace, dict[str, Any]], Awaitable[ToolResult | str]]
+
+
 def through_client(tool: Tool, files: ClientFiles, cwd: Path) -> Tool:
     """``tool`` (one of ``FILE_TOOLS``), going through ``files`` when a client holds them."""
     workspace = Workspace.of(cwd)
-    act = {"read": _read, "write": _write, "edit": _edit}[tool.name]
+    act = _ACTS[tool.name]
 
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         peer = files.peer()
         if peer is not None:
             try:
@@ -120,3 +125,7 @@ async def _edit(files: ClientFiles, peer: Peer, workspace: Workspace, args: dict
     after, count = replace_text(before, args, shown)
     await files.write(peer, path, after)
     return edit_result(shown, count, edit_diff(before, after, shown))
+
+
+#: What each file tool does through the client.
+_ACTS: dict[str, _Act] = {"read": _read, "write": _write, "edit": _edit}

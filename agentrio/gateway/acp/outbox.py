@@ -158,11 +158,11 @@ class Outbox:
             return
         key, snapshot = _call_of(message)
         text = encoded if encoded is not None else encode(message)
-        if snapshot and (waiting := self._snapshots.get(key)) is not None:
+        if snapshot and key is not None and (waiting := self._snapshots.get(key)) is not None:
             self._grow(len(text) - len(waiting.encoded))
             waiting.encoded = text
             waiting.size = OVERHEAD + len(text)
-        elif snapshot:
+        elif snapshot and key is not None:  # (a snapshot is always about a call)
             self._snapshots[key] = item = _Snapshot(key, text)
             self._append(item)
         else:

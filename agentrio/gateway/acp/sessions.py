@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import trio
@@ -28,7 +28,7 @@ from ...actors import Agent, AgentScope, AgentSpec, Subscription
 from ...journal import JournalCorrupt, SessionHeld, SessionNotFound, StoreCorrupt
 from ...journal.records import MAX_TITLE, SessionRenamed
 from ...mailbox import QueuedInput
-from ...messages import Image, Text, ToolCall, UserMessage
+from ...messages import Image, Part, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.builtin.common import ToolInputError
@@ -277,7 +277,7 @@ class Session:
         return (await self.agent.followup(self._queued(text, origin))).id
 
     def _queued(self, text: Content, origin: Peer | None) -> QueuedInput:
-        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(text))
+        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(cast("str | list[Part]", text)))
         self._origins[queued.id] = origin
         return queued
 

@@ -231,7 +231,11 @@ class UpdateMapper:
             for kind, pieces in self._streaming
         ]
         for call_id in self._running:
-            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+            update: dict[str, Any] = {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "status": "in_progress",
+            }
             if terminal := self._terminals.get(call_id):
                 update["content"] = [terminal]
             elif progress := self._progress.get(call_id):

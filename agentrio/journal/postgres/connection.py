@@ -5,11 +5,21 @@ and the DSN's secrets kept out of every message."""
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import unquote
 
 import psycopg
 
 from ..store import StoreError, StoreUnavailable
+
+
+def one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row of a statement that always returns one (an aggregate, an
+    INSERT ... RETURNING)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
 
 #: The DSN parameters never shown (libpq's names).
 _SECRETS = ("password", "sslpassword", "sslkey")

@@ -30,7 +30,7 @@ from ..store import (
     StoreNotFound,
     StoreUnavailable,
 )
-from .connection import bound_statements, connect, describe, lost, redacted, unavailable
+from .connection import bound_statements, connect, describe, lost, one, redacted, unavailable
 from .listener import Listener
 from .schema import MIGRATIONS, Step, check_identity, migrate
 
@@ -256,15 +256,19 @@ class Database:
                 (session_id, self.holder, self.lease_seconds),
             ).fetchone()
             if row is not None:
-                (last_seq,) = conn.execute(
-                    "SELECT COALESCE(max(seq), 0) FROM records WHERE session_id = %s", (session_id,)
-                ).fetchone()
+                (last_seq,) = one(
+                    conn.execute(
+                        "SELECT COALESCE(max(seq), 0) FROM records WHERE session_id = %s", (session_id,)
+                    )
+                )
                 return row[0], last_seq
-            holder, expires_at, remaining = conn.execute(
-                "SELECT holder, expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 "
-                "FROM leases WHERE session_id = %s",
-                (session_id,),
-            ).fetchone()
+            holder, expires_at, remaining = one(
+                conn.execute(
+                    "SELECT holder, expires_at, extract(epoch FROM expires_at - clock_timestamp())::float8 "
+                    "FROM leases WHERE session_id = %s",
+                    (session_id,),
+                )
+            )
         raise LeaseHeld(session_id, holder, expires_at, max(remaining, 0.0))
 
     def release(self, session_id: str, token: int) -> None:
@@ -306,11 +310,14 @@ class Database:
             except errors.UniqueViolation:
                 raise SessionExists(f"session {info.session_id!r} already exists in {self.where}") from None
             self._copy_records(rows)
-            (token,) = conn.execute(
-                "INSERT INTO leases VALUES (%s, %s, 1, clock_timestamp() + make_interval(secs => %s)) "
-                "RETURNING token",
-                (info.session_id, self.holder, self.lease_seconds),
-            ).fetchone()
+            token: int
+            (token,) = one(
+                conn.execute(
+                    "INSERT INTO leases VALUES (%s, %s, 1, clock_timestamp() + make_interval(secs => %s)) "
+                    "RETURNING token",
+                    (info.session_id, self.holder, self.lease_seconds),
+                )
+            )
         return token
 
     def write(self, batch: Batch, tokens: dict[str, int]) -> set[str]:
@@ -337,7 +344,7 @@ class Database:
         self._insert_blobs(batch.blobs)
         try:
             with self.translated():
-                (held,) = self._conn.execute(_WRITE, params).fetchone()
+                (held,) = one(self._conn.execute(_WRITE, params))
         except StoreUnavailable:
             self._maybe_written = True  # the commit may have happened, unanswered
             raise
@@ -355,11 +362,14 @@ class Database:
         if not rows:
             return False  # snapshots and consumed inputs are written again harmlessly
         with self.translated():
-            (same,) = self._conn.execute(
-                "SELECT count(*) FROM records JOIN unnest(%s::text[], %s::bigint[], %s::text[]) "
-                "AS b(session_id, seq, data) USING (session_id, seq) WHERE records.data = b.data",
-                ([r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows]),
-            ).fetchone()
+            same: int
+            (same,) = one(
+                self._conn.execute(
+                    "SELECT count(*) FROM records JOIN unnest(%s::text[], %s::bigint[], %s::text[]) "
+                    "AS b(session_id, seq, data) USING (session_id, seq) WHERE records.data = b.data",
+                    ([r[0] for r in rows], [r[1] for r in rows], [r[4] for r in rows]),
+                )
+            )
         if same not in (0, len(rows)):
             raise StoreError(f"{self.where}: a session is written by two stores at once")
         return same == len(rows)
@@ -408,10 +418,13 @@ class Database:
         conn = self._conn
         with self.translated(), conn.transaction():
             try:
-                (input_id,) = conn.execute(
-                    "INSERT INTO inputs (session_id, posted_at, data) VALUES (%s, %s, %s) RETURNING id",
-                    (session_id, posted_at, data),
-                ).fetchone()
+                input_id: int
+                (input_id,) = one(
+                    conn.execute(
+                        "INSERT INTO inputs (session_id, posted_at, data) VALUES (%s, %s, %s) RETURNING id",
+                        (session_id, posted_at, data),
+                    )
+                )
             except errors.ForeignKeyViolation:
                 raise SessionNotFound(session_id) from None
             conn.execute("SELECT pg_notify(%s, %s)", (self.channels.inputs, session_id))

@@ -19,6 +19,7 @@ from psycopg import errors
 
 from ..rows import SESSION_COLUMNS, session_row
 from ..store import SessionInfo, SessionNotFound
+from .connection import one
 from .database import Database
 
 #: The sessions of known specs that no live lease holds and that have work,
@@ -87,10 +88,13 @@ def submit(db: Database, info: SessionInfo, data: str, posted_at: float) -> int:
             (info.session_id,),
         )
         try:
-            (input_id,) = conn.execute(
-                "INSERT INTO inputs (session_id, posted_at, data) VALUES (%s, %s, %s) RETURNING id",
-                (info.session_id, posted_at, data),
-            ).fetchone()
+            input_id: int
+            (input_id,) = one(
+                conn.execute(
+                    "INSERT INTO inputs (session_id, posted_at, data) VALUES (%s, %s, %s) RETURNING id",
+                    (info.session_id, posted_at, data),
+                )
+            )
         except errors.ForeignKeyViolation:  # deleted meanwhile
             raise SessionNotFound(info.session_id) from None
         conn.execute("SELECT pg_notify(%s, %s)", (db.channels.inputs, info.session_id))
@@ -106,13 +110,13 @@ def claim(db: Database, specs: Sequence[str], limit: int, report: int) -> Claime
     with db.translated():
         with conn.transaction():
             held = conn.execute(_CLAIM, params).fetchall() if limit > 0 else []
-            last = dict(
+            last: dict[str, int] = dict(
                 conn.execute(
                     "SELECT session_id, max(seq) FROM records WHERE session_id = ANY(%s) GROUP BY session_id",
                     ([row[0] for row in held],),
                 ).fetchall()
             )
-        (next_expiry,) = conn.execute(_NEXT_EXPIRY, params).fetchone()
+        (next_expiry,) = one(conn.execute(_NEXT_EXPIRY, params))
         unknown = conn.execute(_UNKNOWN, {**params, "limit": report}).fetchall() if report else []
     sessions = [(session_id, name, token, last.get(session_id, 0)) for session_id, token, name in held]
     return Claimed(sessions, next_expiry, unknown)

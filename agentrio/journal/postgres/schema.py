@@ -10,6 +10,7 @@ import psycopg
 
 from ..checksum import snapshot_checksum, text_checksum
 from ..store import ForeignDatabase, SchemaTooNew
+from .connection import one
 
 APPLICATION = "agentrio"
 
@@ -119,7 +120,7 @@ def check_identity(
     raises unless it is a store this code can read."""
     if conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone() is None:
         return 0
-    marked = conn.execute("SELECT to_regclass(format('%%I.store', %s::text))", (schema,)).fetchone()[0]
+    marked = one(conn.execute("SELECT to_regclass(format('%%I.store', %s::text))", (schema,)))[0]
     if marked is None:
         if (
             conn.execute(
@@ -136,7 +137,7 @@ def check_identity(
     row = conn.execute("SELECT application, version FROM store").fetchone()
     if row is None or row[0] != APPLICATION:
         raise ForeignDatabase(f"{where}: schema {schema!r} belongs to something else, not an agentrio store")
-    version = row[1]
+    version: int = row[1]
     if version > len(migrations):
         raise SchemaTooNew(
             f"{where} has store schema version {version}, newer than the {len(migrations)} "

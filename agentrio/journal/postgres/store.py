@@ -27,6 +27,7 @@ from ..remote import RemoteInput, decode_input, encode_input, inbox_id
 from ..store import (
     Claims,
     LoadedSession,
+    Named,
     SessionInfo,
     SessionNotFound,
     SessionSummary,
@@ -230,8 +231,9 @@ class PostgresStore(BufferedStore[Database, Batch]):
         if self._thread is not None and not self._thread.idle and self._db is not None:
             self._db.abandon()
 
-    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await super()._call(Database.fresh, fn, *args)
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        result: T = await super()._call(Database.fresh, fn, *args)
+        return result
 
     def _reconnect(self, db: Database) -> None:
         db.reconnect()
@@ -241,7 +243,8 @@ class PostgresStore(BufferedStore[Database, Batch]):
         this store's; those taken over meanwhile are lost (``LeaseLost``)."""
         held = {s: lease.token for s, lease in self._leases.items() if lease.error is None}
         sent = time.monotonic()
-        lost = await self._thread.call(Database.renew, self._db, list(held.items()))
+        thread, db = self._running()
+        lost = await thread.call(Database.renew, db, list(held.items()))
         self._renewed(held, sent, lost, "found when the database was back")
 
     async def claim_session(self, session_id: str) -> None:
@@ -432,7 +435,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
             raise StoreError(f"{self!r} is closing: no more notifications are heard")
         async with self._starting_listener:
             if self._listener is None:
-                db = self._db
+                _, db = self._running()
                 listener = Listener(self._dsn, self.lease_seconds, attrs.astuple(db.channels), db.where)
                 try:
                     await self._nursery.start(listener.serve)
@@ -452,7 +455,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
             return decode_input(input_id, data)
         except Exception as exc:
             raise StoreCorrupt(
-                f"{self._db.where}: session {session_id!r}: input {input_id} cannot be read: {exc}"
+                f"{self._running()[1].where}: session {session_id!r}: input {input_id} cannot be read: {exc}"
             ) from exc
 
     # -- the Store interface --------------------------------------------------
@@ -514,7 +517,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
     async def sync(self, session_id: str | None = None) -> None:
         """Every session's appends so far are committed together; raises
         ``LeaseLost`` if ``session_id``'s were refused, or its lease is gone."""
-        lease = self._leases.get(session_id)
+        lease = self._leases.get(session_id) if session_id is not None else None
         try:
             await self._sync_all()
         except StoreError as exc:
@@ -542,7 +545,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
 
     # -- the fleet ------------------------------------------------------------
 
-    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | object) -> str:
+    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | Named) -> str:
         """Create the session if it is new, recording ``spec`` (a spec name,
         or an ``AgentSpec`` whose name is taken) as the spec that runs it,
         and post ``prompt`` as a follow-up, in one transaction: durable when
@@ -589,7 +592,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         session of the schema."""
         listener = await self._listening()
         self._check_listening(listener)
-        return listener.changed_any(self._db.channels.inputs)
+        return listener.changed_any(self._running()[1].channels.inputs)
 
 
 def _rows(

@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import attrs
 
@@ -183,6 +184,7 @@ class Database:
         began reading): then nothing was written, as for any lock here, and
         the store's thread commits the batch with ``write``."""
         conn = self._here
+        assert conn is not None  # a store that commits here opened this connection
         rows = batch.records
         # Every barrier of an agent lands here: the errors are told as in
         # ``translated`` and ``_one_writer``, without their context managers.
@@ -276,7 +278,7 @@ class Database:
             ).fetchall()
             rows = self._records(session_id, after)
         if snapshot is not None:
-            if snapshot_checksum(session_id, after, message_count, state_data) != state_checksum:
+            if snapshot_checksum(session_id, after, message_count, cast(bytes, state_data)) != state_checksum:
                 raise StoreCorrupt(f"{self.path}: session {session_id!r}: its snapshot is damaged")
             snapshot = (after, message_count, state_data)
         return self._rows.session(info, snapshot, history_rows, rows)

@@ -41,7 +41,8 @@ class Holder:
     since: float
 
     def __str__(self) -> str:
-        started = datetime.datetime.fromtimestamp(self.since).isoformat(sep=" ", timespec="seconds")
+        when = datetime.datetime.fromtimestamp(self.since)  # noqa: DTZ006 - the reader's local time
+        started = when.isoformat(sep=" ", timespec="seconds")
         return f"pid {self.pid} on {self.host}, since {started}"
 
 

@@ -52,8 +52,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE records ADD COLUMN checksum INTEGER",
         "ALTER TABLE snapshots ADD COLUMN checksum INTEGER",
         "UPDATE records SET checksum = agentrio_record_checksum(session_id, seq, kind, CAST(data AS BLOB))",
-        "UPDATE snapshots SET checksum = "
-        "agentrio_snapshot_checksum(session_id, seq, message_count, CAST(state AS BLOB))",
+        (
+            "UPDATE snapshots SET checksum = "
+            "agentrio_snapshot_checksum(session_id, seq, message_count, CAST(state AS BLOB))"
+        ),
     ),
     # The agent a session was created for, and the session of the agent
     # that spawned it (see ``SessionInfo``); NULL in rows written before.
@@ -76,8 +78,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             checksum INTEGER,
             PRIMARY KEY (session_id, seq)
         )""",
-        "INSERT INTO records_by_rowid SELECT session_id, seq, kind, written_at, data, checksum FROM records "
-        "ORDER BY session_id, seq",
+        (
+            "INSERT INTO records_by_rowid SELECT session_id, seq, kind, written_at, data, checksum FROM records "
+            "ORDER BY session_id, seq"
+        ),
         "DROP TABLE records",
         "ALTER TABLE records_by_rowid RENAME TO records",
     ),
@@ -122,7 +126,7 @@ def check_identity(conn: sqlite3.Connection, path: Path, migrations: Sequence[tu
     transaction: its reads must see one state of a file that another
     process may be initializing."""
     application_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if application_id != APPLICATION_ID:
         has_tables = conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
         if application_id or version or has_tables:

@@ -21,6 +21,7 @@ from ..records import Record
 from ..store import (
     Claims,
     LoadedSession,
+    Named,
     SessionInfo,
     SessionNotFound,
     SessionSummary,
@@ -139,7 +140,8 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         if not db.try_write(batch):
             return False
         if db.checkpoint_due:  # it syncs the file: in the store's thread
-            self._thread.submit(db.checkpoint, (), self._checkpointed)
+            thread, _ = self._running()
+            thread.submit(db.checkpoint, (), self._checkpointed)
         return True
 
     def _checkpointed(self, result: Result) -> None:
@@ -288,7 +290,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         """An event set by this store's next commit."""
         return self._commit_event
 
-    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | object) -> str:
+    async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | Named) -> str:
         """Create the session if it is new, recording ``spec`` (a name, or an
         ``AgentSpec``) as the spec that runs it, and queue ``prompt`` as a
         follow-up; durable when this returns. ``SessionHeld`` while a writer

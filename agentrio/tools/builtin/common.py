@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..tool import Execute, ToolContext, ToolResult
+from ..tool import Execute, ToolContext, ToolOutput, ToolResult
 
 
 class ToolInputError(Exception):
@@ -20,7 +20,7 @@ def reports_errors(execute: Execute) -> Execute:
     errors such as a permission denied) into error results."""
 
     @functools.wraps(execute)
-    async def wrapper(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+    async def wrapper(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
             return await execute(args, ctx)
         except ToolInputError as e:

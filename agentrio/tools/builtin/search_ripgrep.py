@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -58,7 +59,7 @@ class _Collector:
     def __init__(self, limit: int) -> None:
         self.matches: list[Match] = []
         self.more = False
-        self.on_enough = lambda: None
+        self.on_enough: Callable[[], None] = lambda: None
         self._limit = limit
         self._partial = ""
 
@@ -83,5 +84,6 @@ class _Collector:
 def _text(value: dict[str, Any]) -> str:
     """ripgrep gives text that is not UTF-8 as base64 bytes."""
     if "text" in value:
-        return value["text"]
+        text: str = value["text"]
+        return text
     return base64.b64decode(value["bytes"]).decode("utf-8", errors="replace")

@@ -72,7 +72,8 @@ command. Prefer read, grep, glob and ls to inspect files.{_confined(sandbox)}"""
         return command_result(result)
 
     def preview(args: dict[str, Any]) -> str:
-        return args["command"]
+        command: str = args["command"]
+        return command
 
     return Tool("bash", description, parameters, execute, execution_mode="exclusive", preview=preview)
 
