@@ -26,7 +26,7 @@ async def serving(dsn: str, folder: Path, name: str, **env: str) -> AsyncIterato
     """``agentrio serve --db dsn`` serving ``tests.fleet.chaos_spec`` (its
     model's and tool's delays from ``env``): the process and its port."""
     environ = {**os.environ, "PYTHONPATH": str(ROOT), "FLEET_DELAY": "0.05", **env}
-    with open(folder / f"{name}.stderr", "ab") as stderr:  # noqa: ASYNC230 (a local file, once)
+    with open(folder / f"{name}.stderr", "ab") as stderr:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

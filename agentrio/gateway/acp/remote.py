@@ -149,11 +149,11 @@ class RemoteSession:
 
     # -- clients ----------------------------------------------------------------
 
-    async def attach(self, peer: Peer, *, replay: bool, files: bool = False) -> None:
+    async def attach(self, peer: Peer, *, replay: bool, files: bool = False, terminals: bool = False) -> None:
         """Follow the session for ``peer``: with ``replay``, its history first
         (as of the last record committed now), then what is committed after
-        it. (``files`` is not used: the holder's tools cannot reach this
-        client's files.)"""
+        it. (``files`` and ``terminals`` are not used: the holder's tools
+        cannot reach this client's files or terminals.)"""
         if (former := self._watches.pop(peer, None)) is not None:
             former.stop()
         watch = _Watch(self.id, self._store, peer, JournalView(self.cwd))

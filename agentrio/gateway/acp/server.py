@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Peer, RpcError, Transport
 from .sessions import SESSION_HELD, Session, SessionHub, prompt_content
+
+if TYPE_CHECKING:
+    from .remote import RemoteSession
 
 PROTOCOL_VERSION = 1
 
@@ -41,7 +44,7 @@ class AcpConnection:
     def __init__(self, hub: SessionHub, transport: Transport, **peer_options: Any) -> None:
         self.hub = hub
         self.peer = Peer(transport, self._handle, **peer_options)
-        self._attached: dict[str, Session] = {}
+        self._attached: dict[str, Session | RemoteSession] = {}
         #: Whether the client offered to read and write files for its sessions.
         self._offers_files = False
         #: Whether it offered to run the sessions' commands in its terminals.
@@ -82,7 +85,7 @@ class AcpConnection:
             raise RpcError(INVALID_REQUEST, f"{method} before initialize: call initialize first")
         return await handler(params)
 
-    def _session(self, params: Any) -> Session:
+    def _session(self, params: Any) -> Session | RemoteSession:
         session_id = _param(params, "sessionId", str)
         if (session := self._attached.get(session_id)) is None:
             self.hub.get(session_id)  # says whether it exists at all
@@ -138,7 +141,7 @@ class AcpConnection:
         await self._attach(session, replay=True)
         return {}
 
-    async def _attach(self, session: Session, *, replay: bool) -> None:
+    async def _attach(self, session: Session | RemoteSession, *, replay: bool) -> None:
         await session.attach(
             self.peer, replay=replay, files=self._offers_files, terminals=self._offers_terminals
         )

@@ -403,6 +403,7 @@ class Session:
         if agent is None:
             return
         decision = "approve" if kind.startswith("allow") else "deny"
+        reason: str | None
         if malformed:
             reason = f"the editor's answer to the permission request was not understood ({malformed})"
         elif kind == "cancelled":

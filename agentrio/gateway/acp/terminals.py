@@ -48,6 +48,7 @@ from ...tools.builtin.shell import DEFAULT_TIMEOUT, MAX_TIMEOUT, OUTPUT_CAP, com
 from ...tools.builtin.workspace import Workspace
 from ...tools.process import ProcessResult
 from ...tools.sandbox import Sandbox
+from ...tools.tool import ToolOutput
 from .files import ClientOffers
 from .jsonrpc import INTERNAL_ERROR, Peer, PeerGone, RpcError
 
@@ -84,7 +85,7 @@ def through_terminal(tool: Tool, terminals: ClientTerminals, cwd: Path) -> Tool:
     terminal while a client that offers terminals is attached."""
     root = Workspace.of(cwd).root
 
-    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolResult | str:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         peer = terminals.peer()
         if peer is None:
             return await tool.execute(args, ctx)

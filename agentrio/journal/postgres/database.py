@@ -437,7 +437,9 @@ class Database:
                 (session_id, after),
             ).fetchall()
 
-    def records_after(self, session_id: str, after: int, limit: int | None = None) -> list[tuple[int, Record]]:
+    def records_after(
+        self, session_id: str, after: int, limit: int | None = None
+    ) -> list[tuple[int, Record]]:
         with self.translated():
             self._info(session_id)
             rows = self._records(session_id, after, limit)
