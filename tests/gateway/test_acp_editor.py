@@ -141,3 +141,54 @@ async def test_session_methods_are_refused_before_a_successful_initialize(worksp
         # Errors name what was expected in plain English.
         wrong = await client.call("session/new", {"cwd": 7, "mcpServers": []})
         assert wrong["error"]["message"] == "cwd must be a string"
+
+
+def test_write_and_edit_diffs_hold_the_whole_old_and_new_text_and_results_their_raw_output(
+    workspace, tmp_path
+):
+    (workspace / "old.txt").write_text("one\ntwo\n")
+    replies = [
+        AssistantMessage(
+            [
+                ToolCall("e1", "edit", {"path": "a.txt", "old_string": "beta", "new_string": "BETA"}),
+                ToolCall("e2", "edit", {"path": "a.txt", "old_string": "gamma", "new_string": "GAMMA"}),
+                ToolCall("w1", "write", {"path": "old.txt", "content": "three\n"}),
+                ToolCall("w2", "write", {"path": "new.txt", "content": "fresh\n"}),
+                ToolCall("r1", "read", {"path": "a.txt"}),
+            ]
+        ),
+        AssistantMessage([Text("Done.")]),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient(["allow-always", "allow-always"])
+        async with spawn_acp(client, *acp_args(fake, tmp_path), stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("change things")])
+        starts = {u.tool_call_id: u for u in client.of_kind("tool_call")}
+
+        def diff(update):
+            (block,) = [c for c in update.content if c.type == "diff"]
+            return block.old_text, block.new_text
+
+        # The second edit of a.txt starts from what the first one leaves.
+        assert diff(starts["e1"]) == ("alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n")
+        assert diff(starts["e2"]) == ("alpha\nBETA\ngamma\n", "alpha\nBETA\nGAMMA\n")
+        assert diff(starts["w1"]) == ("one\ntwo\n", "three\n")  # the text it overwrites
+        assert diff(starts["w2"]) == (None, "fresh\n")  # a new file has none
+        # Asked about with the same full diff.
+        asked = {r.tool_call_id: r for r in client.permission_requests}
+        assert diff(asked["e1"]) == diff(starts["e1"])
+        ends = {
+            u.tool_call_id: u
+            for u in client.of_kind("tool_call_update")
+            if u.status in ("completed", "failed")
+        }
+        assert diff(ends["e2"]) == diff(starts["e2"]) and diff(ends["w1"]) == diff(starts["w1"])
+        assert ends["e1"].raw_output["replacements"] == 1 and "+BETA" in ends["e1"].raw_output["diff"]
+        assert ends["w2"].raw_output == {"text": ends["w2"].content[-1].content.text, "isError": False}
+        assert "BETA" in ends["r1"].raw_output["text"]
+        assert (workspace / "a.txt").read_text() == "alpha\nBETA\nGAMMA\n"
+
+    drive(replies, main)
