@@ -266,7 +266,11 @@ class UpdateMapper:
             for kind, pieces in self._streaming
         ]
         for call_id in self._running:
-            update = {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"}
+            update: dict[str, Any] = {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "status": "in_progress",
+            }
             if progress := self._progress.get(call_id):
                 update["content"] = [_content(progress)]
             updates.append(update)
@@ -348,8 +352,9 @@ class UpdateMapper:
         if isinstance(event, ev.ToolExecutionEnd):
             call_id = prefix + event.tool_call_id
             self._progress.pop(call_id, None)
-            call, diff = self._calls.pop(call_id, None), self._diffs.pop(call_id, None)
-            return [self.view.end(call_id, call, event.result, event.duration, diff)]
+            asked = self._calls.pop(call_id, None)
+            made = self._diffs.pop(call_id, None)
+            return [self.view.end(call_id, asked, event.result, event.duration, made)]
         return []
 
     def permission_request(self, event: ev.ApprovalRequest, call_id: str) -> dict[str, Any]:
