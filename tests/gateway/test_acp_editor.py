@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from acp import text_block
+from acp import RequestError, text_block
 
-from agentrio.messages import AssistantMessage, Text, ToolCall
+from agentrio.messages import AssistantMessage, Text, ToolCall, Usage
 from tests.fake_openai import start_fake_openai
 
 from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
@@ -190,5 +190,198 @@ def test_write_and_edit_diffs_hold_the_whole_old_and_new_text_and_results_their_
         assert ends["w2"].raw_output == {"text": ends["w2"].content[-1].content.text, "isError": False}
         assert "BETA" in ends["r1"].raw_output["text"]
         assert (workspace / "a.txt").read_text() == "alpha\nBETA\nGAMMA\n"
+
+    drive(replies, main)
+
+
+def _index(check, predicate) -> int:
+    return next(i for i, m in enumerate(check.sent) if predicate(m))
+
+
+def _update_kind(message) -> str | None:
+    return message.get("params", {}).get("update", {}).get("sessionUpdate") if "method" in message else None
+
+
+def test_slash_commands_are_announced_after_session_new_and_run_without_the_model(workspace, tmp_path):
+    replies = [
+        AssistantMessage([Text("Hello.")], usage=Usage(input_tokens=1000, output_tokens=500)),
+        AssistantMessage([Text("The user said hi; the agent said hello.")]),  # /compact's summary
+        AssistantMessage([Text("It is a folder.")]),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient()
+        args = acp_args(fake, tmp_path, "--model", "openai:gpt-4.1")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, check):
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            await client.wait_for(lambda: client.of_kind("available_commands_update"))
+            # Announced after the answer that names the session.
+            answered = _index(check, lambda m: m.get("result", {}).get("sessionId") == sid)
+            announced = _index(check, lambda m: _update_kind(m) == "available_commands_update")
+            assert answered < announced
+            names = [c.name for c in client.of_kind("available_commands_update")[0].available_commands]
+            assert {"compact", "model", "mode", "fork", "cost"} <= set(names)
+
+            async def run(text: str) -> str:
+                before = len(client.of_kind("agent_message_chunk"))
+                response = await conn.prompt(session_id=sid, prompt=[text_block(text)])
+                assert response.stop_reason == "end_turn"
+                return "".join(u.content.text for u in client.of_kind("agent_message_chunk")[before:])
+
+            assert await run("hi") == "Hello."
+            assert await run("/cost") == (
+                "This session used 1,000 input and 500 output tokens (0 read from cache, 0 written to it); "
+                "it cost $0.0060."
+            )
+            assert await run("/model") == "Model: openai:gpt-4.1"
+            assert await run("/mode read-only") == "Mode: read-only (modes: ask, allow, read-only)"
+            assert client.of_kind("current_mode_update")[-1].current_mode_id == "read-only"
+            forked = await run("/fork")
+            assert forked.startswith("Forked into session session_") and "(2 messages)" in forked
+            assert (await run("/compact")).startswith("Compacted the conversation from about 1,500 to about")
+            assert (
+                await run("/mode bogus")
+                == "/mode failed: no mode 'bogus'; the modes are ask, allow, read-only"
+            )
+            # Not a command: the model gets it.
+            assert await run("/usr/local is what?") == "It is a folder."
+        assert len(fake.requests) == 3
+        assert fake.requests[2].body["messages"][-1]["content"] == "/usr/local is what?"
+
+    drive(replies, main)
+
+
+def test_usage_and_cost_are_reported_after_each_model_response_and_each_turn(workspace, tmp_path):
+    replies = [
+        AssistantMessage(
+            [ToolCall("r1", "read", {"path": "a.txt"})], usage=Usage(input_tokens=1000, output_tokens=100)
+        ),
+        AssistantMessage([Text("Read.")], usage=Usage(input_tokens=2000, output_tokens=500)),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient()
+        args = acp_args(fake, tmp_path, "--model", "openai:gpt-4.1")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            await client.wait_for(lambda: client.of_kind("usage_update"))
+            first = client.of_kind("usage_update")[0]
+            assert (first.used, first.size, first.cost) == (0, 0, None)
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("read a")])
+        usages = client.of_kind("usage_update")
+        # The first response's context, then the second's; the turn's end says the total cost.
+        assert [u.used for u in usages] == [0, 1100, 2500, 2500]
+        last = usages[-1]
+        assert last.cost.currency == "USD" and last.cost.amount == pytest.approx((3000 * 2 + 600 * 8) / 1e6)
+        assert last.field_meta["agentrio"]["inputTokens"] == 3000
+
+    drive(replies, main)
+
+
+def test_session_modes_are_the_permission_modes_and_config_options_set_mode_and_model(workspace, tmp_path):
+    replies = [
+        AssistantMessage([ToolCall("w1", "write", {"path": "x.txt", "content": "one"})]),
+        AssistantMessage([Text("Wrote.")]),
+        AssistantMessage([ToolCall("w2", "write", {"path": "y.txt", "content": "two"})]),
+        AssistantMessage([Text("Refused.")]),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient()  # no answers: a permission request would fail the test
+        args = acp_args(fake, tmp_path, "--model", "openai:gpt-4.1")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            assert session.modes.current_mode_id == "ask"
+            assert [m.id for m in session.modes.available_modes] == ["ask", "allow", "read-only"]
+            options = {o.id: o for o in session.config_options}
+            assert options["mode"].current_value == "ask" and options["mode"].category == "mode"
+            assert options["model"].current_value == "openai:gpt-4.1" and options["model"].category == "model"
+            assert "openai:gpt-4.1-mini" in [o.value for o in options["model"].options]
+
+            await conn.set_session_mode(session_id=sid, mode_id="allow")
+            await client.wait_for(lambda: client.of_kind("current_mode_update"))
+            assert client.of_kind("current_mode_update")[-1].current_mode_id == "allow"
+            await conn.prompt(session_id=sid, prompt=[text_block("write x")])
+            assert (workspace / "x.txt").read_text() == "one"  # not asked
+
+            changed = await conn.set_config_option(config_id="mode", session_id=sid, value="read-only")
+            assert {o.id: o.current_value for o in changed.config_options}["mode"] == "read-only"
+            changed = await conn.set_config_option(
+                config_id="model", session_id=sid, value="openai:gpt-4.1-mini"
+            )
+            assert {o.id: o.current_value for o in changed.config_options}["model"] == "openai:gpt-4.1-mini"
+            await conn.prompt(session_id=sid, prompt=[text_block("write y")])
+            assert not (workspace / "y.txt").exists()  # refused, not asked
+
+            with pytest.raises(RequestError) as refused:
+                await conn.set_session_mode(session_id=sid, mode_id="yolo")
+            assert refused.value.code == -32602
+            assert str(refused.value) == "no mode 'yolo'; the modes are ask, allow, read-only"
+            with pytest.raises(RequestError) as refused:
+                await conn.set_config_option(config_id="colour", session_id=sid, value="red")
+            assert "no option 'colour'" in str(refused.value)
+        assert client.permission_requests == []
+        assert [u.current_mode_id for u in client.of_kind("current_mode_update")] == ["allow", "read-only"]
+        assert client.of_kind("config_option_update")
+        assert [r.body["model"] for r in fake.requests] == [
+            "gpt-4.1",
+            "gpt-4.1",
+            "gpt-4.1-mini",
+            "gpt-4.1-mini",
+        ]
+
+    drive(replies, main)
+
+
+def test_resume_close_and_fork_act_on_the_runtime_sessions(workspace, tmp_path):
+    replies = [
+        AssistantMessage([Text("First answer.")]),
+        AssistantMessage([Text("Answer in the fork.")]),
+        AssistantMessage([Text("Answer after resume.")]),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient()
+        async with spawn_acp(client, *acp_args(fake, tmp_path), stderr_path=tmp_path / "err") as (conn, _):
+            init = await conn.initialize(protocol_version=1)
+            capabilities = init.agent_capabilities.session_capabilities
+            assert capabilities.resume is not None and capabilities.close is not None
+            assert capabilities.fork is not None
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("first")])
+
+            fork = await conn.fork_session(session_id=sid, cwd=str(workspace))
+            assert fork.session_id != sid and fork.modes.current_mode_id == "ask"
+            await conn.prompt(session_id=fork.session_id, prompt=[text_block("in the fork")])
+            # The fork's model request holds the source's history.
+            assert [m["content"] for m in fake.requests[1].body["messages"][1:]] == [
+                "first",
+                "First answer.",
+                "in the fork",
+            ]
+
+            await conn.close_session(session_id=sid)
+            with pytest.raises(RequestError) as closed:
+                await conn.prompt(session_id=sid, prompt=[text_block("still there?")])
+            assert "no live session" in str(closed.value)
+
+            shown = len(client.updates)
+            resumed = await conn.resume_session(session_id=sid, cwd=str(workspace))
+            assert resumed.modes.current_mode_id == "ask"
+            await conn.prompt(session_id=sid, prompt=[text_block("again")])
+            # Resumed without its history: no replayed messages.
+            replayed = [u for u in client.updates[shown:] if u.session_update == "user_message_chunk"]
+            assert replayed == []
+        assert [m["content"] for m in fake.requests[2].body["messages"][1:]] == [
+            "first",
+            "First answer.",
+            "again",
+        ]
 
     drive(replies, main)

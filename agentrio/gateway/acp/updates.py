@@ -30,6 +30,7 @@ from ...messages import (
     UserMessage,
 )
 from ...models import events as stream
+from ...tools.builtin.common import ToolInputError
 from ...tools.builtin.editing import replace_text
 from ...tools.builtin.text import read_text
 from ...tools.builtin.workspace import Workspace
@@ -156,7 +157,7 @@ class ToolCallView:
                 after, _ = replace_text(before, args, shown)
             else:
                 return self.diff(name, args)
-        except (OSError, ValueError, KeyError):  # ToolInputError is a ValueError
+        except (ToolInputError, OSError, ValueError, KeyError):
             return self.diff(name, args)
         if planned is not None:
             planned[real] = after
