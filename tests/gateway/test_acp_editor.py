@@ -385,3 +385,16 @@ def test_resume_close_and_fork_act_on_the_runtime_sessions(workspace, tmp_path):
         ]
 
     drive(replies, main)
+
+
+def test_a_client_gets_no_mode_beyond_what_the_gateway_was_started_with():
+    from agentrio.gateway.acp.modes import SessionModes
+    from agentrio.tools.permissions import PRESETS, rules
+
+    assert list(SessionModes.of(PRESETS["ask"]).policies) == ["ask", "allow", "read-only"]
+    assert list(SessionModes.of(PRESETS["allow"]).policies) == ["ask", "allow", "read-only"]
+    only = SessionModes.of(PRESETS["read-only"])
+    assert (list(only.policies), only.current) == (["read-only"], "read-only")
+    own = SessionModes.of(rules(default="ask"))
+    assert (list(own.policies), own.current) == (["configured", "read-only"], "configured")
+    assert own.state()["availableModes"][0]["name"] == "As configured"

@@ -3,7 +3,11 @@
 A session's modes are its permission policies: ``ask`` (ask before a call
 with side effects), ``allow`` (run everything), ``read-only`` (refuse side
 effects), and, for an agent whose spec brings a policy of its own,
-``configured`` (that policy). Its configuration options are the mode again
+``configured`` (that policy). A client never gets more than the gateway was
+started with: under ``read-only`` it has that mode alone, under a policy of
+the spec's that one and ``read-only`` (its refusals stand); ``ask`` refuses
+nothing the person asked could not allow, so it offers ``allow`` too. Its
+configuration options are the mode again
 (for clients that show options rather than modes) and the model, chosen
 among the models of its provider that agentrio knows the price of.
 """
@@ -45,16 +49,17 @@ class SessionModes:
 
     @classmethod
     def of(cls, policy: Policy | None) -> SessionModes:
-        """The modes of a session whose spec has ``policy``: the presets,
-        in that one's mode; before them ``configured`` if it is none of them
-        (no policy at all is ``allow``)."""
+        """The modes of a session whose spec has ``policy`` (no policy at
+        all is ``allow``), in that one's mode: see the module's docstring."""
         presets: dict[str, Policy | None] = {name: PRESETS[name] for name in PRESET_MODES}
         if policy is None:
             return cls(presets, "allow")
+        if policy is PRESETS["read-only"]:
+            return cls({"read-only": policy}, "read-only")
         for name, preset in presets.items():
             if preset is policy:
                 return cls(presets, name)
-        return cls({CONFIGURED: policy, **presets}, CONFIGURED)
+        return cls({CONFIGURED: policy, "read-only": PRESETS["read-only"]}, CONFIGURED)
 
     def _described(self, mode: str) -> tuple[str, str]:
         return PRESET_MODES.get(mode, ("As configured", "The permission policy of the agent's spec"))
