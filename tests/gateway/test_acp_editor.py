@@ -12,6 +12,7 @@ import trio
 from acp import RequestError, text_block
 
 from agentrio.messages import AssistantMessage, Text, ToolCall, Usage
+from agentrio.tools.sandbox import Sandbox
 from tests.fake_openai import start_fake_openai
 
 from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
@@ -398,3 +399,35 @@ def test_a_client_gets_no_mode_beyond_what_the_gateway_was_started_with():
     own = SessionModes.of(rules(default="ask"))
     assert (list(own.policies), own.current) == (["configured", "read-only"], "configured")
     assert own.state()["availableModes"][0]["name"] == "As configured"
+
+
+@pytest.mark.skipif(
+    Sandbox.backend() is None, reason="no sandbox mechanism here (.ci/run installs bubblewrap)"
+)
+def test_the_sandbox_option_makes_commands_stricter_never_looser(workspace, tmp_path):
+    replies = [
+        AssistantMessage([ToolCall("b1", "bash", {"command": "echo hi > made.txt"})]),
+        AssistantMessage([Text("Tried.")]),
+    ]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = RecordingClient()
+        args = acp_args(fake, tmp_path, "--permission", "allow", "--sandbox", "workspace-write")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            (sandbox,) = [o for o in session.config_options if o.id == "sandbox"]
+            assert sandbox.current_value == "workspace-write"
+            assert [o.value for o in sandbox.options] == ["workspace-write", "read-only"]
+            with pytest.raises(RequestError) as looser:
+                await conn.set_config_option(config_id="sandbox", session_id=sid, value="off")
+            assert "never looser than the gateway's" in str(looser.value)
+            await conn.set_config_option(config_id="sandbox", session_id=sid, value="read-only")
+            await conn.prompt(session_id=sid, prompt=[text_block("make a file")])
+        assert not (workspace / "made.txt").exists()
+        end = [u for u in client.of_kind("tool_call_update") if u.tool_call_id == "b1" and u.status][-1]
+        assert "Read-only file system" in end.content[-1].content.text
+        assert client.of_kind("config_option_update")[-1].config_options[-1].current_value == "read-only"
+
+    drive(replies, main)

@@ -8,8 +8,10 @@ started with: under ``read-only`` it has that mode alone, under a policy of
 the spec's that one and ``read-only`` (its refusals stand); ``ask`` refuses
 nothing the person asked could not allow, so it offers ``allow`` too. Its
 configuration options are the mode again
-(for clients that show options rather than modes) and the model, chosen
-among the models of its provider that agentrio knows the price of.
+(for clients that show options rather than modes), the model, chosen
+among the models of its provider that agentrio knows the price of, and for
+the built-in tools the sandbox of their commands, which a client may make
+stricter than the gateway's but never looser.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import attrs
 
 from ...models import BUILTIN_PRICES
 from ...tools.permissions import PRESETS, Policy
+from ...tools.sandbox import Sandbox
 
 #: The name and description of each preset mode.
 PRESET_MODES: dict[str, tuple[str, str]] = {
@@ -32,6 +35,9 @@ CONFIGURED = "configured"
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
+SANDBOX_OPTION = "sandbox"
+#: Sandbox modes, loosest first.
+SANDBOX_ORDER = ("off", "workspace-write", "read-only")
 
 
 def model_name(model: Any) -> str:
@@ -102,7 +108,7 @@ def _select(
     option_id: str,
     name: str,
     description: str,
-    category: str,
+    category: str | None,
     current: str,
     values: list[tuple[str, str, str | None]],
 ) -> dict[str, Any]:
@@ -112,12 +118,34 @@ def _select(
         if about:
             option["description"] = about
         options.append(option)
-    return {
-        "id": option_id,
-        "name": name,
-        "description": description,
-        "category": category,
-        "type": "select",
-        "currentValue": current,
-        "options": options,
+    select: dict[str, Any] = {"id": option_id, "name": name, "description": description}
+    if category is not None:
+        select["category"] = category
+    return {**select, "type": "select", "currentValue": current, "options": options}
+
+
+def sandbox_modes(sandbox: Sandbox | None) -> list[str]:
+    """The sandbox modes a session whose gateway runs commands in ``sandbox``
+    may choose: that one's and the stricter ones (none stricter than
+    ``off`` where no mechanism can enforce a sandbox)."""
+    current = "off" if sandbox is None else sandbox.mode
+    if sandbox is None and Sandbox.backend() is None:
+        return [current]
+    return list(SANDBOX_ORDER[SANDBOX_ORDER.index(current) :])
+
+
+def sandbox_option(current: str, offered: list[str]) -> dict[str, Any]:
+    """The sandbox of the built-in tools' commands as a ``select`` option."""
+    about = {
+        "off": "Commands run with all your rights",
+        "workspace-write": "Commands write only in the workspace; no network",
+        "read-only": "Commands write nothing; write and edit refuse; no network",
     }
+    return _select(
+        SANDBOX_OPTION,
+        "Sandbox",
+        "What the commands the agent runs may write",
+        None,  # no category of ACP's fits; a custom one the Python SDK's models would not keep
+        current,
+        [(mode, mode, about[mode]) for mode in offered],
+    )

@@ -8,7 +8,7 @@ from typing import Any
 
 from .commands import available_commands_update, command_of, run_command
 from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Peer, Reply, RpcError, Transport
-from .modes import MODE_OPTION, MODEL_OPTION
+from .modes import MODE_OPTION, MODEL_OPTION, SANDBOX_OPTION
 from .sessions import SESSION_HELD, Session, SessionHub, prompt_content
 from .updates import text_block
 
@@ -189,10 +189,11 @@ class AcpConnection:
             session.set_mode(value)
         elif option == MODEL_OPTION:
             await session.set_model(value)
+        elif option == SANDBOX_OPTION:
+            await session.set_sandbox(value)
         else:
-            raise RpcError(
-                INVALID_PARAMS, f"no option {option!r}; the options are {MODE_OPTION}, {MODEL_OPTION}"
-            )
+            offered = ", ".join(o["id"] for o in session.config_options())
+            raise RpcError(INVALID_PARAMS, f"no option {option!r}; the options are {offered}")
         return {"configOptions": session.config_options()}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:

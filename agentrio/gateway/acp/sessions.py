@@ -32,13 +32,14 @@ from ...mailbox import QueuedInput
 from ...messages import AssistantMessage, Image, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
+from ...tools.builtin import coding_tools
 from ...tools.builtin.common import ToolInputError
 from ...tools.builtin.workspace import Workspace
 from ...tools.permissions import Decision, decide
-from ...tools.sandbox import Sandbox
+from ...tools.sandbox import Sandbox, SandboxUnavailable
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
-from .modes import SessionModes, model_name, model_option
+from .modes import SessionModes, model_name, model_option, sandbox_modes, sandbox_option
 from .outbox import encode
 from .updates import STOP_REASONS, ToolCallView, UpdateMapper, history_updates, user_updates
 
@@ -69,6 +70,16 @@ PERMISSION_OPTIONS = [
 SpecFactory = Callable[[Path], AgentSpec]
 #: ``model_for("provider:model")``: the model adapter of that name (``ValueError`` if none).
 ModelFactory = Callable[[str], Any]
+
+
+@attrs.frozen
+class SandboxedTools:
+    """The built-in tools a session's sandbox bounds: the gateway's
+    ``sandbox`` (None: off), and ``make(sandbox)``, which makes them anew
+    for another (``SandboxUnavailable`` when it cannot be enforced)."""
+
+    sandbox: Sandbox | None
+    make: Callable[[Sandbox | None], list[Tool]]
 
 
 #: The built-in tools whose ``path`` must lie in the session's workspace.
@@ -180,6 +191,7 @@ class Session:
         files: ClientFiles,
         nursery: trio.Nursery,
         model_for: ModelFactory | None = None,
+        sandboxed: SandboxedTools | None = None,
     ) -> None:
         self.agent = agent
         self.id = agent.session_id
@@ -190,6 +202,13 @@ class Session:
         self.modes = SessionModes.of(choices.policy)
         #: Makes the model of a name, for ``set_model`` (None: the model is fixed).
         self._model_for = model_for
+        #: The sandbox modes its built-in tools may take, and the one they are in.
+        self._sandboxed = sandboxed
+        self.sandbox_mode = "off"
+        self._sandbox_modes: list[str] = []
+        if sandboxed is not None:
+            self._sandbox_modes = sandbox_modes(sandboxed.sandbox)
+            self.sandbox_mode = self._sandbox_modes[0]
         #: Tokens in context after the latest model response (ACP's ``usage_update.used``).
         self._context_tokens = _context_tokens(agent.messages)
         self.peers: list[Peer] = []
@@ -263,8 +282,12 @@ class Session:
         return model_name(self.agent.spec.model)
 
     def config_options(self) -> list[dict[str, Any]]:
-        """ACP's ``configOptions``: the mode, and the model."""
-        return [self.modes.option(), model_option(self.model, self._model_for is not None)]
+        """ACP's ``configOptions``: the mode, the model, and for the built-in
+        tools their sandbox."""
+        options = [self.modes.option(), model_option(self.model, self._model_for is not None)]
+        if self._sandboxed is not None:
+            options.append(sandbox_option(self.sandbox_mode, self._sandbox_modes))
+        return options
 
     def setup_state(self) -> dict[str, Any]:
         """What a ``session/new``, ``load``, ``resume`` or ``fork`` answer holds of the session."""
@@ -302,6 +325,37 @@ class Session:
             agent.spec = attrs.evolve(agent.spec, model=model)
 
         await agent.run_maintenance(swap)
+        self._broadcast({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
+
+    async def set_sandbox(self, mode: str) -> None:
+        """Run the built-in tools' commands in sandbox ``mode`` (a stricter
+        one than the gateway's, or that) from the next turn on, and tell
+        every attached client; refused while a turn runs."""
+        if self._sandboxed is None:
+            raise RpcError(INVALID_PARAMS, "this agent's tools are its spec's: their sandbox is theirs")
+        if mode not in self._sandbox_modes:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"the sandbox can be {', '.join(self._sandbox_modes)} here (never looser than the "
+                f"gateway's), not {mode!r}",
+            )
+        if mode == self.sandbox_mode:
+            return
+        if self.status == "running" or self.agent.pending_input:
+            raise RpcError(BUSY, "the sandbox changes between turns: wait for this one to end, or cancel it")
+        base = self._sandboxed.sandbox
+        sandbox = None if mode == "off" else attrs.evolve(base or Sandbox(), mode=mode)  # type: ignore[arg-type]
+        try:
+            tools = {tool.name: tool for tool in self._sandboxed.make(sandbox)}
+        except SandboxUnavailable as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
+        agent = self.agent
+
+        async def swap() -> None:
+            agent.tools.update(tools)
+
+        await agent.run_maintenance(swap)
+        self.sandbox_mode = mode
         self._broadcast({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
 
     def usage_update(self) -> dict[str, Any]:
@@ -883,7 +937,15 @@ class SessionHub:
         except Exception as exc:
             log.exception("starting a session failed")
             raise RpcError(INTERNAL_ERROR, f"could not start the session: {exc}") from None
-        session = Session(agent, cwd, choices, files, self.nursery, self.model_for)
+        sandboxed = None
+        if self.route_files:
+
+            def make(sandbox: Sandbox | None) -> list[Tool]:
+                made = coding_tools(cwd, sandbox=sandbox)
+                return [through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in made]
+
+            sandboxed = SandboxedTools(self.sandbox, make)
+        session = Session(agent, cwd, choices, files, self.nursery, self.model_for, sandboxed)
         await self.nursery.start(session.pump)
         self.sessions[agent.session_id] = session
         # Prompts queued when the last process ended run once a client sees them queued.
