@@ -413,11 +413,12 @@ class PausingModel:
 
 
 def transcript(client) -> list[dict]:
-    """What a client was shown, status notes aside and text chunks joined."""
+    """What a client was shown, status, usage and command notes aside and
+    text chunks joined."""
     shown = []
     for update in client.updates():
         kind = update["sessionUpdate"]
-        if kind == "session_info_update":
+        if kind in ("session_info_update", "usage_update", "available_commands_update"):
             continue
         if kind.endswith("_chunk") and shown and shown[-1]["sessionUpdate"] == kind:
             shown[-1] = {
