@@ -379,6 +379,10 @@ def test_resume_close_and_fork_act_on_the_runtime_sessions(workspace, tmp_path):
             # Resumed without its history: no replayed messages.
             replayed = [u for u in client.updates[shown:] if u.session_update == "user_message_chunk"]
             assert replayed == []
+            # Its commands and usage come again, as after session/new and fork.
+            kinds = [u.session_update for u in client.updates[shown:]]
+            assert "available_commands_update" in kinds and "usage_update" in kinds
+        assert len(client.of_kind("available_commands_update")) == 3  # new, fork, resume
         assert [m["content"] for m in fake.requests[2].body["messages"][1:]] == [
             "first",
             "First answer.",
