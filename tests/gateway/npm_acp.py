@@ -170,7 +170,8 @@ def run_ts_client(
     against ``agent_command``; every message agentrio sent is checked
     against the official schema. Returns what the scenario returned
     (``result``), the updates the client received (``updates``) and the
-    transcript (``transcript``: ``{"from": "agent"|"client", "message"}``)."""
+    transcript (``transcript``: ``{"from": "agent"|"client", "message"}``),
+    also kept as ``SCENARIO.jsonl`` in ``$AGENTRIO_ACP_TRANSCRIPTS`` when set."""
     sdk = need("the TypeScript SDK's client")
     node = shutil.which("node")
     if node is None:
@@ -187,6 +188,10 @@ def run_ts_client(
             cwd=cwd,
         )
         transcript = [json.loads(line) for line in transcript_path.read_text().splitlines() if line]
+        if keep := os.environ.get("AGENTRIO_ACP_TRANSCRIPTS"):
+            # Where to keep each scenario's transcript, to read or show (an editor session, message by message).
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(transcript_path, Path(keep) / f"{Path(scenario).stem}.jsonl")
     sys.stderr.write(done.stderr)
     lines = done.stdout.strip().splitlines()
     assert lines, f"the TypeScript client printed nothing (exit {done.returncode}): {done.stderr[-2000:]}"
