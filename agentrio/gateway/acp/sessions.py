@@ -29,7 +29,7 @@ from ...journal import ForkRefused, JournalCorrupt, SessionHeld, SessionNotFound
 from ...journal.fork import fork_session
 from ...journal.records import MAX_TITLE, SessionRenamed
 from ...mailbox import QueuedInput
-from ...messages import AssistantMessage, Image, Text, ToolCall, UserMessage
+from ...messages import AssistantMessage, Image, Part, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
 from ...tools.builtin import coding_tools
@@ -433,7 +433,8 @@ class Session:
         return (await self.agent.followup(self._queued(text, origin))).id
 
     def _queued(self, text: Content, origin: Peer | None) -> QueuedInput:
-        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(text))
+        content: str | list[Part] = text if isinstance(text, str) else [*text]
+        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(content))
         self._origins[queued.id] = origin
         return queued
 
