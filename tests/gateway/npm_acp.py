@@ -39,11 +39,26 @@ def _cache_root() -> Path:
     return Path(given) if given else Path.home() / ".cache" / "agentrio-tests"
 
 
-@functools.cache
+#: Why the package could not be had, once it failed: not tried again in this run.
+_failed: Unavailable | None = None
+
+
 def install() -> Path:
     """The directory holding ``node_modules`` with the pinned SDK and the
     scripts of ``ts_sdk/`` (copied anew each test run); ``Unavailable``
-    if npm or its registry cannot be reached."""
+    if npm or its registry cannot be reached (tried once per test run)."""
+    global _failed
+    if _failed is not None:
+        raise _failed
+    try:
+        return _install()
+    except Unavailable as exc:
+        _failed = exc
+        raise
+
+
+@functools.cache
+def _install() -> Path:
     lock = (HERE / "package-lock.json").read_bytes()
     target = _cache_root() / f"ts_sdk-{hashlib.sha256(lock).hexdigest()[:16]}"
     if not (target / SDK / "package.json").is_file():
