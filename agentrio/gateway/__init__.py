@@ -34,9 +34,18 @@ async def open_hub(
 ) -> AsyncIterator[SessionHub]:
     """A hub on a Runtime over ``store`` (see ``SessionHub``); leaving stops
     the pumps, then disposes every agent."""
+    # The built-in agent's model may be switched (session/set_config_option); a --spec's is its own.
+    model_for = spec_for.model_for if isinstance(spec_for, AgentFactory) and spec_for.spec is None else None
     async with Runtime(store) as runtime, trio.open_nursery() as nursery:
         hub = SessionHub(
-            runtime, spec_for, nursery, default_cwd, route_files=route_files, root=root, sandbox=sandbox
+            runtime,
+            spec_for,
+            nursery,
+            default_cwd,
+            route_files=route_files,
+            root=root,
+            sandbox=sandbox,
+            model_for=model_for,
         )
         # A session another process holds is served from its journal, where the store can.
         hub.remote = remote_sessions(hub)

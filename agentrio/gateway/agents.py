@@ -77,14 +77,20 @@ class AgentFactory:
             raise SpecError(
                 "no model: give --model provider:model, set $AGENTRIO_MODEL, or give --spec MODULE:ATTR"
             )
+        return self.model_for(self.model)
+
+    def model_for(self, name: str) -> Any:
+        """The model adapter of ``name`` (``provider:model``), at the base
+        URL given when it is of the configured model's provider (a URL is
+        one provider's); ``SpecError`` for a name that makes none."""
         options: dict[str, Any] = {}
-        if self.base_url:
+        prefix = name.partition(":")[0]
+        if self.base_url and prefix == (self.model or "").partition(":")[0]:
             options["base_url"] = self.base_url
-            prefix = self.model.partition(":")[0]
             if prefix in PROVIDERS and not os.environ.get(PROVIDERS[prefix][1]):
                 options["api_key"] = None  # a compatible local server may need none
         try:
-            return from_string(self.model, **options)
+            return from_string(name, **options)
         except ValueError as exc:
             raise SpecError(str(exc)) from None
 

@@ -29,6 +29,11 @@ RESPONSES = {
     "session/load": schema.LoadSessionResponse,
     "session/prompt": schema.PromptResponse,
     "session/list": schema.ListSessionsResponse,
+    "session/resume": schema.ResumeSessionResponse,
+    "session/fork": schema.ForkSessionResponse,
+    "session/close": schema.CloseSessionResponse,
+    "session/set_mode": schema.SetSessionModeResponse,
+    "session/set_config_option": schema.SetSessionConfigOptionResponse,
 }
 REQUESTS = {
     "session/request_permission": schema.RequestPermissionRequest,

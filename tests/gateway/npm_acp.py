@@ -39,11 +39,26 @@ def _cache_root() -> Path:
     return Path(given) if given else Path.home() / ".cache" / "agentrio-tests"
 
 
-@functools.cache
+#: Why the package could not be had, once it failed: not tried again in this run.
+_failed: Unavailable | None = None
+
+
 def install() -> Path:
     """The directory holding ``node_modules`` with the pinned SDK and the
     scripts of ``ts_sdk/`` (copied anew each test run); ``Unavailable``
-    if npm or its registry cannot be reached."""
+    if npm or its registry cannot be reached (tried once per test run)."""
+    global _failed
+    if _failed is not None:
+        raise _failed
+    try:
+        return _install()
+    except Unavailable as exc:
+        _failed = exc
+        raise
+
+
+@functools.cache
+def _install() -> Path:
     lock = (HERE / "package-lock.json").read_bytes()
     target = _cache_root() / f"ts_sdk-{hashlib.sha256(lock).hexdigest()[:16]}"
     if not (target / SDK / "package.json").is_file():
@@ -170,7 +185,8 @@ def run_ts_client(
     against ``agent_command``; every message agentrio sent is checked
     against the official schema. Returns what the scenario returned
     (``result``), the updates the client received (``updates``) and the
-    transcript (``transcript``: ``{"from": "agent"|"client", "message"}``)."""
+    transcript (``transcript``: ``{"from": "agent"|"client", "message"}``),
+    also kept as ``SCENARIO.jsonl`` in ``$AGENTRIO_ACP_TRANSCRIPTS`` when set."""
     sdk = need("the TypeScript SDK's client")
     node = shutil.which("node")
     if node is None:
@@ -187,6 +203,10 @@ def run_ts_client(
             cwd=cwd,
         )
         transcript = [json.loads(line) for line in transcript_path.read_text().splitlines() if line]
+        if keep := os.environ.get("AGENTRIO_ACP_TRANSCRIPTS"):
+            # Where to keep each scenario's transcript, to read or show (an editor session, message by message).
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(transcript_path, Path(keep) / f"{Path(scenario).stem}.jsonl")
     sys.stderr.write(done.stderr)
     lines = done.stdout.strip().splitlines()
     assert lines, f"the TypeScript client printed nothing (exit {done.returncode}): {done.stderr[-2000:]}"

@@ -3,6 +3,7 @@ watch the answer stream in, approve a permission, cancel a running tool."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -55,6 +56,19 @@ async def test_the_console_prompts_streams_approves_and_cancels_in_a_browser(tmp
             )
             assert "hello.txt" in await page.evaluate("document.getElementById('approval-title').textContent")
             assert not (workspace / "hello.txt").exists()
+            # Diffs carry whole files: unchanged lines away from the change are counted, not shown.
+            shown = await page.evaluate(
+                "JSON.stringify(lineDiff([...Array(20).keys()].join('\\n'), "
+                "[...Array(20).keys()].join('\\n').replace('10', 'ten')))"
+            )
+            assert json.loads(shown) == [
+                ["…", "… 7 unchanged lines"],
+                *[[" ", str(n)] for n in (7, 8, 9)],
+                ["-", "10"],
+                ["+", "ten"],
+                *[[" ", str(n)] for n in (11, 12, 13)],
+                ["…", "… 6 unchanged lines"],
+            ]
             await page.screenshot(tmp_path / "approval.png")
             await page.evaluate("document.querySelector('#approval [data-option=\"allow-once\"]').click()")
 

@@ -80,3 +80,32 @@ def test_the_typescript_sdk_runs_bash_in_its_terminal_and_cancel_kills_and_relea
     # Shown live in the editor's terminal, and still after the call ended.
     assert result["embedded"] == [["ts-term-1", "ts-term-1"], ["ts-term-2", "ts-term-2"]]
     assert result["aliveBefore"] and not result["aliveAfter"] and result["open"] == 0
+
+
+def test_the_typescript_sdk_switches_modes_and_sees_them_apply(tmp_path: Path) -> None:
+    replies = [
+        AssistantMessage([ToolCall("w1", "write", {"path": "x.txt", "content": "one"})]),
+        AssistantMessage([Text("Wrote x.")]),
+        AssistantMessage([ToolCall("w2", "write", {"path": "y.txt", "content": "two"})]),
+        AssistantMessage([Text("Could not write y.")]),
+    ]
+    with FakeServerThread(replies) as fake:
+        report = run_ts_client("modes.mjs", agent_command(fake, tmp_path), env=ts_env(), cwd=tmp_path)
+    result = report["result"]
+    assert result["modes"]["currentModeId"] == "ask"
+    assert [m["id"] for m in result["modes"]["availableModes"]] == ["ask", "allow", "read-only"]
+    assert result["configOptions"][:2] == [["mode", "ask"], ["model", "openai:fake"]]
+    assert {"compact", "model", "mode", "fork", "cost"} <= set(result["commands"])
+    assert result["modeUpdates"] == ["allow", "read-only"]
+    assert result["optionsAfter"][:2] == [["mode", "read-only"], ["model", "openai:fake"]]
+    assert result["stopReasons"] == ["end_turn", "end_turn"]
+    assert report["notes"] == []  # never asked: allow ran it, read-only refused it
+    assert (tmp_path / "x.txt").read_text() == "one" and not (tmp_path / "y.txt").exists()
+    ends = {
+        u["update"]["toolCallId"]: u["update"]["status"]
+        for u in report["updates"]
+        if u["update"].get("status") in ("completed", "failed")
+    }
+    assert ends == {"w1": "completed", "w2": "failed"}
+    # The messages the SDK refused would be in report["errors"] (run_ts_client fails on any).
+    assert any(e["message"].get("method") == "session/set_mode" for e in report["transcript"])

@@ -121,7 +121,7 @@ async def test_two_clients_on_one_session_see_the_same_updates(workspace):
                 updates = []
                 for update in client.updates():
                     kind = update["sessionUpdate"]
-                    if kind == "session_info_update":
+                    if kind in ("session_info_update", "usage_update", "available_commands_update"):
                         continue
                     if kind == "agent_message_chunk" and updates and updates[-1]["sessionUpdate"] == kind:
                         updates[-1] = {
@@ -413,11 +413,12 @@ class PausingModel:
 
 
 def transcript(client) -> list[dict]:
-    """What a client was shown, status notes aside and text chunks joined."""
+    """What a client was shown, status, usage and command notes aside and
+    text chunks joined."""
     shown = []
     for update in client.updates():
         kind = update["sessionUpdate"]
-        if kind == "session_info_update":
+        if kind in ("session_info_update", "usage_update", "available_commands_update"):
             continue
         if kind.endswith("_chunk") and shown and shown[-1]["sessionUpdate"] == kind:
             shown[-1] = {

@@ -49,6 +49,16 @@ class RpcError(Exception):
         return error
 
 
+@attrs.frozen
+class Reply:
+    """What a handler may return instead of a bare result: the result, and
+    ``then()``, called right after the response is queued (to queue what the
+    client must see after it, such as updates of a session it just learnt of)."""
+
+    result: Any
+    then: Callable[[], None]
+
+
 class PeerGone(Exception):
     """The client went away (or was dropped) before it answered."""
 
@@ -308,8 +318,13 @@ class Peer:
                 if is_request:
                     self.send(_error(request_id, RpcError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")))
             else:
+                reply = result if isinstance(result, Reply) else None
                 if is_request:
-                    self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+                    self.send(
+                        {"jsonrpc": "2.0", "id": request_id, "result": reply.result if reply else result}
+                    )
+                if reply is not None:
+                    reply.then()
         finally:
             self._inflight -= 1
 

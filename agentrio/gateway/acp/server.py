@@ -6,8 +6,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Peer, RpcError, Transport
+from .commands import available_commands_update, command_of, run_command
+from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Peer, Reply, RpcError, Transport
+from .modes import MODE_OPTION, MODEL_OPTION, SANDBOX_OPTION
 from .sessions import SESSION_HELD, Session, SessionHub, prompt_content
+from .updates import text_block
 
 if TYPE_CHECKING:
     from .remote import RemoteSession
@@ -57,6 +60,11 @@ class AcpConnection:
             "session/new": self.new_session,
             "session/load": self.load_session,
             "session/list": self.list_sessions,
+            "session/resume": self.resume_session,
+            "session/fork": self.fork_session,
+            "session/close": self.close_session,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
             "session/prompt": self.prompt,
             "session/cancel": self.cancel,
             "_agentrio/steer": self.steer,
@@ -92,6 +100,14 @@ class AcpConnection:
             raise RpcError(INVALID_PARAMS, f"session {session_id!r} is not loaded on this connection")
         return session
 
+    def _local(self, params: Any) -> Session:
+        """The session of ``params``, run here: a session another host holds
+        has its mode, model and commands there."""
+        session = self._session(params)
+        if not isinstance(session, Session):
+            raise RpcError(INVALID_PARAMS, f"session {session.id!r} runs on another host; change it there")
+        return session
+
     # -- methods ----------------------------------------------------------------
 
     async def initialize(self, params: Any) -> dict[str, Any]:
@@ -109,7 +125,7 @@ class AcpConnection:
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "fork": {}},
             },
             "agentInfo": {"name": "agentrio", "title": "agentrio", "version": _version()},
             "authMethods": [],
@@ -121,13 +137,19 @@ class AcpConnection:
     def _cwd(self, params: dict[str, Any]) -> Path:
         return self.hub.workspace(_param(params, "cwd", str, ""))
 
-    async def new_session(self, params: Any) -> dict[str, Any]:
+    async def new_session(self, params: Any) -> Reply | dict[str, Any]:
         cwd = self._cwd(params)
         session = await self.hub.new(cwd, _param(params, "mcpServers", list, []), self.peer)
-        await self._attach(session, replay=False)
-        return {"sessionId": session.id}
+        return await self._attach(session, replay=False, result={"sessionId": session.id})
 
-    async def load_session(self, params: Any) -> dict[str, Any]:
+    async def load_session(self, params: Any) -> Reply | dict[str, Any]:
+        return await self._load(params, replay=True)
+
+    async def resume_session(self, params: Any) -> Reply | dict[str, Any]:
+        """``session/load`` without the history."""
+        return await self._load(params, replay=False)
+
+    async def _load(self, params: Any, *, replay: bool) -> Reply | dict[str, Any]:
         session_id = _param(params, "sessionId", str)
         cwd = self._cwd(params)
         try:
@@ -135,17 +157,68 @@ class AcpConnection:
         except RpcError as exc:
             if exc.code == SESSION_HELD:
                 # Another process writes it: the client may still read it, before the error.
-                self.peer.send_stream(await self.hub.history(session_id, cwd))
+                if replay:
+                    self.peer.send_stream(await self.hub.history(session_id, cwd))
                 exc.data = {**(exc.data or {}), "readOnly": True}
             raise
-        await self._attach(session, replay=True)
+        return await self._attach(session, replay=replay)
+
+    async def fork_session(self, params: Any) -> Reply | dict[str, Any]:
+        """A new session with a copy of the history of ``sessionId`` (which
+        need not be loaded on this connection)."""
+        source = _param(params, "sessionId", str)
+        cwd = self._cwd(params)
+        session = await self.hub.fork(source, cwd, _param(params, "mcpServers", list, []), self.peer)
+        return await self._attach(session, replay=False, result={"sessionId": session.id})
+
+    async def close_session(self, params: Any) -> dict[str, Any]:
+        session = self._session(params)
+        del self._attached[session.id]
+        if isinstance(session, Session):
+            await self.hub.close(session, self.peer)
+        else:
+            session.detach(self.peer)
         return {}
 
-    async def _attach(self, session: Session | RemoteSession, *, replay: bool) -> None:
+    async def _attach(
+        self, session: Session | RemoteSession, *, replay: bool, result: dict[str, Any] | None = None
+    ) -> Reply | dict[str, Any]:
+        """Attach ``session``; the answer holds its modes and options, and is
+        followed by its commands and its usage. (A session another host holds
+        has none of its own here: those are the holder's.)"""
         await session.attach(
             self.peer, replay=replay, files=self._offers_files, terminals=self._offers_terminals
         )
         self._attached[session.id] = session
+        if not isinstance(session, Session):
+            return result or {}
+
+        def then() -> None:
+            session.tell(self.peer, available_commands_update())
+            session.tell(self.peer, session.usage_update())
+
+        return Reply({**(result or {}), **session.setup_state()}, then)
+
+    async def set_mode(self, params: Any) -> dict[str, Any]:
+        self._local(params).set_mode(_param(params, "modeId", str))
+        return {}
+
+    async def set_config_option(self, params: Any) -> dict[str, Any]:
+        session = self._local(params)
+        option = _param(params, "configId", str)
+        value = params.get("value")
+        if not isinstance(value, str):
+            raise RpcError(INVALID_PARAMS, f"the value of {option} must be a string")
+        if option == MODE_OPTION:
+            session.set_mode(value)
+        elif option == MODEL_OPTION:
+            await session.set_model(value)
+        elif option == SANDBOX_OPTION:
+            await session.set_sandbox(value)
+        else:
+            offered = ", ".join(o["id"] for o in session.config_options())
+            raise RpcError(INVALID_PARAMS, f"no option {option!r}; the options are {offered}")
+        return {"configOptions": session.config_options()}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
         session_id = _param(params, "sessionId", str)
@@ -164,6 +237,11 @@ class AcpConnection:
     async def prompt(self, params: Any) -> dict[str, Any]:
         session = self._session(params)
         text = prompt_content(params.get("prompt"))
+        if (found := command_of(text)) is not None:
+            session = self._local(params)
+            answer = await run_command(*found, session, self.hub)
+            session.tell(self.peer, {"sessionUpdate": "agent_message_chunk", "content": text_block(answer)})
+            return {"stopReason": "end_turn"}
         return {"stopReason": await session.prompt(text, self.peer)}
 
     async def cancel(self, params: Any) -> None:

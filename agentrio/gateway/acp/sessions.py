@@ -18,25 +18,28 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
 from ... import events as ev
 from ...actors import Agent, AgentScope, AgentSpec, Subscription
-from ...journal import JournalCorrupt, SessionHeld, SessionNotFound, StoreCorrupt
+from ...journal import ForkRefused, JournalCorrupt, SessionHeld, SessionNotFound, StoreCorrupt
+from ...journal.fork import fork_session
 from ...journal.records import MAX_TITLE, SessionRenamed
 from ...mailbox import QueuedInput
-from ...messages import Image, Part, Text, ToolCall, UserMessage
+from ...messages import AssistantMessage, Image, Part, Text, ToolCall, UserMessage
 from ...supervisors import Runtime
 from ...tools import Tool
+from ...tools.builtin import coding_tools
 from ...tools.builtin.common import ToolInputError
 from ...tools.builtin.workspace import Workspace
 from ...tools.permissions import Decision, decide
-from ...tools.sandbox import Sandbox
+from ...tools.sandbox import Sandbox, SandboxUnavailable
 from .files import FILE_TOOLS, ClientFiles, through_client
 from .jsonrpc import BUSY, INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
+from .modes import SessionModes, model_name, model_option, sandbox_modes, sandbox_option
 from .outbox import encode
 from .terminals import ClientTerminals, through_terminal, uses_client_terminals
 from .updates import (
@@ -76,6 +79,18 @@ PERMISSION_OPTIONS = [
 
 #: ``spec_for(cwd)``: the spec of a new session's agent working in ``cwd``.
 SpecFactory = Callable[[Path], AgentSpec]
+#: ``model_for("provider:model")``: the model adapter of that name (``ValueError`` if none).
+ModelFactory = Callable[[str], Any]
+
+
+@attrs.frozen
+class SandboxedTools:
+    """The built-in tools a session's sandbox bounds: the gateway's
+    ``sandbox`` (None: off), and ``make(sandbox)``, which makes them anew
+    for another (``SandboxUnavailable`` when it cannot be enforced)."""
+
+    sandbox: Sandbox | None
+    make: Callable[[Sandbox | None], list[Tool]]
 
 
 #: The built-in tools whose ``path`` must lie in the session's workspace.
@@ -146,6 +161,18 @@ def _title(messages: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _context_tokens(messages: Sequence[Any]) -> int:
+    """The tokens in context after the latest model response among
+    ``messages``: what its request took in, and what it gave (0 if none)."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            usage = message.usage
+            return (
+                usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
+            )
+    return 0
+
+
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
@@ -175,6 +202,8 @@ class Session:
         files: ClientFiles,
         nursery: trio.Nursery,
         terminals: ClientTerminals | None = None,
+        model_for: ModelFactory | None = None,
+        sandboxed: SandboxedTools | None = None,
     ) -> None:
         self.agent = agent
         self.id = agent.session_id
@@ -182,6 +211,19 @@ class Session:
         self.choices = choices
         self.files = files
         self.terminals = terminals or ClientTerminals(self.id)
+        #: Its permission modes (``session/set_mode``).
+        self.modes = SessionModes.of(choices.policy)
+        #: Makes the model of a name, for ``set_model`` (None: the model is fixed).
+        self._model_for = model_for
+        #: The sandbox modes its built-in tools may take, and the one they are in.
+        self._sandboxed = sandboxed
+        self.sandbox_mode = "off"
+        self._sandbox_modes: list[str] = []
+        if sandboxed is not None:
+            self._sandbox_modes = sandbox_modes(sandboxed.sandbox)
+            self.sandbox_mode = self._sandbox_modes[0]
+        #: Tokens in context after the latest model response (ACP's ``usage_update.used``).
+        self._context_tokens = _context_tokens(agent.messages)
         self.peers: list[Peer] = []
         self.status = "idle"
         #: Agent ids of the child agents seen at work in this session.
@@ -243,6 +285,118 @@ class Session:
         """Tell every attached client the session's new title."""
         self._broadcast({"sessionUpdate": "session_info_update", "title": title})
 
+    def tell(self, peer: Peer, update: dict[str, Any]) -> None:
+        """Queue ``update`` of this session for ``peer`` alone."""
+        peer.send(self._notification(update))
+
+    # -- modes, model, usage ----------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model's ``provider:model``."""
+        return model_name(self.agent.spec.model)
+
+    def config_options(self) -> list[dict[str, Any]]:
+        """ACP's ``configOptions``: the mode, the model, and for the built-in
+        tools their sandbox."""
+        options = [self.modes.option(), model_option(self.model, self._model_for is not None)]
+        if self._sandboxed is not None:
+            options.append(sandbox_option(self.sandbox_mode, self._sandbox_modes))
+        return options
+
+    def setup_state(self) -> dict[str, Any]:
+        """What a ``session/new``, ``load``, ``resume`` or ``fork`` answer holds of the session."""
+        return {"modes": self.modes.state(), "configOptions": self.config_options()}
+
+    def set_mode(self, mode: str) -> None:
+        """Put the session in permission mode ``mode`` (its next permission
+        check on follows it) and tell every attached client."""
+        if mode not in self.modes.policies:
+            raise RpcError(
+                INVALID_PARAMS, f"no mode {mode!r}; the modes are {', '.join(self.modes.policies)}"
+            )
+        if mode != self.modes.current:
+            self.modes.current = mode
+            self.choices.policy = self.modes.policies[mode]
+            self._broadcast({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+            self._broadcast({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
+
+    async def set_model(self, name: str) -> None:
+        """Answer with the model ``name`` (``provider:model``) from the next
+        turn on, and tell every attached client; refused while a turn runs."""
+        if self._model_for is None:
+            raise RpcError(INVALID_PARAMS, "this agent's model is set by its spec and cannot be changed")
+        if name == self.model:
+            return
+        if self.status == "running" or self.agent.pending_input:
+            raise RpcError(BUSY, "the model changes between turns: wait for this one to end, or cancel it")
+        try:
+            model = self._model_for(name)
+        except ValueError as exc:  # SpecError too
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
+        agent = self.agent
+
+        async def swap() -> None:
+            agent.spec = attrs.evolve(agent.spec, model=model)
+
+        await agent.run_maintenance(swap)
+        self._broadcast({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
+
+    async def set_sandbox(self, mode: str) -> None:
+        """Run the built-in tools' commands in sandbox ``mode`` (a stricter
+        one than the gateway's, or that) from the next turn on, and tell
+        every attached client; refused while a turn runs."""
+        if self._sandboxed is None:
+            raise RpcError(INVALID_PARAMS, "this agent's tools are its spec's: their sandbox is theirs")
+        if mode not in self._sandbox_modes:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"the sandbox can be {', '.join(self._sandbox_modes)} here (never looser than the "
+                f"gateway's), not {mode!r}",
+            )
+        if mode == self.sandbox_mode:
+            return
+        if self.status == "running" or self.agent.pending_input:
+            raise RpcError(BUSY, "the sandbox changes between turns: wait for this one to end, or cancel it")
+        base = self._sandboxed.sandbox
+        sandbox = None if mode == "off" else attrs.evolve(base or Sandbox(), mode=mode)  # type: ignore[arg-type]
+        try:
+            tools = {tool.name: tool for tool in self._sandboxed.make(sandbox)}
+        except SandboxUnavailable as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
+        agent = self.agent
+
+        async def swap() -> None:
+            agent.tools.update(tools)
+
+        await agent.run_maintenance(swap)
+        self.sandbox_mode = mode
+        self._broadcast({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
+
+    def usage_update(self) -> dict[str, Any]:
+        """ACP's ``usage_update``: the tokens in context after the latest
+        model response, the model's context window (0 when unknown), and
+        what the session cost so far in US dollars (none when unknown)."""
+        spec = self.agent.spec
+        window = spec.limits.context_window or getattr(spec.model, "context_window", None)
+        usage = self.agent.usage
+        update: dict[str, Any] = {
+            "sessionUpdate": "usage_update",
+            "used": self._context_tokens,
+            "size": window if isinstance(window, int) else 0,
+            "_meta": {
+                "agentrio": {
+                    "inputTokens": usage.input_tokens,
+                    "outputTokens": usage.output_tokens,
+                    "cacheReadTokens": usage.cache_read_tokens,
+                    "cacheWriteTokens": usage.cache_write_tokens,
+                }
+            },
+        }
+        if usage.cost is not None:
+            update["cost"] = {"amount": usage.cost, "currency": "USD"}
+        return update
+
     def _status_update(self) -> dict[str, Any]:
         """The session's status, and the prompts waiting for a turn (after a
         restart too: they are in the journal)."""
@@ -277,7 +431,8 @@ class Session:
         return (await self.agent.followup(self._queued(text, origin))).id
 
     def _queued(self, text: Content, origin: Peer | None) -> QueuedInput:
-        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(cast("str | list[Part]", text)))
+        content: str | list[Part] = text if isinstance(text, str) else [*text]
+        queued = QueuedInput(f"input-{uuid.uuid4().hex[:16]}", UserMessage(content))
         self._origins[queued.id] = origin
         return queued
 
@@ -325,6 +480,11 @@ class Session:
         elif isinstance(event, ev.AgentStart | ev.AgentEnd):
             self.status = "running" if isinstance(event, ev.AgentStart) else "idle"
             self._broadcast(self._status_update())
+            if isinstance(event, ev.AgentEnd):
+                self._broadcast(self.usage_update())
+        elif isinstance(event, ev.MessageEnd) and isinstance(event.message, AssistantMessage):
+            self._context_tokens = _context_tokens((event.message,))
+            self._broadcast(self.usage_update())
         for update in self._mapper.updates(event):
             self._broadcast(update)
         inner = event.event if isinstance(event, ev.ChildEvent) else event
@@ -492,8 +652,11 @@ class SessionHub:
         route_files: bool = False,
         root: Path | None = None,
         sandbox: Sandbox | None = None,
+        model_for: ModelFactory | None = None,
     ) -> None:
         self.runtime = runtime
+        #: Makes a model from its name, for a session to switch to (None: models are fixed).
+        self.model_for = model_for
         #: Where the MCP servers a client names run (None: unconfined).
         self.sandbox = sandbox
         #: The folder every folder a client names must be in (None: any).
@@ -550,6 +713,50 @@ class SessionHub:
                 if exc.code != SESSION_HELD or self.remote is None:
                     raise
                 return self.remote.open(session_id, cwd)
+
+    async def fork(
+        self,
+        session_id: str,
+        cwd: Path,
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        asker: Peer | None = None,
+        at_message: int | None = None,
+    ) -> Session:
+        """A new live session whose history is a copy of ``session_id``'s
+        (its first ``at_message`` messages, or all), working in ``cwd``.
+        Refused while the source is in the middle of a turn."""
+        source = self.sessions.get(session_id)
+        if source is not None and (source.status == "running" or source.agent.pending_input):
+            raise RpcError(BUSY, f"session {session_id!r} is running: fork it between turns")
+        fork_id = f"session_{uuid.uuid4().hex[:12]}"
+        spec = self._spec_for(cwd)
+        servers = await self._allowed_servers(fork_id, spec, mcp_servers, asker)
+        async with self._lock:
+            try:
+                if at_message is None:
+                    at_message = len(
+                        source.agent.messages
+                        if source is not None
+                        else (await self.runtime.store.load_state(session_id)).state.messages
+                    )
+                await fork_session(self.runtime.store, session_id, at_message=at_message, fork_id=fork_id)
+            except SessionNotFound:
+                raise RpcError(RESOURCE_NOT_FOUND, f"no session {session_id!r}") from None
+            except (ForkRefused, ValueError) as exc:
+                raise RpcError(INVALID_PARAMS, f"cannot fork there: {exc}") from None
+            return await self._start(fork_id, cwd, spec, servers)
+
+    async def close(self, session: Session, peer: Peer) -> None:
+        """``peer`` is done with ``session``: detach it, and when no other
+        client is attached, cancel its turn and dispose of its agent (its
+        journal stays: ``load`` brings it back)."""
+        session.detach(peer)
+        if session.peers:
+            return
+        async with self._lock:
+            if self.sessions.get(session.id) is session:
+                del self.sessions[session.id]
+                await self.runtime.dispose(session.agent)
 
     async def _allowed_servers(
         self, session_id: str, spec: AgentSpec, mcp_servers: Sequence[dict[str, Any]], asker: Peer | None
@@ -742,7 +949,15 @@ class SessionHub:
         except Exception as exc:
             log.exception("starting a session failed")
             raise RpcError(INTERNAL_ERROR, f"could not start the session: {exc}") from None
-        session = Session(agent, cwd, choices, files, self.nursery, terminals)
+        sandboxed = None
+        if self.route_files:
+
+            def make(sandbox: Sandbox | None) -> list[Tool]:
+                made = coding_tools(cwd, sandbox=sandbox)
+                return [through_client(t, files, cwd) if t.name in FILE_TOOLS else t for t in made]
+
+            sandboxed = SandboxedTools(self.sandbox, make)
+        session = Session(agent, cwd, choices, files, self.nursery, terminals, self.model_for, sandboxed)
         await self.nursery.start(session.pump)
         self.sessions[agent.session_id] = session
         # Prompts queued when the last process ended run once a client sees them queued.

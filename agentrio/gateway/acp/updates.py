@@ -1,6 +1,7 @@
 """agentrio's events and messages as ACP ``session/update`` payloads.
 
-Pure mapping: what to say, not whom to tell. Tool calls become ``tool_call``
+Mapping: what to say, not whom to tell (the one thing read is a file a
+``write`` or ``edit`` is about to change, for its full diff). Tool calls become ``tool_call``
 (``pending``, with the arguments complete) when the assistant message that
 asks for them is settled, then ``tool_call_update`` with ``in_progress`` and
 ``completed`` or ``failed``. A child agent's updates carry its path in
@@ -31,6 +32,10 @@ from ...messages import (
     UserMessage,
 )
 from ...models import events as stream
+from ...tools.builtin.common import ToolInputError
+from ...tools.builtin.editing import replace_text
+from ...tools.builtin.text import read_text
+from ...tools.builtin.workspace import Workspace
 from .jsonrpc import INTERNAL_ERROR, RpcError
 from .plans import plan_updates
 from .terminals import terminal_content
@@ -60,6 +65,8 @@ STOP_REASONS = {
 
 #: How much of a running tool's progress output a client is shown.
 MAX_PROGRESS_CHARS = 16_000
+#: The largest file (bytes) whose whole text a ``write`` or ``edit`` diff shows.
+MAX_DIFF_FILE = 256 * 1024
 
 
 def text_block(text: str) -> dict[str, Any]:
@@ -129,10 +136,15 @@ def _with_meta(update: dict[str, Any], meta: dict[str, Any] | None) -> dict[str,
 
 
 class ToolCallView:
-    """How one tool call is shown: title, kind, locations, diff."""
+    """How one tool call is shown: title, kind, locations, diff, raw output."""
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
+        self._workspace: Workspace | None = None
+        try:
+            self._workspace = Workspace.of(cwd)
+        except ValueError:
+            pass  # not a directory (any more): no file is read for a diff
 
     def _path(self, value: Any) -> str | None:
         if not isinstance(value, str) or not value:
@@ -146,7 +158,50 @@ class ToolCallView:
                 return f"{name}: {first[:120]}"
         return name
 
-    def start(self, call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    def full_diff(
+        self, name: str, args: dict[str, Any], planned: dict[Path, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The diff of a ``write`` or ``edit`` about to run, with the whole
+        old and new text of the file, read from the disk now (a file of at
+        most ``MAX_DIFF_FILE`` bytes, inside the workspace); the diff of the
+        arguments alone when the file cannot be read or the edit cannot be
+        made. A file that does not exist has no old text. ``planned``: the
+        texts earlier calls of the same message leave (updated here), which
+        stand for the disk's."""
+        path = args.get("path")
+        if name not in ("write", "edit") or self._workspace is None or not isinstance(path, str):
+            return self.diff(name, args)
+        try:
+            real = self._workspace.resolve(path)
+            shown = self._workspace.show(real)
+            if planned is not None and real in planned:
+                before = planned[real]
+            elif not real.exists():
+                before = None
+            elif real.stat().st_size > MAX_DIFF_FILE:
+                return self.diff(name, args)
+            else:
+                before = read_text(real, shown)
+            if name == "write" and isinstance(content := args.get("content"), str):
+                after = content
+            elif name == "edit" and before is not None:
+                after, _ = replace_text(before, args, shown)
+            else:
+                return self.diff(name, args)
+        except (ToolInputError, OSError, ValueError, KeyError):
+            return self.diff(name, args)
+        if planned is not None:
+            planned[real] = after
+        diff: dict[str, Any] = {"type": "diff", "path": str(real), "newText": after}
+        if before is not None:
+            diff["oldText"] = before
+        return [diff]
+
+    def start(
+        self, call_id: str, name: str, args: dict[str, Any], diff: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """The ``tool_call`` announcing a call; ``diff``: its diff, if made
+        already (else that of its arguments)."""
         update: dict[str, Any] = {
             "sessionUpdate": "tool_call",
             "toolCallId": call_id,
@@ -157,7 +212,7 @@ class ToolCallView:
         }
         if (path := self._path(args.get("path"))) is not None:
             update["locations"] = [{"path": path}]
-        if diff := self.diff(name, args):
+        if diff := (diff if diff is not None else self.diff(name, args)):
             update["content"] = diff
         return update
 
@@ -178,9 +233,20 @@ class ToolCallView:
         return []
 
     def end(
-        self, call_id: str, call: ToolCall | None, result: ToolResultMessage, duration: float | None = None
+        self,
+        call_id: str,
+        call: ToolCall | None,
+        result: ToolResultMessage,
+        duration: float | None = None,
+        diff: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        content = self.diff(result.tool_name, call.arguments) if call and not result.is_error else []
+        """The ``tool_call_update`` that ends a call: its diff (``diff`` if
+        made when it was announced) unless it failed, its result's text, and
+        as ``rawOutput`` the result's ``details`` if it has any, else its
+        text and whether it is an error."""
+        content = []
+        if call and not result.is_error:
+            content = list(diff) if diff is not None else self.diff(result.tool_name, call.arguments)
         text = result.text
         if text:
             content.append(_content(text))
@@ -189,9 +255,10 @@ class ToolCallView:
             "toolCallId": call_id,
             "status": "failed" if result.is_error else "completed",
             "content": content,
+            "rawOutput": (
+                result.details if result.details is not None else {"text": text, "isError": result.is_error}
+            ),
         }
-        if result.details is not None:
-            update["rawOutput"] = result.details
         if duration:
             # From dispatch to completion: results are committed in model
             # order, so a fast call's update may wait for a slower one.
@@ -208,6 +275,8 @@ class UpdateMapper:
     def __init__(self, cwd: Path) -> None:
         self.view = ToolCallView(cwd)
         self._calls: dict[str, ToolCall] = {}
+        #: The diffs of open write and edit calls, made when they were announced.
+        self._diffs: dict[str, list[dict[str, Any]]] = {}
         self._progress: dict[str, str] = {}
         #: Messages of the open step: history holds them only once it ends.
         self._step: list[Message] = []
@@ -293,9 +362,12 @@ class UpdateMapper:
             return []
         if isinstance(event, ev.MessageEnd) and isinstance(event.message, AssistantMessage):
             updates = []
+            planned: dict[Path, str] = {}
             for call in event.message.tool_calls:
-                self._calls[prefix + call.id] = call
-                updates.append(self.view.start(prefix + call.id, call.name, call.arguments))
+                call_id = prefix + call.id
+                self._calls[call_id] = call
+                diff = self._diffs[call_id] = self.view.full_diff(call.name, call.arguments, planned)
+                updates.append(self.view.start(call_id, call.name, call.arguments, diff))
             return updates
         if isinstance(event, ev.ToolExecutionStart) and event.mode is not None:
             return [
@@ -321,7 +393,8 @@ class UpdateMapper:
             self._progress.pop(call_id, None)
             asked = self._calls.pop(call_id, None)
             plan = [] if prefix else plan_updates(asked, event.result)
-            end = self.view.end(call_id, asked, event.result, event.duration)
+            made = self._diffs.pop(call_id, None)
+            end = self.view.end(call_id, asked, event.result, event.duration, made)
             if (terminal := self._terminals.pop(call_id, None)) is not None:
                 end["content"].insert(0, terminal)  # the editor goes on showing it
             return [end, *plan]
@@ -330,7 +403,7 @@ class UpdateMapper:
     def permission_request(self, event: ev.ApprovalRequest, call_id: str) -> dict[str, Any]:
         """The ``toolCall`` of a ``session/request_permission``."""
         call = event.call
-        update = self.view.start(call_id, call.name, call.arguments)
+        update = self.view.start(call_id, call.name, call.arguments, self._diffs.get(call_id))
         del update["sessionUpdate"]
         content = update.setdefault("content", [])
         if event.summary:

@@ -399,15 +399,38 @@ function renderMarkdown(node, text) {
 function diffView(diff) {
   const view = el("div", { class: "diff" }, el("div", { class: "path", text: diff.path }));
   for (const [sign, line] of lineDiff(diff.oldText || "", diff.newText || "")) {
-    view.append(el("div", { class: `line ${sign === "+" ? "add" : sign === "-" ? "del" : ""}`, text: `${sign} ${line}` }));
+    const kind = sign === "+" ? "add" : sign === "-" ? "del" : sign === "…" ? "skip" : "";
+    view.append(el("div", { class: `line ${kind}`, text: sign === "…" ? line : `${sign} ${line}` }));
   }
   return view;
 }
 
-// A line diff by longest common subsequence (small inputs), else old then new.
+// Unchanged lines shown around a change; the others are counted (diffs carry whole files).
+const CONTEXT_LINES = 3;
+
+// A line diff: the lines both texts share at their start and end are left
+// out but for CONTEXT_LINES of them beside the change.
 function lineDiff(oldText, newText) {
   const a = oldText ? oldText.split("\n") : [];
   const b = newText.split("\n");
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let end = 0;
+  while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+  const skipped = (n) => ["…", `… ${n} unchanged line${n === 1 ? "" : "s"}`];
+  const out = [];
+  const from = Math.max(0, start - CONTEXT_LINES);
+  if (from > 0) out.push(skipped(from));
+  for (let k = from; k < start; k++) out.push([" ", a[k]]);
+  out.push(...middleDiff(a.slice(start, a.length - end), b.slice(start, b.length - end)));
+  const shown = Math.min(end, CONTEXT_LINES);
+  for (let k = 0; k < shown; k++) out.push([" ", a[a.length - end + k]]);
+  if (end > shown) out.push(skipped(end - shown));
+  return out;
+}
+
+// The changed middle, by longest common subsequence (small inputs), else old then new.
+function middleDiff(a, b) {
   if (a.length * b.length > 250000) return [...a.map((l) => ["-", l]), ...b.map((l) => ["+", l])];
   const lcs = Array.from({ length: a.length + 1 }, () => new Uint32Array(b.length + 1));
   for (let i = a.length - 1; i >= 0; i--)
