@@ -28,11 +28,13 @@ class TerminalClient(RecordingClient):
     its own, output kept to the byte limit (its end), killed as a group.
     ``log`` holds every terminal request and permission request in order."""
 
-    def __init__(self, answers: list[str] = (), refuse: str | None = None, slow: float = 0) -> None:
+    def __init__(
+        self, answers: list[str] = (), refuse: str | None = None, gate: asyncio.Event | None = None
+    ) -> None:
         super().__init__(answers)
         self.refuse = refuse
-        #: Seconds each terminal takes to be made.
-        self.slow = slow
+        #: Set when terminals may be made: until then terminal/create waits.
+        self.gate = gate
         self.log: list[tuple[str, Any]] = []
         self.created: list[dict[str, Any]] = []
         self.terminals: dict[str, dict[str, Any]] = {}
@@ -48,7 +50,8 @@ class TerminalClient(RecordingClient):
         self.created.append({"command": command, "args": args, "cwd": cwd, "limit": output_byte_limit})
         if self.refuse:
             raise RequestError(-32000, self.refuse)
-        await asyncio.sleep(self.slow)
+        if self.gate is not None:
+            await self.gate.wait()
         process = await asyncio.create_subprocess_exec(
             command,
             *(args or []),
@@ -242,7 +245,8 @@ def test_a_cancel_while_the_terminal_is_being_made_still_kills_and_releases_it(t
     replies = [AssistantMessage([ToolCall("b1", "bash", {"command": "sleep 30"})])]
 
     async def main(fake: FakeServerThread) -> None:
-        client = TerminalClient(slow=0.5)
+        made = asyncio.Event()
+        client = TerminalClient(gate=made)
         args = acp_args(fake, tmp_path, "--sandbox", "off", "--permission", "allow")
         async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
             await conn.initialize(protocol_version=1, client_capabilities=TERMINALS)
@@ -252,6 +256,7 @@ def test_a_cancel_while_the_terminal_is_being_made_still_kills_and_releases_it(t
             )
             await client.wait_for(lambda: client.log != [])
             await conn.cancel(session_id=session.session_id)
+            made.set()  # its answer follows the cancel on the wire
             assert (await prompt).stop_reason == "cancelled"
             assert client.log == [("create", "bash"), ("kill", "term-1"), ("release", "term-1")]
             assert client.terminals == {}
