@@ -107,7 +107,7 @@ def rows(start: int, end: int, calls: tuple[int, int]) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=25, help="turns of the longer conversation")
+    parser.add_argument("--turns", type=int, default=105, help="turns of the longer conversation")
     parser.add_argument("--skip", type=int, default=5, help="turns of the shorter one")
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
     parser.add_argument("--json", action="store_true", help="print the rows for bench/report.py")

@@ -101,7 +101,8 @@ def show(value: float, unit: str) -> str:
         "/s": lambda v: f"{v:,.0f}/s",
         "instr": lambda v: f"{v / 1e3:,.1f} k instr",
     }
-    return shown.get(unit, lambda v: f"{v:.3g} {unit}")(value)
+    fmt = shown.get(unit)
+    return fmt(value) if fmt is not None else f"{value:.3g} {unit}"
 
 
 def figure(row: Row) -> str:
