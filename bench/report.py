@@ -33,6 +33,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -80,15 +81,26 @@ def run_bench(name: str, script: str, quick: bool) -> list[Row]:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH), os.environ.get("PYTHONPATH", "")]),
     }
-    print(f"  {name}: {shlex.join(['python', f'bench/{script}', *argv[2:]])}...", file=sys.stderr, flush=True)
-    done = subprocess.run(argv, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
-    if done.returncode == 2 and "unrecognized arguments: --json" in done.stderr:
+    print(f"  {name}: {shlex.join(['python', f'bench/{script}', *argv[2:]])}", file=sys.stderr, flush=True)
+    # Its progress is shown as it goes (a benchmark may take many minutes);
+    # its last line is kept to say why it failed, if it does.
+    last_said = ""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
+        with subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.PIPE, text=True
+        ) as process:
+            assert process.stderr is not None
+            for line in process.stderr:
+                print(f"    {line.rstrip()}", file=sys.stderr, flush=True)
+                last_said = line.strip() or last_said
+        out.seek(0)
+        printed = out.read().strip().splitlines()
+    if process.returncode == 2 and "unrecognized arguments: --json" in last_said:
         return [missing_row(name, "-", "-", f"not available: bench/{script} does not take --json yet")]
-    last = done.stdout.strip().splitlines()[-1:] or [""]
     try:
-        rows = [Row.from_json(row) for row in json.loads(last[0])]
-    except (ValueError, TypeError, KeyError):
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        rows = [Row.from_json(row) for row in json.loads(printed[-1])]
+    except (IndexError, ValueError, TypeError, KeyError):
+        why = last_said or f"exit status {process.returncode}"
         return [missing_row(name, "-", "-", f"failed: {why}")]
     return rows
 
