@@ -1,6 +1,6 @@
 """agentrio against the floor: the least a trio program needs for the same turn.
 
-    python bench/floor.py [--turns N] [--runs R] [--quick]
+    python bench/floor.py [--turns N] [--runs R] [--quick] [--json]
 
 One turn is the workload of bench/_workload.py: a prompt, a streamed model
 reply asking for 4 parallel calls of a no-op tool, the results, and a
@@ -21,7 +21,9 @@ turns in a fresh event loop (the mean of its turns but the first tenth):
 * per extra call: (per turn with 8 calls - per turn with 4) / 4.
 
 The ratios are agentrio's median over the floor's, measured in the same
-run: the figure that holds from machine to machine.
+run: the figure that holds from machine to machine. Targets: at most 2x
+the floor in memory, 3x with the SQLite journal. ``--json`` prints the rows
+for bench/report.py (see bench/_rows.py) instead of the table.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 import attrs
 import trio
 from _measure import RUNS, Spread, cpu, header, repeat
+from _rows import Row, emit, spread_row
 from _workload import CALLS, scripted, spec
 
 from agentrio import Runtime, SQLiteStore
@@ -173,6 +176,8 @@ async def figures(kind: str, turns: int) -> dict[str, float]:
 
 
 KINDS = ("floor", "agentrio, memory", "agentrio, SQLite")
+#: The most each kind may cost, as a multiple of the floor.
+TARGETS = {"agentrio, memory": "<= 2", "agentrio, SQLite": "<= 3"}
 
 
 def measure(turns: int, runs: int) -> dict[str, dict[str, Spread]]:
@@ -198,14 +203,36 @@ def table(results: dict[str, dict[str, Spread]], turns: int) -> str:
     return "\n".join(lines)
 
 
+def rows(results: dict[str, dict[str, Spread]], turns: int) -> list[Row]:
+    """Each kind's figures, with their ratio to the floor's."""
+    floor = results["floor"]
+    return [
+        spread_row(
+            "floor",
+            f"{figure}, {turns}-turn conversation" if figure == "per turn" else figure,
+            kind,
+            spread.values,
+            reference=None if kind == "floor" else "floor",
+            reference_values=None if kind == "floor" else floor[figure].values,
+            target=TARGETS.get(kind),
+        )
+        for kind, spreads in results.items()
+        for figure, spread in spreads.items()
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
+    parser.add_argument("--json", action="store_true", help="print the rows for bench/report.py")
     args = parser.parse_args()
     if args.quick:
         args.turns = 20
+    if args.json:
+        emit(rows(measure(args.turns, args.runs), args.turns))
+        return
     header(
         f"agentrio against the floor, one turn = a prompt, {CALLS} parallel no-op calls, a text answer",
         args.runs,

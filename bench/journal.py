@@ -1,6 +1,6 @@
 """Journal throughput with the durability barriers on, and restore time.
 
-    python bench/journal.py [--turns 2000] [--full-turns 200] [--rounds 5] [--postgres]
+    python bench/journal.py [--turns 2000] [--full-turns 200] [--rounds 5] [--postgres] [--json]
 
 * "append": an agent's stream of records (inbox, turn and step boundaries,
   messages, tool starts), appended one at a time through ``Journal`` on an
@@ -23,12 +23,14 @@ store's thread too. With ``synchronous=NORMAL`` nothing waits for the disk
 (a WAL commit is a write to the OS's cache), so CPU time is the measure;
 with ``FULL`` every commit waits for an fsync, which is not CPU time, so
 wall time is. Both are printed, and the ratio (peer / agentrio: above 1,
-agentrio is faster) of each.
+agentrio is faster) of each. ``--json`` prints the rows for bench/report.py
+(see bench/_rows.py) after the text, as the last line.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gc
 import inspect
@@ -48,6 +50,9 @@ import trio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _rows import Row, emit, spread_row
 
 from agentrio import (
     AgentSpec,
@@ -85,6 +90,8 @@ AGENTS = 8
 
 TARGET_APPEND_RATIO = 1.5
 TARGET_RESTORE_MS = 100
+#: The most a restore may cost, as a multiple of reading and replaying every row.
+TARGET_RESTORE_RATIO = 1.2
 
 
 def agent_stream(turns: int) -> Iterator[tuple[Record, bool]]:
@@ -229,9 +236,9 @@ def ratio(peer: Times, ours: Times, clock: str) -> float:
 # --- the report ------------------------------------------------------------------
 
 
-async def bench_append(folder: Path, turns: dict[str, int], rounds: int) -> float:
+async def bench_append(folder: Path, turns: dict[str, int], rounds: int, rows: list[Row]) -> float:
     """agentrio's ratio to the peer for one agent with synchronous=NORMAL,
-    in CPU time."""
+    in CPU time; its events per second, and the peer's, added to ``rows``."""
     files = (folder / f"append-{i}.db" for i in itertools.count())
     print("append: a sync after each tool start and each turn end")
     print(f"  median of {rounds} runs (min-max); ratio = peer / agentrio, above 1 agentrio is faster")
@@ -249,8 +256,7 @@ async def bench_append(folder: Path, turns: dict[str, int], rounds: int) -> floa
             f"  synchronous={synchronous}: {events:,} events ({turns[synchronous]:,} turns; "
             f"the measure: {clock} time)"
         )
-        rows = (("agentrio, 1 agent", single), (f"agentrio, {AGENTS} agents", many), ("peer", naive))
-        for name, times in rows:
+        for name, times in rows_shown(single, many, naive):
             ratios = (
                 f"ratio cpu {ratio(naive, times, 'cpu'):4.2f}x  wall {ratio(naive, times, 'wall'):4.2f}x"
                 if times is not naive
@@ -262,14 +268,40 @@ async def bench_append(folder: Path, turns: dict[str, int], rounds: int) -> floa
             )
         if synchronous == "NORMAL":
             headline = ratio(naive, single, "cpu")
+            rates = {name: [events / t for t in times.cpu] for name, times in rows_shown(single, many, naive)}
+            name = f"append, synchronous=NORMAL, {events:,} events, barriers on: events/s"
+            rows.append(spread_row("journal", name, "plain sqlite3", rates["peer"], "/s"))
+            for who in ("agentrio, 1 agent", f"agentrio, {AGENTS} agents"):
+                rows.append(
+                    spread_row(
+                        "journal",
+                        name,
+                        who,
+                        rates[who],
+                        "/s",
+                        reference="plain sqlite3",
+                        reference_values=rates["peer"],
+                        target=f">= {TARGET_APPEND_RATIO}" if who.endswith(" 1 agent") else None,
+                    )
+                )
     return headline
 
 
+def rows_shown(single: Times, many: Times, naive: Times) -> tuple[tuple[str, Times], ...]:
+    return (("agentrio, 1 agent", single), (f"agentrio, {AGENTS} agents", many), ("peer", naive))
+
+
 async def bench_restore(
-    store: Store, full_replay: Callable[[str, int], None], where: str, rounds: int, counts: tuple[int, ...]
+    store: Store,
+    full_replay: Callable[[str, int], None],
+    where: str,
+    rounds: int,
+    counts: tuple[int, ...],
+    rows: list[Row],
 ) -> dict[int, float]:
     """The CPU milliseconds of each restore from ``store``, by size, beside
-    ``full_replay(session_id, messages)`` of the same session."""
+    ``full_replay(session_id, messages)`` of the same session; both added to
+    ``rows``."""
     sizes = {count: f"s{count}" for count in counts}
     results = {}
     for messages, session_id in sizes.items():
@@ -283,6 +315,20 @@ async def bench_restore(
             await timed(ours, ours_restore, store, session_id, messages)
             await timed(naive, full_replay, session_id, messages)
         results[messages] = ours.median("cpu") * 1e3
+        name = f"restore of {messages:,} messages from {where.split(' (')[0]}"
+        rows += [
+            spread_row("journal", name, "read and replay every row", naive.cpu),
+            spread_row(
+                "journal",
+                name,
+                "agentrio",
+                ours.cpu,
+                reference="read and replay every row",
+                reference_values=naive.cpu,
+                # The target is for a long session; a short one is mostly fixed costs.
+                target=f"<= {TARGET_RESTORE_RATIO}" if messages >= 10_000 else None,
+            ),
+        ]
         print(
             f"  {messages:>6,} messages  agentrio cpu {ours.show('cpu')}  wall {ours.show('wall')}"
             f"   full replay cpu {naive.show('cpu')}   ratio cpu {ratio(naive, ours, 'cpu'):4.2f}x"
@@ -290,7 +336,7 @@ async def bench_restore(
     return results
 
 
-async def bench_postgres_restore(rounds: int, counts: tuple[int, ...]) -> None:
+async def bench_postgres_restore(rounds: int, counts: tuple[int, ...], rows: list[Row]) -> None:
     """The restores again from a throwaway PostgreSQL server (the tests'
     ``pgcluster``); CPU time is this process's, the server's is in wall."""
     from tests.pgcluster import Cluster, ServerMissing
@@ -304,7 +350,7 @@ async def bench_postgres_restore(rounds: int, counts: tuple[int, ...]) -> None:
         async with PostgresStore(dsn) as store:
             where = f"PostgreSQL {cluster.server_version().split()[0]} (CPU: this process)"
             await bench_restore(
-                store, functools.partial(naive_restore_pg, dsn, store.schema), where, rounds, counts
+                store, functools.partial(naive_restore_pg, dsn, store.schema), where, rounds, counts, rows
             )
     finally:
         cluster.stop()
@@ -323,25 +369,34 @@ async def main() -> None:
         action="store_true",
         help="restore from PostgreSQL too (a throwaway server: needs its binaries and the postgres extra)",
     )
+    parser.add_argument("--json", action="store_true", help="print the rows for bench/report.py, last")
     args = parser.parse_args()
     restores = (1_000, 10_000)
     if args.quick:
         args.turns, args.full_turns, restores = 20, 5, (16 * MESSAGES_PER_TURN, 48 * MESSAGES_PER_TURN)
     if args.rounds < 5:
         parser.error("--rounds must be at least 5: a median of fewer says little")
+    rows: list[Row] = []
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        await run(args, restores, rows)
+    if args.json:
+        emit(rows)
+
+
+async def run(args: argparse.Namespace, restores: tuple[int, ...], rows: list[Row]) -> None:
     versions = f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}"
     print(f"{versions}, load average {os.getloadavg()[0]:.1f}\n")
     with tempfile.TemporaryDirectory() as folder:
         turns = {"NORMAL": args.turns, "FULL": args.full_turns}
-        append_ratio = await bench_append(Path(folder), turns, args.rounds)
+        append_ratio = await bench_append(Path(folder), turns, args.rounds, rows)
         print()
         path = Path(folder) / "restore.db"
         async with SQLiteStore(path) as store:
             full_replay = functools.partial(naive_restore, path)
-            restore_ms = await bench_restore(store, full_replay, "SQLite", args.rounds, restores)
+            restore_ms = await bench_restore(store, full_replay, "SQLite", args.rounds, restores, rows)
         if args.postgres:
             print()
-            await bench_postgres_restore(args.rounds, restores)
+            await bench_postgres_restore(args.rounds, restores, rows)
     print()
     print(
         f"targets: one agent, synchronous=NORMAL, >= {TARGET_APPEND_RATIO}x the peer in CPU time: "

@@ -1,6 +1,6 @@
 """agentrio against pydantic-ai, openai-agents and langgraph, same work, same run.
 
-    pip install -e '.[bench]' && python bench/peers.py [--quick]
+    pip install -e '.[bench]' && python bench/peers.py [--quick] [--json]
 
 Every framework does the same work through its public API with a scripted
 model: one turn is one run of a conversation, a prompt, a model reply
@@ -27,7 +27,11 @@ Figures, in CPU time:
 
 The frameworks take turns: each round runs every framework once, so a
 machine that drifts during the benchmark weighs on all of them alike. The
-ratios are the peer's median over agentrio's.
+ratios are the peer's median over agentrio's. Targets: per turn, at least
+30x for pydantic-ai and openai-agents and 10x for langgraph; for the agents
+run at once, 10x for every peer. ``--json`` prints the rows for
+bench/report.py (see bench/_rows.py) instead of the tables; a peer that is
+not installed has rows that say so.
 """
 
 from __future__ import annotations
@@ -44,9 +48,14 @@ from types import ModuleType
 import attrs
 import trio
 from _measure import RUNS, Runner, Spread, cpu, each, header, on_asyncio
+from _rows import Row, emit, missing_row, spread_row
 from _workload import CALLS, conversation, crowd
 
 PEERS = ("_pydantic_ai", "_openai_agents", "_langgraph")
+#: The least each peer's per-turn figure must be, as a multiple of agentrio's.
+TURN_TARGETS = {"pydantic-ai": ">= 30", "openai-agents": ">= 30", "langgraph": ">= 10"}
+#: The same for many agents run at once.
+CROWD_TARGET = ">= 10"
 
 
 @attrs.frozen
@@ -96,9 +105,10 @@ async def _peer_crowd(peer: ModuleType, count: int, calls: int) -> float:
     return cpu() - start
 
 
-def peers(names: list[str]) -> tuple[list[Framework], list[str]]:
+def peers(names: list[str]) -> tuple[list[Framework], dict[str, str]]:
     """The peers that are installed, and a note for each that is not."""
-    found, missing = [], []
+    found: list[Framework] = []
+    missing: dict[str, str] = {}
     for module in PEERS:
         name = module.strip("_").replace("_", "-")
         if name not in names:
@@ -106,7 +116,7 @@ def peers(names: list[str]) -> tuple[list[Framework], list[str]]:
         try:
             peer = importlib.import_module(module)
         except ImportError as error:
-            missing.append(f"{name}: not installed ({error.name}); pip install -e '.[bench]'")
+            missing[name] = f"not installed ({error.name}); pip install -e '.[bench]'"
             continue
         found.append(
             Framework(peer.NAME, peer.WORK, partial(_peer_conversation, peer), partial(_peer_crowd, peer))
@@ -139,6 +149,31 @@ def measure(frameworks: list[Framework], rows: dict[str, tuple], runs: int) -> d
     return {name: {row: Spread(tuple(v)) for row, v in figures.items()} for name, figures in values.items()}
 
 
+def rows(table: dict[str, dict[str, Spread]], missing: dict[str, str]) -> list[Row]:
+    """agentrio's figures, then each peer's with its ratio to agentrio's."""
+    ours = table["agentrio"]
+    result = [spread_row("peers", row, "agentrio", spread.values) for row, spread in ours.items()]
+    for name, figures in table.items():
+        if name == "agentrio":
+            continue
+        for row, spread in figures.items():
+            target = TURN_TARGETS.get(name) if row.startswith("per turn") else CROWD_TARGET
+            result.append(
+                spread_row(
+                    "peers",
+                    row,
+                    name,
+                    spread.values,
+                    reference="agentrio",
+                    reference_values=ours[row].values,
+                    target=target,
+                )
+            )
+    for name, note in missing.items():
+        result += [missing_row("peers", row, name, note) for row in ours]
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200, help="turns of the first conversation")
@@ -152,22 +187,14 @@ def main() -> None:
         help="comma-separated (default: %(default)s)",
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
+    parser.add_argument("--json", action="store_true", help="print the rows for bench/report.py")
     args = parser.parse_args()
     if args.quick:
         args.turns, args.long, args.window, args.agents = 10, 20, 5, 20
     names = args.frameworks.split(",")
     found, missing = peers(names)
     frameworks = [AGENTRIO, *found]
-
-    header(
-        f"agentrio and its peers, one turn = a prompt, {CALLS} parallel no-op calls, a text answer", args.runs
-    )
-    for framework in frameworks:
-        print(f"  {framework.name}: {framework.work}")
-    for note in missing:
-        print(f"  {note}")
-
-    rows = {
+    rows_measured = {
         f"per turn, {args.turns:,}-turn conversation": (_per_turn, args.turns, 0),
         f"per turn, last {args.window:,} of {args.long:,} turns": (
             _per_turn,
@@ -176,18 +203,30 @@ def main() -> None:
         ),
         f"{args.agents:,} agents, one tool turn each": (_all_at_once, args.agents),
     }
-    table = measure(frameworks, rows, args.runs)
+    if args.json:
+        emit(rows(measure(frameworks, rows_measured, args.runs), missing))
+        return
+
+    header(
+        f"agentrio and its peers, one turn = a prompt, {CALLS} parallel no-op calls, a text answer", args.runs
+    )
+    for framework in frameworks:
+        print(f"  {framework.name}: {framework.work}")
+    for name, note in missing.items():
+        print(f"  {name}: {note}")
+
+    table = measure(frameworks, rows_measured, args.runs)
 
     print()
     print("| | " + " | ".join(table) + " |")
     print("|---" * (len(table) + 1) + "|")
-    for row in rows:
+    for row in rows_measured:
         print(f"| {row} | " + " | ".join(table[name][row].show() for name in table) + " |")
     if found:
         print("\npeer / agentrio (ratio of medians)\n")
         print("| | " + " | ".join(peer.name for peer in found) + " |")
         print("|---" * (len(found) + 1) + "|")
-        for row in rows:
+        for row in rows_measured:
             ours = table["agentrio"][row]
             print(f"| {row} | " + " | ".join(f"{table[peer.name][row] / ours:.1f}x" for peer in found) + " |")
 

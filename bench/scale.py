@@ -1,6 +1,6 @@
 """What many agents cost agentrio: idle ones, and ones running at once.
 
-    python bench/scale.py [--quick]
+    python bench/scale.py [--quick] [--json]
 
 * idle agents (``--idle``): one Runtime creates N agents that never run;
   CPU per creation, CPU to leave the Runtime (which disposes them all), and
@@ -12,7 +12,8 @@
 
 Memory is traced by tracemalloc in one more run of its own (tracing slows
 everything down): it counts bytes, not time, and five runs agree to three
-digits, so one is enough.
+digits, so one is enough. Target: an idle agent holds at most 2 KB.
+``--json`` prints the rows for bench/report.py (see bench/_rows.py).
 """
 
 from __future__ import annotations
@@ -21,11 +22,36 @@ import argparse
 
 import trio
 from _measure import RUNS, duration, header, repeat, size
+from _rows import Row, emit, spread_row
 from _workload import CALLS, crowd, crowd_memory, idle, idle_memory
 
 
 async def _per_run(count: int) -> dict[str, float]:
     return {"cpu": await crowd(count) / count}
+
+
+#: The most Python memory an idle agent may hold, in bytes.
+IDLE_BYTES = 2048
+
+
+def rows(idle_counts: list[int], running_counts: list[int], runs: int) -> list[Row]:
+    result = []
+    for count in idle_counts:
+        cpu = repeat(idle, count, runs=runs)
+        memory = trio.run(idle_memory, count)["memory"]
+        name = f"{count:,} idle agents"
+        result += [
+            spread_row("scale", f"{name}: create, per agent", "agentrio", cpu["create"].values),
+            spread_row("scale", f"{name}: leave the Runtime", "agentrio", cpu["exit"].values),
+            spread_row(
+                "scale", f"{name}: memory per agent", "agentrio", [memory], "B", target=f"<= {IDLE_BYTES}"
+            ),
+        ]
+    for count in running_counts:
+        cpu = repeat(_per_run, count, runs=runs)["cpu"]
+        name = f"{count:,} agents at once, one turn of {CALLS} calls each: CPU per agent"
+        result.append(spread_row("scale", name, "agentrio", cpu.values))
+    return result
 
 
 def main() -> None:
@@ -36,9 +62,14 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--quick", action="store_true", help="small sizes, to check that it runs")
+    parser.add_argument("--json", action="store_true", help="print the rows for bench/report.py")
     args = parser.parse_args()
     if args.quick:
         args.idle, args.running = "100,300", "10,30"
+    if args.json:
+        counts = ([int(n) for n in arg.split(",")] for arg in (args.idle, args.running))
+        emit(rows(*counts, args.runs))
+        return
 
     header("agentrio at scale", args.runs)
     print("\n| idle agents | create, per agent | leave the Runtime | memory per agent |")

@@ -3,6 +3,7 @@ neither the peers nor any timing is needed; and each installed peer's turn
 runs once or twice, untimed. No figure is checked."""
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -159,3 +160,55 @@ def test_floor_quick_prints_each_program_with_its_ratio_to_the_floor():
     assert [row[0] for row in rows] == ["floor", "agentrio, memory", "agentrio, SQLite"]
     assert rows[0][2] == rows[0][4] == "1.00x"
     assert all(re.fullmatch(r"\d+\.\d\dx", row[2]) for row in rows)
+
+
+def test_a_peer_that_is_not_installed_has_rows_that_say_so_in_json():
+    hide = "import sys; sys.modules['pydantic_ai'] = None; "
+    lines = _bench(
+        "bench/peers.py", "--quick", "--json", "--frameworks", "agentrio,pydantic-ai", prelude=hide
+    )
+    rows = json.loads(lines[-1])
+    assert [(row["ours"], row["median"] is None) for row in rows] == [("agentrio", False)] * 3 + [
+        ("pydantic-ai", True)
+    ] * 3
+    assert all(row["note"].startswith("not installed") for row in rows[3:])
+
+
+def test_report_writes_its_table_between_the_markers_and_leaves_the_page_alone(tmp_path):
+    page = tmp_path / "docs" / "benchmarks.md"
+    page.parent.mkdir()
+    page.write_text(
+        "# Benchmarks\n\nIntro.\n\n<!-- bench:start -->\nold table\n<!-- bench:end -->\n\nOutro.\n"
+    )
+    lines = _bench("bench/report.py", "--quick", "--only", "floor,stream_scale", "--page", str(page))
+    text = page.read_text()
+    before, rest = text.split("<!-- bench:start -->\n")
+    inside, after = rest.split("<!-- bench:end -->")
+    assert before == "# Benchmarks\n\nIntro.\n\n" and after == "\n\nOutro.\n"
+    assert "old table" not in inside
+    assert inside.strip() == "\n".join(lines).strip()  # the page holds what was printed
+    cells = _rows(inside.splitlines())
+    assert cells[0] == ["figure", "measured", "median [min–max]", "against", "ratio", "target"]
+    memory = next(row for row in cells if row[0].startswith("per turn") and row[1] == "agentrio, memory")
+    assert memory[3] == "floor" and re.fullmatch(r"\d+\.\d\d×", memory[4])
+    assert re.fullmatch(r"≤ 2×: (met|MISSED)", memory[5])
+    # One section a benchmark, the one that may not exist yet too.
+    assert [line for line in lines if line.startswith("### ")][:2] == ["### floor", "### stream_scale"]
+
+
+def test_report_creates_a_missing_page_and_refuses_one_with_broken_markers(tmp_path):
+    page = tmp_path / "benchmarks.md"
+    _bench("bench/report.py", "--quick", "--only", "instructions", "--page", str(page))
+    assert page.read_text().startswith("# Benchmarks\n")
+    assert page.read_text().count("<!-- bench:start -->") == 1
+    page.write_text("<!-- bench:end -->\nhand-written\n<!-- bench:start -->\n")
+    done = subprocess.run(
+        [sys.executable, "bench/report.py", "--quick", "--only", "floor", "--page", str(page)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("report: ") and "Traceback" not in done.stderr
+    assert page.read_text() == "<!-- bench:end -->\nhand-written\n<!-- bench:start -->\n"
