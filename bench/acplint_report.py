@@ -1,6 +1,6 @@
 """acplint's verdict on ``agentrio acp``: its failed tests and its findings.
 
-    python bench/acplint_report.py [--tree PATH] [--no-shim] [--json FILE]
+    python bench/acplint_report.py [--tree PATH] [--no-shim] [--json FILE] [--wire FILE]
 
 Runs acplint 0.1.0 (``pip install acplint``; its Python API, all 14
 categories) against ``python -m agentrio acp`` from the source tree
@@ -16,7 +16,8 @@ workspace and store. acplint waits fixed times (5 s collections, 10 s for
 requests that never come), so a run takes about a minute.
 
 Prints acplint's tests (passed / failed / errors), each failure, and its
-findings (the capabilities it did not see); exit status 0.
+findings (the capabilities it did not see); exit status 0. ``--wire``: every
+message through the shim, a JSON line each (``[direction, message]``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def answer(request: FakeRequest) -> AssistantMessage | Hang:
     return AssistantMessage([THOUGHT, Text("OK.")])
 
 
-def run(tree: Path, shim: bool) -> tuple[ConformanceReport, float]:
+def run(tree: Path, shim: bool, wire: Path | None = None) -> tuple[ConformanceReport, float]:
     """acplint's report on the agent of ``tree``, and the seconds it took."""
     with tempfile.TemporaryDirectory(prefix="acplint-") as tmp, FakeServerThread([answer] * 500) as server:
         workspace = Path(tmp, "workspace")
@@ -100,6 +101,9 @@ def run(tree: Path, shim: bool) -> tuple[ConformanceReport, float]:
         command = [sys.executable, str(ROOT / "bench" / "acplint_shim.py"), *agent] if shim else agent
         env = {**os.environ, "PYTHONPATH": str(tree), "XDG_CONFIG_HOME": tmp, "XDG_DATA_HOME": tmp}
         env.pop("OPENAI_API_KEY", None)
+        if wire is not None:
+            wire.write_text("")
+            env["ACPLINT_SHIM_LOG"] = str(wire.resolve())
         start = time.perf_counter()
         report = ConformanceRunner(command, cwd=str(workspace), env=env).run_all()
         return report, time.perf_counter() - start
@@ -110,8 +114,9 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=ROOT, help="the agentrio source tree to run")
     parser.add_argument("--no-shim", action="store_true", help="talk to the agent without the shim")
     parser.add_argument("--json", type=Path, help="also write acplint's whole report there")
+    parser.add_argument("--wire", type=Path, help="also write there every message through the shim")
     args = parser.parse_args()
-    report, seconds = run(args.tree.resolve(), shim=not args.no_shim)
+    report, seconds = run(args.tree.resolve(), not args.no_shim, args.wire)
     results = report.results
     print(
         f"acplint on {args.tree}{'' if args.no_shim else ' (through bench/acplint_shim.py)'}: {seconds:.0f} s"

@@ -3,6 +3,9 @@ it reports is about the agent.
 
     python bench/acplint_shim.py AGENT_COMMAND...
 
+With ``$ACPLINT_SHIM_LOG`` set to a file, each message is also appended
+there, as it reaches its side (a JSON line ``[direction, message]``).
+
 acplint starts this as its "agent"; the proxy starts ``AGENT_COMMAND`` and
 passes every JSON-RPC line through, changing only what acplint gets wrong
 against the ACP v1 schema (each change below names the bug). The agent's
@@ -133,17 +136,35 @@ async def lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
 
 
 async def pump(
-    source: trio.abc.ReceiveStream, sink: trio.abc.SendStream, translate: Callable[[Message], Message]
+    source: trio.abc.ReceiveStream,
+    sink: trio.abc.SendStream,
+    translate: Callable[[Message], Message],
+    log: Callable[[Message], None],
 ) -> None:
-    """Copy lines from ``source`` to ``sink``, translating those that are JSON objects."""
+    """Copy lines from ``source`` to ``sink``, translating (and logging) those
+    that are JSON objects."""
     async for line in lines(source):
         try:
             message = json.loads(line)
         except ValueError:
             message = None
         if isinstance(message, dict):
-            line = json.dumps(translate(message), separators=(",", ":")).encode()
+            message = translate(message)
+            log(message)
+            line = json.dumps(message, separators=(",", ":")).encode()
         await sink.send_all(line + b"\n")
+
+
+def logger(direction: str) -> Callable[[Message], None]:
+    """Appends to ``$ACPLINT_SHIM_LOG``, if set, each message going ``direction``."""
+    path = os.environ.get("ACPLINT_SHIM_LOG")
+
+    def log(message: Message) -> None:
+        if path:
+            with open(path, "a") as file:
+                file.write(json.dumps([direction, message]) + "\n")
+
+    return log
 
 
 async def main(command: list[str]) -> int:
@@ -157,14 +178,14 @@ async def main(command: list[str]) -> int:
 
         async def to_agent() -> None:
             try:
-                await pump(stdin, agent_in, translator.from_client)
+                await pump(stdin, agent_in, translator.from_client, logger("to agent"))
             except trio.BrokenResourceError:
                 pass
             await agent_in.aclose()  # acplint closed its end: so does the agent's
 
         nursery.start_soon(to_agent)
         try:
-            await pump(agent_out, stdout, translator.from_agent)
+            await pump(agent_out, stdout, translator.from_agent, logger("to acplint"))
         except trio.BrokenResourceError:
             process.terminate()
         await process.wait()
