@@ -21,6 +21,9 @@ acplint to the agent (its requests and answers):
   ``{"outcome": {"optionId": …, "optionKind": "allow"}}``; the schema's
   selected outcome is ``{"outcome": "selected", "optionId": …}``. Rewritten
   (the option acplint chose is kept).
+- C4: ``session/set_config_option`` names the option ``optionId``; the
+  schema's field is ``configId``. Renamed (its ``value``, ``true`` where the
+  schema has a value id, a string, is left for the agent to refuse).
 
 The agent to acplint (acplint's models of the agent's messages):
 
@@ -86,6 +89,8 @@ class Translator:
             params["protocolVersion"] = 1  # C1
         elif method == "session/prompt" and isinstance(params, dict) and "content" in params:
             params.setdefault("prompt", params.pop("content"))  # C2
+        elif method == "session/set_config_option" and isinstance(params, dict) and "optionId" in params:
+            params.setdefault("configId", params.pop("optionId"))  # C4
         elif (
             method is None and self.agent_methods.pop(message.get("id"), None) == "session/request_permission"
         ):

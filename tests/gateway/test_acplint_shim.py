@@ -31,6 +31,8 @@ def test_acplints_requests_and_answers_reach_the_agent_as_the_schema_has_them() 
     assert initialize["params"]["protocolVersion"] == 1  # C1
     prompt = shim.from_client(request(2, "session/prompt", {"sessionId": "s", "content": [{"type": "text"}]}))
     assert prompt["params"] == {"sessionId": "s", "prompt": [{"type": "text"}]}  # C2
+    option = shim.from_client(request(4, "session/set_config_option", {"sessionId": "s", "optionId": "m"}))
+    assert option["params"] == {"sessionId": "s", "configId": "m"}  # C4
     asked = request(7, "session/request_permission", {"sessionId": "s", "options": [], "toolCall": {}})
     shim.from_agent(asked)
     answer = {
