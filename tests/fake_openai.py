@@ -25,7 +25,8 @@ Use it from a trio test::
 Replies, one per request, in order (``server.add(*replies)`` appends more):
 
 - an ``AssistantMessage``: streamed as Chat Completions SSE — a role chunk;
-  its text in pieces of ``chunk_size`` characters; each tool call as a
+  its text in pieces of ``chunk_size`` characters (a ``Thinking`` part's
+  as ``reasoning_content``, as compatible servers stream it); each tool call as a
   header chunk (``index``, ``id``, ``name``) and then its arguments as
   fragments of JSON; a ``finish_reason`` chunk (``stop``, ``tool_calls`` or
   ``length`` from the message's ``stop_reason``); a usage chunk
@@ -68,7 +69,7 @@ import attrs
 import h11
 import trio
 
-from agentrio.messages import AssistantMessage, Text, ToolCall
+from agentrio.messages import AssistantMessage, Text, Thinking, ToolCall
 
 from .models.loopback import read_request
 
@@ -157,6 +158,9 @@ def chat_chunks(message: AssistantMessage, chunk_size: int = 4, model: str = "fa
         if isinstance(part, Text):
             for piece in pieces(part.text, chunk_size):
                 yield chunk({"content": piece})
+        elif isinstance(part, Thinking):
+            for piece in pieces(part.text, chunk_size):
+                yield chunk({"reasoning_content": piece})
         elif isinstance(part, ToolCall):
             header = {"index": calls, "id": part.id, "type": "function"}
             yield chunk({"tool_calls": [{**header, "function": {"name": part.name, "arguments": ""}}]})
