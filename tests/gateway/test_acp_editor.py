@@ -273,8 +273,9 @@ def test_usage_and_cost_are_reported_after_each_model_response_and_each_turn(wor
             assert (first.used, first.size, first.cost) == (0, 0, None)
             await conn.prompt(session_id=session.session_id, prompt=[text_block("read a")])
         usages = client.of_kind("usage_update")
-        # The first response's context, then the second's; the turn's end says the total cost.
-        assert [u.used for u in usages] == [0, 1100, 2500, 2500]
+        # The first response's context, then the second's, with the total cost;
+        # the turn's end repeats nothing that did not change.
+        assert [u.used for u in usages] == [0, 1100, 2500]
         last = usages[-1]
         assert last.cost.currency == "USD" and last.cost.amount == pytest.approx((3000 * 2 + 600 * 8) / 1e6)
         assert last.field_meta["agentrio"]["inputTokens"] == 3000

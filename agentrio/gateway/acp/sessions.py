@@ -224,6 +224,8 @@ class Session:
             self.sandbox_mode = self._sandbox_modes[0]
         #: Tokens in context after the latest model response (ACP's ``usage_update.used``).
         self._context_tokens = _context_tokens(agent.messages)
+        #: The usage update broadcast last, so that an unchanged one is not sent again.
+        self._usage_told: dict[str, Any] | None = None
         self.peers: list[Peer] = []
         self.status = "idle"
         #: Agent ids of the child agents seen at work in this session.
@@ -373,6 +375,13 @@ class Session:
         self.sandbox_mode = mode
         self._broadcast({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
 
+    def _broadcast_usage(self) -> None:
+        """Tell the clients the usage, unless it is what they were told last
+        (a turn's end after its last model response)."""
+        if (update := self.usage_update()) != self._usage_told:
+            self._usage_told = update
+            self._broadcast(update)
+
     def usage_update(self) -> dict[str, Any]:
         """ACP's ``usage_update``: the tokens in context after the latest
         model response, the model's context window (0 when unknown), and
@@ -481,10 +490,10 @@ class Session:
             self.status = "running" if isinstance(event, ev.AgentStart) else "idle"
             self._broadcast(self._status_update())
             if isinstance(event, ev.AgentEnd):
-                self._broadcast(self.usage_update())
+                self._broadcast_usage()
         elif isinstance(event, ev.MessageEnd) and isinstance(event.message, AssistantMessage):
             self._context_tokens = _context_tokens((event.message,))
-            self._broadcast(self.usage_update())
+            self._broadcast_usage()
         for update in self._mapper.updates(event):
             self._broadcast(update)
         inner = event.event if isinstance(event, ev.ChildEvent) else event
