@@ -68,36 +68,41 @@ _RENEW = """
 
 
 # Lease check, records, snapshots, inputs taken in and notifications, for
-# the sessions whose lease (holder and token) is still the store's. The rows
-# come as ``VALUES`` lists of plain parameters (``_values``): text arrays
-# would have every JSON quote escaped, in Python, on each commit.
-_WRITE = """
+# the sessions whose lease (holder and token) is still the store's, in one
+# statement of the parts a batch needs. The rows come as ``VALUES`` lists of
+# plain parameters (``_relation``): text arrays would have every JSON quote
+# escaped, in Python, on each commit.
+_HELD = """
 WITH held AS (
     UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
     FROM unnest(%s::text[], %s::bigint[]) AS h(session_id, token)
     WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %s
     RETURNING leases.session_id
-), written AS (
+)"""
+_RECORDS = """, written AS (
     INSERT INTO records
-    SELECT * FROM ({records}) AS r(session_id, seq, kind, written_at, data, checksum)
+    SELECT * FROM ({}) AS r(session_id, seq, kind, written_at, data, checksum)
     WHERE r.session_id IN (SELECT session_id FROM held)
     RETURNING session_id
-), snapshotted AS (
+), notified AS (
+    SELECT pg_notify(%s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
+)"""
+_SNAPSHOTS = """, snapshotted AS (
     INSERT INTO snapshots
-    SELECT * FROM ({snapshots}) AS s(session_id, seq, message_count, state, checksum)
+    SELECT * FROM ({}) AS s(session_id, seq, message_count, state, checksum)
     WHERE s.session_id IN (SELECT session_id FROM held)
     ON CONFLICT (session_id) DO UPDATE
     SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state,
         checksum = excluded.checksum
-), consumed AS (
-    DELETE FROM inputs USING ({consumed}) AS c(session_id, id)
+)"""
+_CONSUMED = """, consumed AS (
+    DELETE FROM inputs USING ({}) AS c(session_id, id)
     WHERE inputs.id = c.id AND inputs.session_id = c.session_id
       AND c.session_id IN (SELECT session_id FROM held)
-), notified AS (
-    SELECT pg_notify(%s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
-)
-SELECT array(SELECT session_id FROM held) FROM (SELECT count(*) FROM notified) AS n
-"""
+)"""
+_HELD_SESSIONS = "\nSELECT array(SELECT session_id FROM held)"
+# Waits for the notifications (a CTE that nothing reads is not run).
+_HELD_SESSIONS_NOTIFIED = _HELD_SESSIONS + " FROM (SELECT count(*) FROM notified) AS n"
 
 _RECORD_TYPES = ("text", "bigint", "text", "float8", "text", "bigint")
 _SNAPSHOT_TYPES = ("text", "bigint", "integer", "text", "bigint")
@@ -109,9 +114,11 @@ _CONSUMED_TYPES = ("text", "bigint")
 VALUES_MAX = 256
 
 
-def _relation(types: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+def _relation(types: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> tuple[str | None, list[Any]]:
     """The SQL of a relation holding ``rows`` (of columns of ``types``) and
-    its parameters."""
+    its parameters; None for no rows."""
+    if not rows:
+        return None, []
     if len(rows) > VALUES_MAX:
         return _relation_sql(types, -1), [list(column) for column in zip(*rows)]
     return _relation_sql(types, len(rows)), list(itertools.chain.from_iterable(rows))
@@ -119,20 +126,27 @@ def _relation(types: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> tuple[
 
 @functools.lru_cache(maxsize=512)
 def _relation_sql(types: tuple[str, ...], count: int) -> str:
-    """A ``VALUES`` list of ``count`` rows of parameters (an empty relation
-    when 0, and one array a column when -1). One text for each count, so
-    that each is prepared once and reused."""
+    """A ``VALUES`` list of ``count`` rows of parameters (one array a column
+    when -1). One text for each count, so that each is prepared once and
+    reused."""
     if count < 0:
         return "SELECT * FROM unnest(" + ", ".join(f"%s::{t}[]" for t in types) + ")"
-    if not count:
-        return "SELECT " + ", ".join(f"NULL::{t}" for t in types) + " WHERE false"
     row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
     return "VALUES " + ", ".join([row] * count)
 
 
 @functools.lru_cache(maxsize=512)
-def _write_statement(records: str, snapshots: str, consumed: str) -> str:
-    return _WRITE.format(records=records, snapshots=snapshots, consumed=consumed)
+def _write_statement(records: str | None, snapshots: str | None, consumed: str | None) -> str:
+    """The statement writing what the relations hold (None: nothing of that kind)."""
+    return "".join(
+        (
+            _HELD,
+            _RECORDS.format(records) if records else "",
+            _SNAPSHOTS.format(snapshots) if snapshots else "",
+            _CONSUMED.format(consumed) if consumed else "",
+            _HELD_SESSIONS_NOTIFIED if records else _HELD_SESSIONS,
+        )
+    )
 
 
 @attrs.define
@@ -371,16 +385,10 @@ class Database:
         consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
         statement = _write_statement(records, snapshotted, consumed)
         # In the order of the statement's placeholders.
-        params = [
-            self.lease_seconds,
-            sessions,
-            [tokens[s] for s in sessions],
-            self.holder,
-            *record_params,
-            *snapshot_params,
-            *consumed_params,
-            self.channels.records,
-        ]
+        params = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
+        if records:
+            params += [*record_params, self.channels.records]
+        params += snapshot_params + consumed_params
         if self._maybe_written and self._written_before(batch.records):
             self._maybe_written = False
             return set()
