@@ -43,6 +43,7 @@ import trio
 import trio_websocket
 from _measure import RUNS, Spread, header
 from _rows import Row, emit
+from _ws_clients import _call
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,16 +53,6 @@ from agentrio.gateway import open_hub
 from agentrio.gateway.websocket import WebSocketOptions, serve_websocket
 
 TOKEN = "bench"
-
-
-async def _call(ws, request_id: int, method: str, params: dict) -> dict:
-    await ws.send_message(
-        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-    )
-    while True:
-        message = json.loads(await ws.get_message())
-        if message.get("id") == request_id and "method" not in message:
-            return message
 
 
 async def one_case(text: str, stalled: bool) -> tuple[float, float]:
@@ -146,70 +137,6 @@ def _answer(updates: int) -> str:
     return "".join(f"{i:0{DELTA - 1}d} " for i in range(updates))
 
 
-# The clients' process: connect, say "ready", read until every client has
-# the whole answer, say "done".
-
-
-#: Clients connecting at once: the gateway lets go of the oldest of more
-#: than 32 handshakes pending from one address.
-CONNECTING = 16
-
-
-async def _watch(
-    url: str,
-    answer: int,
-    ready: trio.Event,
-    start: trio.Event,
-    session: dict,
-    first: bool,
-    connecting: trio.CapacityLimiter,
-) -> None:
-    async with connecting:
-        ws = await trio_websocket.connect_websocket_url(session["nursery"], url, max_message_size=2**24)
-    async with ws:
-        if session.get("acp"):
-            await _call(ws, 1, "initialize", {"protocolVersion": 1})
-            if first:
-                result = await _call(ws, 2, "session/new", {"cwd": "", "mcpServers": []})
-                session["id"] = result["result"]["sessionId"]
-                session["created"].set()
-            else:
-                await session["created"].wait()
-                params = {"sessionId": session["id"], "cwd": "", "mcpServers": []}
-                await _call(ws, 2, "session/load", params)
-        ready.set()
-        await start.wait()
-        if first:
-            message = {"sessionId": session.get("id", ""), "prompt": [{"type": "text", "text": "talk"}]}
-            await ws.send_message(
-                json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": message})
-            )
-        got = 0
-        while got < answer:
-            message = json.loads(await ws.get_message())
-            update = message.get("params", {}).get("update", {})
-            if update.get("sessionUpdate") == "agent_message_chunk":
-                got += len(update["content"]["text"])
-                session["frames"] += 1
-
-
-async def clients(url: str, count: int, answer: int, acp: bool) -> None:
-    start = trio.Event()
-    readies = [trio.Event() for _ in range(count)]
-    connecting = trio.CapacityLimiter(CONNECTING)
-    async with trio.open_nursery() as nursery:
-        session: dict = {"acp": acp, "created": trio.Event(), "nursery": nursery, "frames": 0}
-        for index, ready in enumerate(readies):
-            nursery.start_soon(_watch, url, answer, ready, start, session, index == 0, connecting)
-        for ready in readies:
-            await ready.wait()
-        await trio.sleep(0.2)  # the loads' replies and history are sent
-        print("ready", flush=True)
-        await trio.to_thread.run_sync(sys.stdin.readline)
-        start.set()
-    print(f"done {session['frames']}", flush=True)
-
-
 async def _timed_turn(
     url: str, clients_count: int, answer: int, acp: bool, go: trio.Event | None
 ) -> tuple[float, int]:
@@ -218,12 +145,9 @@ async def _timed_turn(
     process = await trio.lowlevel.open_process(
         [
             sys.executable,
-            __file__,
-            "--clients-of",
+            str(Path(__file__).with_name("_ws_clients.py")),
             url,
-            "--clients",
             str(clients_count),
-            "--answer",
             str(answer),
         ]
         + ([] if acp else ["--raw"]),
@@ -341,13 +265,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="the rows as JSON, for bench/report.py")
     parser.add_argument("--stalled", action="store_true", help="the stalled-client case instead")
     parser.add_argument("--megabytes", type=float, default=3, help="with --stalled: the answer's size")
-    parser.add_argument("--clients-of", help=argparse.SUPPRESS)
-    parser.add_argument("--answer", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.clients_of:
-        trio.run(clients, args.clients_of, args.clients, args.answer, not args.raw)
-        return
     if args.stalled:
         args.runs = args.runs or 7
         stalled_main(args)

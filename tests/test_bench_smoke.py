@@ -3,6 +3,7 @@ neither the peers nor any timing is needed; and each installed peer's turn
 runs once or twice, untimed. No figure is checked."""
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -152,3 +153,34 @@ def test_floor_quick_prints_each_program_with_its_ratio_to_the_floor():
     assert [row[0] for row in rows] == ["floor", "agentrio, memory", "agentrio, SQLite"]
     assert rows[0][2] == rows[0][4] == "1.00x"
     assert all(re.fullmatch(r"\d+\.\d\dx", row[2]) for row in rows)
+
+
+def _json_rows(*argv: str) -> list[dict]:
+    """The rows a benchmark prints with ``--json`` (what bench/report.py collects)."""
+    (text,) = ["\n".join(_bench(*argv, "--json"))]
+    rows = json.loads(text)
+    for row in rows:
+        assert {"benchmark", "name", "unit", "ours", "floor", "ratio", "target", "met"} <= row.keys()
+        assert row["ours"]["min"] <= row["ours"]["median"] <= row["ours"]["max"]
+        assert row["ratio"] == pytest.approx(row["ours"]["median"] / row["floor"]["median"])
+    return rows
+
+
+def test_pg_journal_quick_gives_both_commit_settings_beside_sqlite(postgres):
+    rows = _json_rows("bench/pg_journal.py", "--quick")
+    assert [row["name"].split(",")[0] for row in rows] == [
+        "PostgreSQL journal (synchronous_commit=off)",
+        "PostgreSQL journal (synchronous_commit=on)",
+    ]
+    assert {row["floor_name"] for row in rows} == {"SQLite (synchronous=NORMAL)"}
+
+
+def test_stream_scale_quick_gives_cpu_per_token_and_latency():
+    rows = _json_rows("bench/stream_scale.py", "--quick")
+    assert [(row["unit"], row["target"]) for row in rows] == [("µs", "≤ 1.5×"), ("ms", "≤ 2×")]
+
+
+def test_gateway_fanout_quick_gives_cpu_per_update_per_client():
+    (row,) = _json_rows("bench/gateway_fanout.py", "--quick")
+    assert row["name"].startswith("gateway CPU per update per client, 5 WebSocket clients")
+    assert row["target"] == "≤ 2×"
