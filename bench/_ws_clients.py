@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import trio
 import trio_websocket
 
 
-async def _call(ws, request_id: int, method: str, params: dict) -> dict:
+async def _call(
+    ws: trio_websocket.WebSocketConnection, request_id: int, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
     await ws.send_message(
         json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
     )
     while True:
-        message = json.loads(await ws.get_message())
+        message: dict[str, Any] = json.loads(await ws.get_message())
         if message.get("id") == request_id and "method" not in message:
             return message
 
@@ -40,7 +43,7 @@ async def _watch(
     answer: int,
     ready: trio.Event,
     start: trio.Event,
-    session: dict,
+    session: dict[str, Any],
     first: bool,
     connecting: trio.CapacityLimiter,
 ) -> None:
@@ -78,7 +81,7 @@ async def clients(url: str, count: int, answer: int, acp: bool) -> None:
     readies = [trio.Event() for _ in range(count)]
     connecting = trio.CapacityLimiter(CONNECTING)
     async with trio.open_nursery() as nursery:
-        session: dict = {"acp": acp, "created": trio.Event(), "nursery": nursery, "frames": 0}
+        session: dict[str, Any] = {"acp": acp, "created": trio.Event(), "nursery": nursery, "frames": 0}
         for index, ready in enumerate(readies):
             nursery.start_soon(_watch, url, answer, ready, start, session, index == 0, connecting)
         for ready in readies:

@@ -68,7 +68,9 @@ def server_cpu(cluster: Cluster) -> float:
     return total / _TICK
 
 
-async def append(store: Store, stream: list[tuple[Record, bool]], server: Callable[[], float]) -> dict:
+async def append(
+    store: Store, stream: list[tuple[Record, bool]], server: Callable[[], float]
+) -> dict[str, float]:
     """Append the stream to a new session of the open store; the store's
     opening (and schema creation) is not timed."""
     async with store:
@@ -84,7 +86,9 @@ async def append(store: Store, stream: list[tuple[Record, bool]], server: Callab
         return {"cpu": client + server() - other, "client": client, "wall": time.perf_counter() - wall}
 
 
-def timed(make: Callable[[], Store], stream: list[tuple[Record, bool]], server: Callable[[], float]) -> dict:
+def timed(
+    make: Callable[[], Store], stream: list[tuple[Record, bool]], server: Callable[[], float]
+) -> dict[str, float]:
     gc.collect()
     return trio.run(append, make(), stream, server)
 
@@ -102,7 +106,7 @@ def measure(turns: int, runs: int) -> dict[str, dict[str, Spread]]:
         cluster = Cluster.start()
     except ServerMissing as exc:
         raise SystemExit(f"pg_journal: {exc}") from None
-    results: dict[str, list[dict]] = {}
+    results: dict[str, list[dict[str, float]]] = {}
     try:
         dsn = cluster.new_database()
         contenders: list[Contender] = [

@@ -30,6 +30,7 @@ Both use one ``httpx.AsyncClient`` with no connection limit. Figures, median
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -64,7 +65,7 @@ def _event(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
-async def _serve_one(stream: trio.SocketStream, tokens: int, interval: float) -> None:
+async def _serve_one(stream: trio.abc.Stream, *, tokens: int, interval: float) -> None:
     """Answer each request on the connection with a paced event stream."""
     buffer = b""
     async with stream:
@@ -111,7 +112,7 @@ async def _serve_one(stream: trio.SocketStream, tokens: int, interval: float) ->
 async def serve(tokens: int, rate: float) -> None:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1", backlog=4096)
     print(listeners[0].socket.getsockname()[1], flush=True)
-    await trio.serve_listeners(lambda s: _serve_one(s, tokens, BURST / rate), listeners)
+    await trio.serve_listeners(functools.partial(_serve_one, tokens=tokens, interval=BURST / rate), listeners)
 
 
 # -- the readers --------------------------------------------------------------------
@@ -220,6 +221,7 @@ def measure(agents: int, tokens: int, rate: float, runs: int) -> dict[str, dict[
         text=True,
     )
     try:
+        assert server.stdout is not None
         url = f"http://127.0.0.1:{int(server.stdout.readline())}/v1/chat/completions"
         results: dict[str, list[dict[str, float]]] = {"ours": [], "floor": []}
         for run in range(runs):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from agentrio.journal import PostgresStore, SessionInfo
+from agentrio.journal import SessionInfo
+from agentrio.journal.postgres import PostgresStore
 from agentrio.journal.postgres.database import VALUES_MAX, Database
 from agentrio.journal.records import StepEnded, StepStarted
 
@@ -23,7 +24,7 @@ def _write_plans(db: Database) -> list[tuple[int, int]]:
     ).fetchall()
 
 
-async def test_each_commit_of_a_barrier_reuses_one_prepared_statement(dsn):
+async def test_each_commit_of_a_barrier_reuses_one_prepared_statement(dsn: str) -> None:
     # The checksums are random: were integers sent as the smallest type
     # that holds each, the statement's parameter types would change from
     # commit to commit, and each would be parsed and planned again.
@@ -36,7 +37,7 @@ async def test_each_commit_of_a_barrier_reuses_one_prepared_statement(dsn):
     assert sum(plans) == 30 - 5, plans  # psycopg prepares a statement at its 5th use
 
 
-async def test_a_commit_of_more_rows_than_a_values_list_takes_writes_them_all(dsn):
+async def test_a_commit_of_more_rows_than_a_values_list_takes_writes_them_all(dsn: str) -> None:
     records = tool_turns(VALUES_MAX // 4 + 1)
     assert len(records) > VALUES_MAX
     async with PostgresStore(dsn) as store:
@@ -47,11 +48,13 @@ async def test_a_commit_of_more_rows_than_a_values_list_takes_writes_them_all(ds
 
 
 @pytest.mark.parametrize("setting", ["on", "off"])
-async def test_synchronous_commit_is_set_on_each_connection_the_store_makes(dsn, setting):
+async def test_synchronous_commit_is_set_on_each_connection_the_store_makes(dsn: str, setting: str) -> None:
     def shown(db: Database) -> str:
-        return db.connection.execute("SHOW synchronous_commit").fetchone()[0]
+        row = db.connection.execute("SHOW synchronous_commit").fetchone()
+        assert row is not None
+        return str(row[0])
 
-    async with PostgresStore(dsn, synchronous_commit=setting) as store:
+    async with PostgresStore(dsn, synchronous_commit=setting) as store:  # type: ignore[arg-type]
         assert await store._call(shown) == setting
         await store._call(Database.reconnect)
         with psycopg.connect(dsn, autocommit=True) as admin:  # the store's connection is cut
@@ -63,6 +66,6 @@ async def test_synchronous_commit_is_set_on_each_connection_the_store_makes(dsn,
         assert await store._call(shown) == setting
 
 
-def test_synchronous_commit_takes_on_off_or_the_servers_setting():
+def test_synchronous_commit_takes_on_off_or_the_servers_setting() -> None:
     with pytest.raises(ValueError, match="synchronous_commit must be 'on', 'off' or None"):
         PostgresStore("host=/nowhere", synchronous_commit="remote_apply")  # type: ignore[arg-type]
