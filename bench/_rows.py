@@ -79,6 +79,7 @@ def spread_row(
     reference: str | None = None,
     reference_values: Iterable[float] | None = None,
     target: str | None = None,
+    note: str | None = None,
 ) -> Row:
     """A row from the values of the runs, with its ratio to the reference's
     values when given (ratio of the medians)."""
@@ -88,7 +89,7 @@ def spread_row(
     if reference_values is not None:
         theirs = statistics.median(tuple(reference_values))
         ratio = median / theirs if theirs else None
-    return Row(bench, name, ours, median, (min(mine), max(mine)), unit, reference, ratio, target)
+    return Row(bench, name, ours, median, (min(mine), max(mine)), unit, reference, ratio, target, note)
 
 
 def missing_row(bench: str, name: str, ours: str, note: str, unit: str = "s") -> Row:
@@ -96,6 +97,22 @@ def missing_row(bench: str, name: str, ours: str, note: str, unit: str = "s") ->
     return Row(bench, name, ours, None, None, unit, note=note)
 
 
-def emit(rows: Iterable[Row]) -> None:
-    """Print the rows as the last line of standard output, for the report."""
-    print(json.dumps([row.to_json() for row in rows], ensure_ascii=False))
+def emit(rows: Iterable[Row], as_json: bool = True) -> None:
+    """Print the rows: as JSON on the last line of standard output, for the
+    report (``--json``), or for a reader."""
+    if as_json:
+        print(json.dumps([row.to_json() for row in rows], ensure_ascii=False))
+        return
+    for row in rows:
+        print(f"  {row.name}")
+        if row.median is None or row.range is None:
+            print(f"    {row.ours}: {row.note}")
+            continue
+        low, high = row.range
+        print(f"    {row.ours:<28} {row.median:,.4g} [{low:,.4g}–{high:,.4g}] {row.unit}")
+        if row.ratio is not None:
+            met = row.met()
+            verdict = "" if met is None else f" (target {row.target}: {'met' if met else 'MISSED'})"
+            print(f"    ratio to {row.reference}: {row.ratio:.2f}×{verdict}")
+        if row.note:
+            print(f"    {row.note}")

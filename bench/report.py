@@ -50,6 +50,7 @@ BENCHES = (
     ("peers", "peers.py"),
     ("scale", "scale.py"),
     ("journal", "journal.py"),
+    ("pg_journal", "pg_journal.py"),
     ("stream_scale", "stream_scale.py"),
     ("gateway_fanout", "gateway_fanout.py"),
     ("instructions", "instructions.py"),
@@ -111,6 +112,7 @@ def show(value: float, unit: str) -> str:
         "s": duration,
         "B": size,
         "/s": lambda v: f"{v:,.0f}/s",
+        "events/s": lambda v: f"{v:,.0f} events/s",
         "instr": lambda v: f"{v / 1e3:,.1f} k instr",
     }
     fmt = shown.get(unit)

@@ -212,3 +212,44 @@ def test_report_creates_a_missing_page_and_refuses_one_with_broken_markers(tmp_p
     )
     assert done.returncode == 2 and done.stderr.startswith("report: ") and "Traceback" not in done.stderr
     assert page.read_text() == "<!-- bench:end -->\nhand-written\n<!-- bench:start -->\n"
+
+
+def _json_rows(*argv: str) -> list[dict]:
+    """The rows a benchmark prints with ``--json`` (what bench/report.py collects)."""
+    (text,) = ["\n".join(_bench(*argv, "--json"))]
+    rows = json.loads(text)
+    for row in rows:
+        assert {
+            "bench",
+            "name",
+            "ours",
+            "median",
+            "range",
+            "unit",
+            "reference",
+            "ratio",
+            "target",
+        } <= row.keys()
+        assert row["range"][0] <= row["median"] <= row["range"][1]
+        assert row["reference"] and row["ratio"] > 0
+    return rows
+
+
+def test_pg_journal_quick_gives_both_commit_settings_beside_sqlite(postgres):
+    rows = _json_rows("bench/pg_journal.py", "--quick")
+    assert [row["ours"] for row in rows] == [
+        "PostgreSQL journal (synchronous_commit=off)",
+        "PostgreSQL journal (synchronous_commit=on)",
+    ]
+    assert {row["reference"] for row in rows} == {"SQLite (synchronous=NORMAL)"}
+
+
+def test_stream_scale_quick_gives_cpu_per_token_and_latency():
+    rows = _json_rows("bench/stream_scale.py", "--quick")
+    assert [(row["unit"], row["target"]) for row in rows] == [("µs", "<= 1.5"), ("ms", "<= 2")]
+
+
+def test_gateway_fanout_quick_gives_cpu_per_update_per_client():
+    (row,) = _json_rows("bench/gateway_fanout.py", "--quick")
+    assert row["name"].startswith("gateway CPU per update per client, 5 WebSocket clients")
+    assert row["target"] == "≤ 2×"

@@ -3,16 +3,19 @@ store's own thread."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 import psycopg
 from psycopg import errors, sql
+from psycopg.types.numeric import Int8Dumper
 
 from ..blobs import refers_to_blobs, restore
 from ..checksum import snapshot_checksum, text_checksum
@@ -47,6 +50,9 @@ RecordRow = tuple[str, int, str, float, str, int]
 SnapshotRow = tuple[str, int, int, str, int]
 #: A held session and its fencing token.
 Held = tuple[str, int]
+#: PostgreSQL's ``synchronous_commit``: whether a commit waits for its WAL
+#: to be flushed to the server's disk.
+SynchronousCommit = Literal["on", "off"]
 
 MESSAGE = MessageAppended.type
 #: A record as read back: its seq, kind, JSON and stored checksum.
@@ -62,43 +68,85 @@ _RENEW = """
 
 
 # Lease check, records, snapshots, inputs taken in and notifications, for
-# the sessions whose lease (holder and token) is still the store's.
-_WRITE = """
+# the sessions whose lease (holder and token) is still the store's, in one
+# statement of the parts a batch needs. The rows come as ``VALUES`` lists of
+# plain parameters (``_relation``): text arrays would have every JSON quote
+# escaped, in Python, on each commit.
+_HELD = """
 WITH held AS (
-    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %(lease)s)
-    FROM unnest(%(sessions)s::text[], %(tokens)s::bigint[]) AS h(session_id, token)
-    WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %(holder)s
+    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
+    FROM unnest(%s::text[], %s::bigint[]) AS h(session_id, token)
+    WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %s
     RETURNING leases.session_id
-), written AS (
+)"""
+_RECORDS = """, written AS (
     INSERT INTO records
-    SELECT * FROM unnest(%(r0)s::text[], %(r1)s::bigint[], %(r2)s::text[], %(r3)s::float8[], %(r4)s::text[],
-                         %(r5)s::bigint[])
-        AS r(session_id, seq, kind, written_at, data, checksum)
+    SELECT * FROM ({}) AS r(session_id, seq, kind, written_at, data, checksum)
     WHERE r.session_id IN (SELECT session_id FROM held)
     RETURNING session_id
-), snapshotted AS (
+), notified AS (
+    SELECT pg_notify(%s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
+)"""
+_SNAPSHOTS = """, snapshotted AS (
     INSERT INTO snapshots
-    SELECT * FROM unnest(%(s0)s::text[], %(s1)s::bigint[], %(s2)s::integer[], %(s3)s::text[], %(s4)s::bigint[])
-        AS s(session_id, seq, message_count, state, checksum)
+    SELECT * FROM ({}) AS s(session_id, seq, message_count, state, checksum)
     WHERE s.session_id IN (SELECT session_id FROM held)
     ON CONFLICT (session_id) DO UPDATE
     SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state,
         checksum = excluded.checksum
-), consumed AS (
-    DELETE FROM inputs USING unnest(%(c0)s::text[], %(c1)s::bigint[]) AS c(session_id, id)
+)"""
+_CONSUMED = """, consumed AS (
+    DELETE FROM inputs USING ({}) AS c(session_id, id)
     WHERE inputs.id = c.id AND inputs.session_id = c.session_id
       AND c.session_id IN (SELECT session_id FROM held)
-), notified AS (
-    SELECT pg_notify(%(channel)s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
-)
-SELECT array(SELECT session_id FROM held) FROM (SELECT count(*) FROM notified) AS n
-"""
+)"""
+_HELD_SESSIONS = "\nSELECT array(SELECT session_id FROM held)"
+# Waits for the notifications (a CTE that nothing reads is not run).
+_HELD_SESSIONS_NOTIFIED = _HELD_SESSIONS + " FROM (SELECT count(*) FROM notified) AS n"
+
+_RECORD_TYPES = ("text", "bigint", "text", "float8", "text", "bigint")
+_SNAPSHOT_TYPES = ("text", "bigint", "integer", "text", "bigint")
+_CONSUMED_TYPES = ("text", "bigint")
+
+#: Up to this many rows go as a ``VALUES`` list of parameters; more (a
+#: backlog, a large session created at once) as one array a column, since
+#: a statement takes at most 65,535 parameters.
+VALUES_MAX = 256
 
 
-def _columns(prefix: str, width: int, rows: Sequence[tuple[Any, ...]]) -> dict[str, list[Any]]:
-    """Rows as one list a column, named ``prefix0``, ``prefix1``..."""
-    columns = list(zip(*rows)) if rows else [()] * width
-    return {f"{prefix}{i}": list(column) for i, column in enumerate(columns)}
+def _relation(types: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> tuple[str | None, list[Any]]:
+    """The SQL of a relation holding ``rows`` (of columns of ``types``) and
+    its parameters; None for no rows."""
+    if not rows:
+        return None, []
+    if len(rows) > VALUES_MAX:
+        return _relation_sql(types, -1), [list(column) for column in zip(*rows)]
+    return _relation_sql(types, len(rows)), list(itertools.chain.from_iterable(rows))
+
+
+@functools.lru_cache(maxsize=512)
+def _relation_sql(types: tuple[str, ...], count: int) -> str:
+    """A ``VALUES`` list of ``count`` rows of parameters (one array a column
+    when -1). One text for each count, so that each is prepared once and
+    reused."""
+    if count < 0:
+        return "SELECT * FROM unnest(" + ", ".join(f"%s::{t}[]" for t in types) + ")"
+    row = "(" + ", ".join(f"%s::{t}" for t in types) + ")"
+    return "VALUES " + ", ".join([row] * count)
+
+
+@functools.lru_cache(maxsize=512)
+def _write_statement(records: str | None, snapshots: str | None, consumed: str | None) -> str:
+    """The statement writing what the relations hold (None: nothing of that kind)."""
+    return "".join(
+        (
+            _HELD,
+            _RECORDS.format(records) if records else "",
+            _SNAPSHOTS.format(snapshots) if snapshots else "",
+            _CONSUMED.format(consumed) if consumed else "",
+            _HELD_SESSIONS_NOTIFIED if records else _HELD_SESSIONS,
+        )
+    )
 
 
 @attrs.define
@@ -145,6 +193,7 @@ class Database:
         holder: str,
         lease_seconds: float,
         create: bool,
+        synchronous_commit: SynchronousCommit | None = None,
         migrations: Sequence[tuple[Step, ...]] = MIGRATIONS,
     ) -> None:
         self.holder = holder
@@ -152,6 +201,7 @@ class Database:
         self.channels = Channels.of(schema)
         self.where = describe(dsn)
         self._dsn, self._schema = dsn, schema
+        self._synchronous_commit = synchronous_commit
         self._rows = _CheckedRows(self.where, self._blob)
         #: Whether the last write may have committed though it failed (its
         #: connection was lost before the answer came).
@@ -173,9 +223,18 @@ class Database:
 
     def _connect(self) -> psycopg.Connection:
         conn = connect(self._dsn, self.lease_seconds, self.where)
+        # Every integer as a bigint: by default its type follows its value
+        # (smallint, integer...), and a statement whose parameter types
+        # change is parsed and planned again instead of reusing its
+        # prepared plan. Each commit has its random checksums.
+        conn.adapters.register_dumper(int, Int8Dumper)
         try:
             with self.translated(conn):
                 conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self._schema)))
+                if self._synchronous_commit is not None:
+                    conn.execute(
+                        "SELECT set_config('synchronous_commit', %s, false)", (self._synchronous_commit,)
+                    )
         except BaseException:
             conn.close()
             raise
@@ -328,23 +387,22 @@ class Database:
         sessions = sorted(batch.sessions())
         # The latest snapshot of each session: a statement changes a row once.
         snapshots = list({row[0]: row for row in batch.snapshots}.values())
-        params = {
-            "lease": self.lease_seconds,
-            "holder": self.holder,
-            "channel": self.channels.records,
-            "sessions": sessions,
-            "tokens": [tokens[s] for s in sessions],
-            **_columns("r", 6, batch.records),
-            **_columns("s", 5, snapshots),
-            **_columns("c", 2, batch.consumed),
-        }
+        records, record_params = _relation(_RECORD_TYPES, batch.records)
+        snapshotted, snapshot_params = _relation(_SNAPSHOT_TYPES, snapshots)
+        consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
+        statement = _write_statement(records, snapshotted, consumed)
+        # In the order of the statement's placeholders.
+        params = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
+        if records:
+            params += [*record_params, self.channels.records]
+        params += snapshot_params + consumed_params
         if self._maybe_written and self._written_before(batch.records):
             self._maybe_written = False
             return set()
         self._insert_blobs(batch.blobs)
         try:
             with self.translated():
-                (held,) = one(self._conn.execute(_WRITE, params))
+                (held,) = one(self._conn.execute(statement, params))
         except StoreUnavailable:
             self._maybe_written = True  # the commit may have happened, unanswered
             raise

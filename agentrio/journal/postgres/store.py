@@ -39,7 +39,7 @@ from ..store import (
 )
 from . import fleet
 from .connection import redacted
-from .database import Batch, Channels, Database, RecordRow
+from .database import Batch, Channels, Database, RecordRow, SynchronousCommit
 from .listener import Listener
 
 T = TypeVar("T")
@@ -97,6 +97,16 @@ class PostgresStore(BufferedStore[Database, Batch]):
     session that another store writes. Notifications come through a second
     connection, opened on first use.
 
+    **Durability.** ``sync`` returns once the commit is acknowledged; with
+    ``synchronous_commit=None`` the server's setting says what that means
+    (by default, ``"on"``: flushed to its disk, like ``SQLiteStore``'s
+    ``synchronous="FULL"``). With ``"off"`` the server acknowledges a commit
+    before its disk flush (within three ``wal_writer_delay``): a commit
+    survives this process being killed, but not a crash of the server or
+    its machine, like ``SQLiteStore``'s ``synchronous="NORMAL"``, and costs
+    the server about half the CPU time. The barriers, fencing and checksums
+    are the same either way.
+
     ``holder`` names the store in the leases (and so in ``SessionHeld``
     errors): host, process and a random part unless given.
     """
@@ -109,7 +119,10 @@ class PostgresStore(BufferedStore[Database, Batch]):
         lease: float = DEFAULT_LEASE,
         holder: str | None = None,
         create: bool = True,
+        synchronous_commit: SynchronousCommit | None = None,
     ) -> None:
+        if synchronous_commit not in (None, "on", "off"):
+            raise ValueError(f"synchronous_commit must be 'on', 'off' or None, got {synchronous_commit!r}")
         if not (lease > 0 and math.isfinite(lease)):
             raise ValueError(f"lease must be a positive number of seconds, got {lease!r}")
         # Notification channels are named after the schema, and PostgreSQL
@@ -121,6 +134,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self.lease_seconds = lease
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._create = create
+        self._synchronous_commit: SynchronousCommit | None = synchronous_commit
         #: The sessions this store holds (or held, until it is told to
         #: forget them: a lost lease stays, to say so).
         self._leases: dict[str, Lease] = {}
@@ -151,6 +165,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
             holder=self.holder,
             lease_seconds=self.lease_seconds,
             create=self._create,
+            synchronous_commit=self._synchronous_commit,
         )
 
     def _new_batch(self) -> Batch:
