@@ -258,3 +258,24 @@ async def spawn_acp(
             process.kill()
             await process.wait()
         await tapping  # a message that did not conform fails the test here
+
+
+def drive(replies, main) -> None:
+    """Run ``main(fake)`` under asyncio beside a fake OpenAI server that
+    answers ``replies``, for at most 60 s."""
+    with FakeServerThread(replies) as fake:
+        asyncio.run(asyncio.wait_for(main(fake), 60))
+
+
+def acp_args(fake: FakeServerThread, tmp_path: Path, *extra: str) -> list[str]:
+    """``agentrio acp``'s arguments for a model served by ``fake`` and a
+    store of the test's own."""
+    return [
+        "--model",
+        "openai:fake",
+        "--base-url",
+        fake.server.base_url,
+        "--db",
+        str(tmp_path / "s.db"),
+        *extra,
+    ]

@@ -4,7 +4,6 @@ ACP Python SDK, every message checked against the official schema."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,9 @@ from agentrio.messages import AssistantMessage, Text, ToolCall, Usage
 from agentrio.tools.sandbox import Sandbox
 from tests.fake_openai import start_fake_openai
 
-from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
+from .acp_harness import FakeServerThread, RecordingClient, acp_args, drive, spawn_acp
 from .acp_raw import raw_acp
 from .npm_acp import official_schema
-
-
-def drive(replies, main) -> None:
-    with FakeServerThread(replies) as fake:
-        asyncio.run(asyncio.wait_for(main(fake), 60))
 
 
 @pytest.fixture(autouse=True)
@@ -37,18 +31,6 @@ def workspace(tmp_path: Path) -> Path:
     path.mkdir()
     (path / "a.txt").write_text("alpha\nbeta\ngamma\n")
     return path
-
-
-def acp_args(fake: FakeServerThread, tmp_path: Path, *extra: str) -> list[str]:
-    return [
-        "--model",
-        "openai:fake",
-        "--base-url",
-        fake.server.base_url,
-        "--db",
-        str(tmp_path / "s.db"),
-        *extra,
-    ]
 
 
 def test_running_bash_output_reaches_the_client_as_plain_text(workspace, tmp_path):

@@ -9,8 +9,7 @@ from acp import text_block
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
-from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
-from .test_acp_stdio import acp_args, drive
+from .acp_harness import FakeServerThread, RecordingClient, acp_args, drive, spawn_acp
 
 FIRST = [
     {"content": "Read the code", "status": "in_progress", "priority": "high"},

@@ -11,13 +11,7 @@ from acp import RequestError, schema, text_block
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
-from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
-
-
-def drive(replies, main) -> None:
-    """Run ``main(fake)`` under asyncio, the fake server scripted with ``replies``."""
-    with FakeServerThread(replies) as fake:
-        asyncio.run(asyncio.wait_for(main(fake), 60))
+from .acp_harness import FakeServerThread, RecordingClient, acp_args, drive, spawn_acp
 
 
 @pytest.fixture
@@ -27,18 +21,6 @@ def workspace(tmp_path: Path) -> Path:
     (path / "a.txt").write_text("alpha\n")
     (path / "b.txt").write_text("beta\n")
     return path
-
-
-def acp_args(fake: FakeServerThread, tmp_path: Path, *extra: str) -> list[str]:
-    return [
-        "--model",
-        "openai:fake",
-        "--base-url",
-        fake.server.base_url,
-        "--db",
-        str(tmp_path / "s.db"),
-        *extra,
-    ]
 
 
 def test_a_prompt_streams_text_and_parallel_tool_calls_and_ends_the_turn(workspace, tmp_path):

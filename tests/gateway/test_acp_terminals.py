@@ -17,8 +17,7 @@ from agentrio.messages import AssistantMessage, Text, ToolCall
 from agentrio.tools.sandbox import Sandbox
 
 from ..tools.processes import assert_all_gone, running
-from .acp_harness import FakeServerThread, RecordingClient, spawn_acp
-from .test_acp_stdio import acp_args, drive
+from .acp_harness import FakeServerThread, RecordingClient, acp_args, drive, spawn_acp
 
 TERMINALS = schema.ClientCapabilities(terminal=True)
 
