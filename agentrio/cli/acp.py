@@ -10,7 +10,6 @@ model, a missing API key, an unusable store or --spec); 2 a usage error.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -25,7 +24,15 @@ from ..tools.sandbox import Sandbox
 from . import CommandParsers
 from .config import Config
 from .errors import USAGE, CommandError
-from .options import add_sandbox_option, checked_url, help_text, is_dsn, resolve_sandbox
+from .options import (
+    add_log_level_option,
+    add_sandbox_option,
+    checked_url,
+    help_text,
+    is_dsn,
+    resolve_sandbox,
+    start_logging,
+)
 
 
 def add_gateway_options(parser: argparse.ArgumentParser) -> None:
@@ -54,13 +61,7 @@ def add_gateway_options(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="ask before side effects (default), allow everything, or refuse side effects",
     )
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        type=str.upper,
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="logging on stderr (default: WARNING)",
-    )
+    add_log_level_option(parser)
     add_sandbox_option(parser)
 
 
@@ -69,7 +70,7 @@ def factory_and_store(args: argparse.Namespace) -> tuple[AgentFactory, Store, st
     (for the command to print once it serves). A PostgreSQL DSN makes a
     ``PostgresStore`` (its lease ``args.lease`` seconds, if the command has
     that option), whose sessions every gateway on it serves."""
-    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
+    start_logging(args)
     config = Config.load(args)
     if config["permission"] not in PERMISSIONS:
         raise CommandError(

@@ -12,11 +12,9 @@ loaded or a port that cannot be bound.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from functools import partial
-from typing import Any
 
 import trio
 
@@ -25,7 +23,7 @@ from ..actors import AgentSpec
 from ..journal import SQLiteStore, StoreError
 from . import CommandParsers
 from .errors import CommandError
-from .options import add_db_option, help_text
+from .options import add_db_option, help_text, imported
 
 
 def register(subparsers: CommandParsers) -> None:
@@ -45,15 +43,9 @@ def register(subparsers: CommandParsers) -> None:
 
 
 def load_specs(reference: str) -> list[AgentSpec]:
-    module_name, _, attribute = reference.partition(":")
-    if not module_name or not attribute:
-        raise CommandError(f"--spec takes MODULE:ATTR, got {reference!r}")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # a module of the working directory, as `python -m` finds it
-    try:
-        found: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise CommandError(f"--spec {reference}: {exc}") from None
+    found = imported(reference)
     specs = [found] if isinstance(found, AgentSpec) else found
     if not isinstance(specs, list | tuple) or not specs or not all(isinstance(s, AgentSpec) for s in specs):
         raise CommandError(f"--spec {reference} is neither an AgentSpec nor a list of them")

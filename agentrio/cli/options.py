@@ -17,7 +17,10 @@ any request is sent.
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +144,34 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="at most N model requests a run",
     )
+
+
+def add_log_level_option(parser: argparse.ArgumentParser) -> None:
+    """``--log-level``, for the commands that serve for long (see ``start_logging``)."""
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="logging on stderr (default: WARNING)",
+    )
+
+
+def start_logging(args: argparse.Namespace) -> None:
+    """Log on stderr at ``--log-level``, each line marked as agentrio's."""
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
+
+
+def imported(reference: str) -> Any:
+    """What ``--spec MODULE:ATTR`` names; a ``CommandError`` saying why
+    when it names nothing."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise CommandError(f"--spec takes MODULE:ATTR, got {reference!r}")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise CommandError(f"--spec {reference}: {exc}") from None
 
 
 def add_sandbox_option(parser: argparse.ArgumentParser, default: Any = None) -> None:

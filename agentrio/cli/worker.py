@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
-import logging
 import os
 import signal
 import sys
@@ -23,7 +21,7 @@ from ..journal import StoreError
 from ..supervisors import Runtime
 from . import CommandParsers
 from .errors import CommandError
-from .options import help_text, is_dsn
+from .options import add_log_level_option, help_text, imported, is_dsn, start_logging
 
 
 def register(subparsers: CommandParsers) -> None:
@@ -72,13 +70,7 @@ def register(subparsers: CommandParsers) -> None:
         metavar="S",
         help="how long a lease lasts unless renewed (default: the store's, 15 s)",
     )
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        type=str.upper,
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="logging on stderr (default: WARNING)",
-    )
+    add_log_level_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -86,13 +78,7 @@ def load_specs(references: list[str]) -> dict[str, AgentSpec]:
     """The specs named by ``MODULE:ATTR`` references, by spec name."""
     specs: dict[str, AgentSpec] = {}
     for reference in references:
-        module_name, _, attribute = reference.partition(":")
-        if not module_name or not attribute:
-            raise CommandError(f"--spec takes MODULE:ATTR, got {reference!r}")
-        try:
-            found = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise CommandError(f"--spec {reference}: {exc}") from None
+        found = imported(reference)
         if isinstance(found, AgentSpec):
             found = {found.name: found}
         elif isinstance(found, (list, tuple)) and all(isinstance(s, AgentSpec) for s in found):
@@ -118,7 +104,7 @@ def _dsn(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="agentrio: %(levelname)s %(message)s")
+    start_logging(args)
     if args.max_sessions < 1:
         raise CommandError(f"--max-sessions must be at least 1, got {args.max_sessions}")
     if not args.idle_release >= 0:
