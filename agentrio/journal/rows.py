@@ -1,15 +1,27 @@
-"""Sessions from the rows a database store reads: decoding them, checking
-that none is missing, and projecting the state from a snapshot and the
-records after it. Decoding errors, and rows a store finds damaged, become
-``StoreCorrupt`` naming the store, the session and the record."""
+"""The rows of both database stores. Writing: each record encoded once, its
+blobs taken out and checksummed (``record_rows``). Reading: sessions from
+the rows, decoded, checked that none is missing, and the state projected
+from a snapshot and the records after it. Decoding errors, and rows a store
+finds damaged, become ``StoreCorrupt`` naming the store, the session and the
+record."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..messages import Message
-from .codec import decode_message_record, decode_record, decode_state, many_objects, with_history
+from .blobs import extract
+from .checksum import text_checksum
+from .codec import (
+    decode_message_record,
+    decode_record,
+    decode_state,
+    encode_record,
+    many_objects,
+    with_history,
+)
 from .projection import SessionState
 from .records import Record
 from .store import LoadedSession, SessionInfo, StoreCorrupt
@@ -20,6 +32,10 @@ Row = tuple[Any, ...]
 #: The seq of the last record a snapshot covers, its message count and its
 #: encoded state without its history.
 Snapshot = tuple[int, int, str | bytes]
+
+#: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
+#: checksum)``.
+RecordRow = tuple[str, int, str, float, str, int]
 
 #: The columns of the sessions table, in ``SessionInfo``'s order.
 SESSION_COLUMNS = "session_id, created_at, parent_session_id, seed_length, agent_name, spawned_by"
@@ -35,6 +51,21 @@ def session_row(info: SessionInfo) -> tuple[Any, ...]:
         info.agent_name,
         info.spawned_by,
     )
+
+
+def record_rows(
+    session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]
+) -> list[RecordRow]:
+    """The rows of ``records``, numbered after ``last_seq``; the blobs they
+    refer to are added to ``blobs``."""
+    now = time.time()
+    rows = []
+    for seq, record in enumerate(records, last_seq + 1):
+        data, found = extract(encode_record(record))
+        blobs.update(found)
+        kind = record.type
+        rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
+    return rows
 
 
 class RowDecoder:

@@ -12,9 +12,9 @@ import trio
 from agentrio import SQLiteStore
 from agentrio.journal import SessionInfo, StoreError
 from agentrio.journal.records import MessageAppended
+from agentrio.journal.rows import record_rows
 from agentrio.journal.sqlite import database as database_module
 from agentrio.journal.sqlite.database import Batch, Database
-from agentrio.journal.sqlite.store import _rows
 from agentrio.messages import ToolResultMessage
 
 from ..helpers import say
@@ -55,7 +55,7 @@ async def test_what_the_fast_json_refuses_is_still_stored_and_read_back(sqlite_s
 def test_a_commit_that_must_not_wait_leaves_the_batch_to_a_later_one(db):
     database = Database(db, create=True, synchronous="NORMAL")
     database.create_session(SessionInfo("s1"), [])
-    batch = Batch(_rows("s1", 0, tool_turn(1, 1), {}))
+    batch = Batch(record_rows("s1", 0, tool_turn(1, 1), {}))
     other = sqlite3.connect(db, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
     # With the store's usual busy timeout this would wait 10 s, then fail.
@@ -99,8 +99,8 @@ def test_a_commit_that_must_not_wait_writes_every_batch_whole(db, count, snapsho
     database.create_session(SessionInfo("s1"), [])
     records = tool_turns(6)[:count]
     snapshots = [("s1", count, 0, "{}", 0)] if snapshot else []
-    assert database.try_write(Batch(_rows("s1", 0, records, {}), snapshots)) is True
-    again = _rows("s1", count, records[:-1], {}) + _rows("s1", count - 1, records[-1:], {})
+    assert database.try_write(Batch(record_rows("s1", 0, records, {}), snapshots)) is True
+    again = record_rows("s1", count, records[:-1], {}) + record_rows("s1", count - 1, records[-1:], {})
     with pytest.raises(StoreError, match="a session is written by two stores at once"):
         database.try_write(Batch(again, snapshots))
     assert database.load_records("s1")[1] == records

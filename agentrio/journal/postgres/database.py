@@ -21,7 +21,7 @@ from ..blobs import refers_to_blobs, restore
 from ..checksum import snapshot_checksum, text_checksum
 from ..ownership import LeaseHeld
 from ..records import MessageAppended, Record
-from ..rows import SESSION_COLUMNS, RowDecoder, session_row
+from ..rows import SESSION_COLUMNS, RecordRow, RowDecoder, session_row
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -42,9 +42,6 @@ T = TypeVar("T")
 #: A connection idle this long (seconds) is checked before it is used again.
 IDLE_CHECK = 1.0
 
-#: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
-#: checksum)``.
-RecordRow = tuple[str, int, str, float, str, int]
 #: session id, the seq of the last record it covers, its message count, the
 #: encoded state without its history, its checksum.
 SnapshotRow = tuple[str, int, int, str, int]

@@ -15,15 +15,15 @@ import attrs
 import trio
 
 from ...messages import UserMessage
-from ..blobs import extract
 from ..buffered import BufferedStore
-from ..checksum import snapshot_checksum, text_checksum
-from ..codec import encode_record, encode_state
+from ..checksum import snapshot_checksum
+from ..codec import encode_state
 from ..outcomes import Outcome, wait_outcome
 from ..ownership import Lease, LeaseHeld, LeaseLost
 from ..projection import SessionState
 from ..records import Record
 from ..remote import RemoteInput, decode_input, encode_input, inbox_id
+from ..rows import record_rows
 from ..store import (
     Claims,
     LoadedSession,
@@ -39,7 +39,7 @@ from ..store import (
 )
 from . import fleet
 from .connection import redacted
-from .database import Batch, Channels, Database, RecordRow, SynchronousCommit
+from .database import Batch, Channels, Database, SynchronousCommit
 from .listener import Listener
 
 T = TypeVar("T")
@@ -478,7 +478,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
     async def create_session(self, info: SessionInfo, records: Sequence[Record] = ()) -> None:
         check_info(info)
         blobs: dict[str, bytes] = {}
-        rows = _rows(info.session_id, 0, records, blobs)
+        rows = record_rows(info.session_id, 0, records, blobs)
         sent = time.monotonic()
         token = await self._call(Database.create_session, info, rows, blobs)
         self._leases[info.session_id] = Lease(info.session_id, self.holder, token, sent + self.lease_seconds)
@@ -513,7 +513,7 @@ class PostgresStore(BufferedStore[Database, Batch]):
         lease = self._held(session_id, or_lost=True)
         last_seq = self._last_seq[session_id]
         blobs: dict[str, bytes] = {}
-        rows = _rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
+        rows = record_rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
         self._last_seq[session_id] = last_seq + len(rows)
         if lease.error is None:
             self._batch.records += rows
@@ -608,17 +608,3 @@ class PostgresStore(BufferedStore[Database, Batch]):
         listener = await self._listening()
         self._check_listening(listener)
         return listener.changed_any(self._running()[1].channels.inputs)
-
-
-def _rows(
-    session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]
-) -> list[RecordRow]:
-    """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
-    now = time.time()
-    rows = []
-    for seq, record in enumerate(records, last_seq + 1):
-        data, found = extract(encode_record(record))
-        blobs.update(found)
-        kind = record.type
-        rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
-    return rows

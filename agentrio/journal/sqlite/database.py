@@ -16,7 +16,7 @@ import attrs
 from ..blobs import refers_to_blobs, restore
 from ..checksum import record_checksum, snapshot_checksum
 from ..records import MessageAppended, Record
-from ..rows import SESSION_COLUMNS, RowDecoder, session_row
+from ..rows import SESSION_COLUMNS, RecordRow, RowDecoder, session_row
 from ..store import (
     LoadedSession,
     SessionExists,
@@ -29,9 +29,6 @@ from ..store import (
 from .connection import Synchronous, configure, connect, store_error, transaction
 from .schema import MIGRATIONS, check_identity, create_file, migrate
 
-#: A row of the records table: ``(session_id, seq, kind, written_at, JSON,
-#: checksum)``.
-RecordRow = tuple[str, int, str, float, str, int]
 #: session id, the seq of the last record it covers, its message count, the
 #: encoded state without its history, its checksum.
 SnapshotRow = tuple[str, int, int, str, int]

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import trio
 
 from ...messages import UserMessage
-from ..blobs import extract
 from ..buffered import BufferedStore
-from ..checksum import snapshot_checksum, text_checksum
-from ..codec import encode_record, encode_state
+from ..checksum import snapshot_checksum
+from ..codec import encode_state
 from ..outcomes import Outcome, wait_outcome
 from ..projection import SessionState
 from ..records import Record
+from ..rows import record_rows
 from ..store import (
     Claims,
     LoadedSession,
@@ -32,7 +31,7 @@ from ..store import (
 from ..thread import Result
 from . import fleet
 from .connection import Synchronous
-from .database import Batch, Database, RecordRow
+from .database import Batch, Database
 from .locks import Lock, SessionLocks
 
 #: The claims of every SQLiteStore in this process, one set per file (by
@@ -184,7 +183,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._check_usable()
         self._check_writable()
         blobs: dict[str, bytes] = {}
-        rows = _rows(info.session_id, 0, records, blobs)
+        rows = record_rows(info.session_id, 0, records, blobs)
         await self._call(Database.create_session, info, rows, blobs)
         self._last_seq[info.session_id] = len(rows)
 
@@ -215,7 +214,7 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         if last_seq is None or self._failure is not None or self._db is None:
             last_seq = self._last_seq_of(session_id)  # raises
         blobs: dict[str, bytes] = {}
-        rows = _rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
+        rows = record_rows(session_id, last_seq, records, blobs)  # fails before anything is buffered
         self._batch.records += rows
         self._batch.blobs.update(blobs)
         self._last_seq[session_id] = last_seq + len(rows)
@@ -307,17 +306,3 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         Woken by this store's commits, and re-reading the journal every
         ``fleet.OTHERS_EVERY`` seconds for another process's."""
         return await wait_outcome(functools.partial(fleet.next_records, self), session_id, input_id, timeout)
-
-
-def _rows(
-    session_id: str, last_seq: int, records: Sequence[Record], blobs: dict[str, bytes]
-) -> list[RecordRow]:
-    """The rows of ``records``; the blobs they refer to are added to ``blobs``."""
-    now = time.time()
-    rows = []
-    for seq, record in enumerate(records, last_seq + 1):
-        data, found = extract(encode_record(record))
-        blobs.update(found)
-        kind = record.type
-        rows.append((session_id, seq, kind, now, data, text_checksum(session_id, seq, kind, data)))
-    return rows
