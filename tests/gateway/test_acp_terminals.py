@@ -37,6 +37,7 @@ class TerminalClient(RecordingClient):
         self.log: list[tuple[str, Any]] = []
         self.created: list[dict[str, Any]] = []
         self.terminals: dict[str, dict[str, Any]] = {}
+        self.told_at_create: list[dict[str, list[str]]] = []
 
     async def request_permission(self, options, session_id, tool_call, **kwargs):
         self.log.append(("permission", tool_call.tool_call_id))
@@ -46,6 +47,14 @@ class TerminalClient(RecordingClient):
         self, command, session_id, args=None, cwd=None, env=None, output_byte_limit=None, **kw
     ):
         self.log.append(("create", command))
+        # What the editor had been told of each call when asked for its terminal.
+        self.told_at_create.append(
+            {
+                u.tool_call_id: self.statuses(u.tool_call_id)
+                for u in self.updates
+                if u.session_update == "tool_call"
+            }
+        )
         self.created.append({"command": command, "args": args, "cwd": cwd, "limit": output_byte_limit})
         if self.refuse:
             raise RequestError(-32000, self.refuse)
@@ -170,6 +179,30 @@ def test_bash_runs_in_the_clients_terminal_after_permission_and_the_editor_embed
         assert end.raw_output["exit_code"] == 3 and end.raw_output["timed_out"] is False
         # The model read the terminal's output.
         assert fake.requests[1].body["messages"][-1]["content"] == "out\nerr\n[exit code 3]"
+
+    drive(replies, main)
+
+
+def test_each_call_is_announced_to_the_editor_before_its_terminal_is_asked_for(tmp_path):
+    # Without a permission request in between, the call's command is ready
+    # at once: its terminal/create must still come after its tool_call and
+    # its in_progress, so that the editor has a call to embed it in.
+    calls = [ToolCall(f"b{i}", "bash", {"command": f"echo {i}"}) for i in range(4)]
+    replies = [AssistantMessage([Text("Running."), *calls]), AssistantMessage([Text("Done.")])]
+
+    async def main(fake: FakeServerThread) -> None:
+        client = TerminalClient()
+        args = acp_args(fake, tmp_path, "--sandbox", "off", "--permission", "allow")
+        async with spawn_acp(client, *args, stderr_path=tmp_path / "err") as (conn, _):
+            await conn.initialize(protocol_version=1, client_capabilities=TERMINALS)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            response = await conn.prompt(session_id=session.session_id, prompt=[text_block("run them")])
+            assert response.stop_reason == "end_turn"
+        # The terminal of `echo i` is asked for once call bi is announced and running.
+        asked = [created["args"][1].removeprefix("echo ") for created in client.created]
+        assert sorted(asked) == ["0", "1", "2", "3"]
+        for i, told in zip(asked, client.told_at_create, strict=True):
+            assert told[f"b{i}"] == ["pending", "in_progress"], (i, told)
 
     drive(replies, main)
 

@@ -211,6 +211,7 @@ class Session:
         self.choices = choices
         self.files = files
         self.terminals = terminals or ClientTerminals(self.id)
+        self.terminals.announced = self._caught_up
         #: Its permission modes (``session/set_mode``).
         self.modes = SessionModes.of(choices.policy)
         #: Makes the model of a name, for ``set_model`` (None: the model is fixed).

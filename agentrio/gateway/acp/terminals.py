@@ -6,6 +6,9 @@ When a client attached to a session advertised ``clientCapabilities.terminal``,
 embeds the terminal (``{"type": "terminal", "terminalId": ...}``) from the
 moment it starts. The rest is as when it runs here:
 
+- order: the terminal is asked for only once the editor has been sent the
+  call's ``tool_call`` and ``in_progress``, so it always has a call to
+  embed the terminal in;
 - permission: the call is decided by the session's policy (and asked of
   the person) before it runs, as any call;
 - time limit: past the call's ``timeout`` the agent asks ``terminal/kill``,
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +67,17 @@ TERMINAL = "acpTerminal"
 
 
 class ClientTerminals(ClientOffers):
-    """Which client, if any, runs a session's commands: one that offered terminals."""
+    """Which client, if any, runs a session's commands: one that offered terminals.
+
+    ``announced`` returns once the session's updates so far are queued for
+    its clients (the session sets it to its pump's catching up): a call's
+    ``terminal/create`` waits for it, so that the editor has the call's
+    ``tool_call`` and ``in_progress`` before the terminal to embed in it.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.announced: Callable[[], Awaitable[None]] = trio.lowlevel.checkpoint
 
 
 def uses_client_terminals(sandbox: Sandbox | None) -> bool:
@@ -91,6 +105,7 @@ def through_terminal(tool: Tool, terminals: ClientTerminals, cwd: Path) -> Tool:
             return await tool.execute(args, ctx)
         ids = {"sessionId": terminals.session_id}
         command = args["command"]
+        await terminals.announced()
         create = {**ids, "command": "bash", "args": ["-c", command], "cwd": str(root)}
         try:
             # Shielded: a cancel that came meanwhile still learns the
