@@ -36,6 +36,7 @@ from ..store import (
 from .connection import bound_statements, connect, describe, lost, one, redacted, unavailable
 from .listener import Listener
 from .schema import MIGRATIONS, Step, check_identity, migrate
+from .statements import Param, Statements
 
 T = TypeVar("T")
 
@@ -97,9 +98,9 @@ _CONSUMED = """, consumed AS (
     WHERE inputs.id = c.id AND inputs.session_id = c.session_id
       AND c.session_id IN (SELECT session_id FROM held)
 )"""
-_HELD_SESSIONS = "\nSELECT array(SELECT session_id FROM held)"
-# Waits for the notifications (a CTE that nothing reads is not run).
-_HELD_SESSIONS_NOTIFIED = _HELD_SESSIONS + " FROM (SELECT count(*) FROM notified) AS n"
+_HELD_SESSIONS = "\nSELECT session_id FROM held"
+# Reads the notifications' CTE, which would not run if nothing read it.
+_HELD_SESSIONS_NOTIFIED = _HELD_SESSIONS + ", (SELECT count(*) FROM notified) AS n"
 
 _RECORD_TYPES = ("text", "bigint", "text", "float8", "text", "bigint")
 _SNAPSHOT_TYPES = ("text", "bigint", "integer", "text", "bigint")
@@ -204,6 +205,7 @@ class Database:
         #: connection was lost before the answer came).
         self._maybe_written = False
         self._conn = self._connect()
+        self._statements = Statements(self._conn)
         self._used_at = time.monotonic()
         try:
             with self.translated():
@@ -252,7 +254,7 @@ class Database:
         conn = self._connect()
         with self.translated(conn):
             bound_statements(conn, self.lease_seconds)
-        self._conn = conn
+        self._conn, self._statements = conn, Statements(conn)
 
     def abandon(self) -> None:
         """End the connection under a call that waits on it (from another
@@ -389,7 +391,7 @@ class Database:
         consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
         statement = _write_statement(records, snapshotted, consumed)
         # In the order of the statement's placeholders.
-        params = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
+        params: list[Param] = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
         if records:
             params += [*record_params, self.channels.records]
         params += snapshot_params + consumed_params
@@ -399,7 +401,7 @@ class Database:
         self._insert_blobs(batch.blobs)
         try:
             with self.translated():
-                (held,) = one(self._conn.execute(statement, params))
+                held = {session_id for (session_id,) in self._statements.rows(statement, params)}
         except StoreUnavailable:
             self._maybe_written = True  # the commit may have happened, unanswered
             raise
@@ -408,7 +410,7 @@ class Database:
                 raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
             raise
         self._maybe_written = False
-        return set(sessions) - set(held)
+        return set(sessions) - held
 
     def _written_before(self, rows: Sequence[RecordRow]) -> bool:
         """Whether a batch whose commit went unanswered was committed: its

@@ -1,0 +1,122 @@
+"""Statements run straight on the connection's libpq (``psycopg.pq``), for
+the store's hot path, the commit: each prepared once on a connection, then
+sent with parameters this module writes as text. ``Connection.execute``
+adapts each parameter through psycopg's dumpers and drives the exchange
+through generators, which costs the client several times the commit's own
+work; here it is a send, a wait on the socket and a read."""
+
+from __future__ import annotations
+
+import select
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import psycopg
+from psycopg import pq
+
+#: A parameter as the store sends it (a list: a one-dimensional array).
+Param = str | int | float | None | list[str] | list[int] | list[float]
+
+#: Prepared statements kept on a connection; the least recently used one
+#: beyond this is deallocated.
+PREPARED_MAX = 64
+
+
+class Statements:
+    """The statements prepared on one connection (make a new one for a new
+    connection). Statement texts use psycopg's ``%s`` placeholders. Used
+    from the one thread that uses the connection, between psycopg's own
+    statements, never inside a psycopg transaction block or pipeline."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self._conn = conn
+        self._encoding = conn.info.encoding
+        #: Statement text -> its name on the connection, least recent first.
+        self._names: OrderedDict[str, bytes] = OrderedDict()
+        self._made = 0
+
+    def rows(self, statement: str, params: Sequence[Param]) -> list[tuple[str | None, ...]]:
+        """Run ``statement`` (preparing it first if this connection has not
+        yet) and return its rows, each column as text. Raises psycopg's
+        errors: ``OperationalError`` for a lost connection, the error class
+        of the server's SQLSTATE for a refused statement."""
+        name = self._prepared(statement)
+        encoding = self._encoding
+        self._conn.pgconn.send_query_prepared(name, [_text(p, encoding) for p in params])
+        result = self._result()
+        return [
+            tuple(
+                None if (value := result.get_value(row, column)) is None else value.decode(encoding)
+                for column in range(result.nfields)
+            )
+            for row in range(result.ntuples)
+        ]
+
+    def _prepared(self, statement: str) -> bytes:
+        name = self._names.get(statement)
+        if name is not None:
+            self._names.move_to_end(statement)
+            return name
+        if len(self._names) >= PREPARED_MAX:
+            _, old = self._names.popitem(last=False)
+            self._conn.pgconn.send_query_params(b"DEALLOCATE " + old, None)
+            self._result()
+        name = b"agentrio_%d" % self._made
+        self._made += 1
+        parts = statement.split("%s")
+        text = "".join(part + f"${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+        self._conn.pgconn.send_prepare(name, text.encode(self._encoding))
+        self._result()
+        self._names[statement] = name
+        return name
+
+    def _result(self) -> pq.abc.PGresult:
+        """The result of the statement sent, once every result of it is in
+        (the connection is then ready for the next); waits on the socket,
+        not holding the GIL."""
+        pgconn = self._conn.pgconn
+        poller = select.poll()
+        poller.register(pgconn.socket, select.POLLIN | select.POLLOUT)
+        while pgconn.flush():
+            poller.poll()
+        poller.modify(pgconn.socket, select.POLLIN)
+        results: list[pq.abc.PGresult] = []
+        while True:
+            pgconn.consume_input()
+            while not pgconn.is_busy():
+                result = pgconn.get_result()
+                if result is None:
+                    return _checked(results, self._encoding)
+                results.append(result)
+            poller.poll()
+
+
+_OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+
+
+def _checked(results: list[pq.abc.PGresult], encoding: str) -> pq.abc.PGresult:
+    for result in results:
+        if result.status not in _OK:
+            raise psycopg.errors.error_from_result(result, encoding=encoding)
+    if not results:
+        raise psycopg.OperationalError("the server sent no result")
+    return results[-1]
+
+
+def _text(value: Param, encoding: str) -> bytes | None:
+    """A parameter in PostgreSQL's text format (typed by the statement's casts)."""
+    if isinstance(value, str):
+        return value.encode(encoding)
+    if isinstance(value, int):
+        return b"%d" % value
+    if isinstance(value, float):
+        return repr(value).encode()
+    if value is None:
+        return None
+    return ("{" + ",".join(_element(v) for v in value) + "}").encode(encoding)
+
+
+def _element(value: str | float) -> str:
+    if not isinstance(value, str):
+        return str(value)
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
