@@ -1,18 +1,86 @@
-"""How the PostgreSQL store commits: one prepared statement reused from
-barrier to barrier (not parsed and planned again each time), rows past the
-parameter limit in one commit all the same, and ``synchronous_commit``."""
+"""How the PostgreSQL store commits: one transaction a barrier, sent from
+the trio thread (no hop to the store's thread and back) and failing over to
+the thread when its connection is cut or stalled, one prepared statement
+reused from barrier to barrier (not parsed and planned again each time),
+rows past the parameter limit in one commit all the same, and
+``synchronous_commit``."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
+import trio
 
 from agentrio.journal import SessionInfo
+from agentrio.journal.ownership import LeaseLost
 from agentrio.journal.postgres import PostgresStore
 from agentrio.journal.postgres.database import VALUES_MAX, Database
 from agentrio.journal.records import StepEnded, StepStarted
+from agentrio.journal.store import StoreError
 
+from .proxy import Proxy
 from .records import tool_turns
+
+
+def _next_xid(dsn: str) -> int:
+    """The id the next transaction that writes will take."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+async def test_a_barrier_is_one_transaction_sent_from_the_trio_thread(dsn: str, monkeypatch) -> None:
+    async with PostgresStore(dsn) as store:
+        await store.create_session(SessionInfo("s1"))
+        handed: list[object] = []
+        thread = store._thread
+        assert thread is not None
+        monkeypatch.setattr(thread, "submit", lambda fn, *rest: handed.append(fn))
+        before = _next_xid(dsn)
+        for step in range(1, 11):
+            await store.append("s1", [StepStarted(step), StepEnded(step)])
+            await store.sync("s1")
+        assert _next_xid(dsn) - before == 10
+        assert handed == []  # nothing went through the store's thread
+        monkeypatch.undo()
+        assert [r for r in (await store.load_session("s1"))[1]][-1] == StepEnded(10)
+
+
+async def test_a_commit_whose_connection_is_cut_fails_the_store_and_is_written_once_after(dsn: str) -> None:
+    async with PostgresStore(dsn) as store:
+        await store.create_session(SessionInfo("s1"))
+        await store.append("s1", [StepStarted(1)])
+        await store.sync("s1")
+        with psycopg.connect(dsn, autocommit=True) as admin:  # the store's connection is cut
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        await store.append("s1", [StepEnded(1)])
+        with pytest.raises(StoreError, match="failed"):
+            await store.sync("s1")
+        with trio.fail_after(10):
+            await store.until_usable()
+        await store.sync("s1")
+        assert (await store.load_session("s1"))[1] == [StepStarted(1), StepEnded(1)]
+
+
+async def test_a_commit_stalled_on_its_connection_ends_with_the_lease_not_later(postgres, dsn: str) -> None:
+    database = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    async with trio.open_nursery() as nursery:
+        proxy = Proxy(postgres.socket)
+        await nursery.start(proxy.serve)
+        async with PostgresStore(proxy.dsn(database), lease=2.0) as store:
+            await store.create_session(SessionInfo("s1"))
+            await store.append("s1", [StepStarted(1)])
+            await store.sync("s1")
+            proxy.stall()
+            await store.append("s1", [StepEnded(1)])
+            with trio.fail_after(2.0), pytest.raises(LeaseLost):
+                await store.sync("s1")  # given up by the store's fencing, its connection ended
+            proxy.heal()
+        nursery.cancel_scope.cancel()
 
 
 def _write_plans(db: Database) -> list[tuple[int, int]]:

@@ -1,5 +1,6 @@
 """The blocking half of the PostgreSQL store: one connection, used from the
-store's own thread."""
+store's own thread, or for a commit from the trio thread while the store's
+thread leaves it alone (``write_here``)."""
 
 from __future__ import annotations
 
@@ -383,34 +384,69 @@ class Database:
         leases, in one statement: one round trip, and the lease rows stay
         locked until the commit, so no takeover falls in between. Returns
         the sessions whose lease is lost, none of whose rows were written."""
-        sessions = sorted(batch.sessions())
+        if self._maybe_written and self._written_before(batch.records):
+            self._maybe_written = False
+            return set()
+        self._insert_blobs(batch.blobs)
+        statement, params = self._write_statement(batch, tokens)
+        with self._writing():
+            held = {session_id for (session_id,) in self._statements.rows(statement, params)}
+        return set(tokens) - held
+
+    def can_write_here(self, batch: Batch) -> bool:
+        """Whether ``write_here`` can commit the batch: one statement on a
+        connection used lately (else ``write``, in the store's thread, checks
+        the connection, writes the blobs, or finds out whether the last
+        commit, unanswered, was made)."""
+        return (
+            not batch.blobs
+            and not self._maybe_written
+            and time.monotonic() - self._used_at <= IDLE_CHECK
+            and not (self._conn.closed or self._conn.broken)
+        )
+
+    async def write_here(self, batch: Batch, tokens: dict[str, int]) -> set[str]:
+        """``write``, from the trio thread while the store's thread leaves
+        the connection alone (``can_write_here``): the same statement,
+        without a hop to the thread and back."""
+        statement, params = self._write_statement(batch, tokens)
+        try:
+            with self._writing():
+                rows = await self._statements.rows_here(statement, params)
+        finally:
+            self._used_at = time.monotonic()
+        return set(tokens) - {session_id for (session_id,) in rows}
+
+    def _write_statement(self, batch: Batch, tokens: dict[str, int]) -> tuple[str, list[Param]]:
+        """The statement committing ``batch`` of the sessions of ``tokens``, and its parameters."""
+        sessions = sorted(tokens)
         # The latest snapshot of each session: a statement changes a row once.
         snapshots = list({row[0]: row for row in batch.snapshots}.values())
         records, record_params = _relation(_RECORD_TYPES, batch.records)
         snapshotted, snapshot_params = _relation(_SNAPSHOT_TYPES, snapshots)
         consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
-        statement = _write_statement(records, snapshotted, consumed)
         # In the order of the statement's placeholders.
         params: list[Param] = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
         if records:
             params += [*record_params, self.channels.records]
         params += snapshot_params + consumed_params
-        if self._maybe_written and self._written_before(batch.records):
-            self._maybe_written = False
-            return set()
-        self._insert_blobs(batch.blobs)
+        return _write_statement(records, snapshotted, consumed), params
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Errors of a commit as store errors; one lost unanswered may have
+        been made (``_written_before`` finds out before the next)."""
         try:
             with self.translated():
-                held = {session_id for (session_id,) in self._statements.rows(statement, params)}
+                yield
         except StoreUnavailable:
-            self._maybe_written = True  # the commit may have happened, unanswered
+            self._maybe_written = True
             raise
         except StoreError as exc:
             if isinstance(exc.__cause__, errors.UniqueViolation):
                 raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
             raise
         self._maybe_written = False
-        return set(sessions) - held
 
     def _written_before(self, rows: Sequence[RecordRow]) -> bool:
         """Whether a batch whose commit went unanswered was committed: its

@@ -3,15 +3,17 @@ the store's hot path, the commit: each prepared once on a connection, then
 sent with parameters this module writes as text. ``Connection.execute``
 adapts each parameter through psycopg's dumpers and drives the exchange
 through generators, which costs the client several times the commit's own
-work; here it is a send, a wait on the socket and a read."""
+work; here it is a send, a wait on the socket and a read, waited for in the
+store's thread or in the trio thread itself."""
 
 from __future__ import annotations
 
 import select
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 
 import psycopg
+import trio
 from psycopg import pq
 
 #: A parameter as the store sends it (a list: a one-dimensional array).
@@ -22,11 +24,19 @@ Param = str | int | float | None | list[str] | list[int] | list[float]
 PREPARED_MAX = 64
 
 
+#: What an exchange waits for next: the socket to take more of the query,
+#: or to have more of the answer.
+WRITE, READ = select.POLLOUT, select.POLLIN
+#: An exchange with the server: yields what it waits for, returns its rows.
+Exchange = Generator[int, None, list[tuple[str | None, ...]]]
+
+
 class Statements:
     """The statements prepared on one connection (make a new one for a new
-    connection). Statement texts use psycopg's ``%s`` placeholders. Used
-    from the one thread that uses the connection, between psycopg's own
-    statements, never inside a psycopg transaction block or pipeline."""
+    connection). Statement texts use psycopg's ``%s`` placeholders. One
+    exchange at a time, between psycopg's own statements, never inside a
+    psycopg transaction block or pipeline: ``rows`` blocks its thread (not
+    holding the GIL while it waits), ``rows_here`` waits in trio."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
         self._conn = conn
@@ -40,10 +50,51 @@ class Statements:
         yet) and return its rows, each column as text. Raises psycopg's
         errors: ``OperationalError`` for a lost connection, the error class
         of the server's SQLSTATE for a refused statement."""
-        name = self._prepared(statement)
-        encoding = self._encoding
-        self._conn.pgconn.send_query_prepared(name, [_text(p, encoding) for p in params])
-        result = self._result()
+        exchange = self._run(statement, params)
+        poller = select.poll()
+        fd = self._conn.pgconn.socket
+        poller.register(fd, WRITE)
+        try:
+            while True:
+                poller.modify(fd, next(exchange))
+                poller.poll()
+        except StopIteration as done:
+            rows: list[tuple[str | None, ...]] = done.value
+            return rows
+
+    async def rows_here(self, statement: str, params: Sequence[Param]) -> list[tuple[str | None, ...]]:
+        """``rows``, waiting in the trio thread."""
+        exchange = self._run(statement, params)
+        fd = self._conn.pgconn.socket
+        try:
+            while True:
+                if next(exchange) == READ:
+                    await trio.lowlevel.wait_readable(fd)
+                else:
+                    await trio.lowlevel.wait_writable(fd)
+        except StopIteration as done:
+            rows: list[tuple[str | None, ...]] = done.value
+            return rows
+
+    def _run(self, statement: str, params: Sequence[Param]) -> Exchange:
+        pgconn, encoding = self._conn.pgconn, self._encoding
+        name = self._names.get(statement)
+        if name is None:
+            if len(self._names) >= PREPARED_MAX:
+                _, old = self._names.popitem(last=False)
+                pgconn.send_query_params(b"DEALLOCATE " + old, None)
+                yield from self._result()
+            name = b"agentrio_%d" % self._made
+            self._made += 1
+            parts = statement.split("%s")
+            text = "".join(part + f"${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
+            pgconn.send_prepare(name, text.encode(encoding))
+            yield from self._result()
+            self._names[statement] = name
+        else:
+            self._names.move_to_end(statement)
+        pgconn.send_query_prepared(name, [_text(p, encoding) for p in params])
+        result = yield from self._result()
         return [
             tuple(
                 None if (value := result.get_value(row, column)) is None else value.decode(encoding)
@@ -52,34 +103,12 @@ class Statements:
             for row in range(result.ntuples)
         ]
 
-    def _prepared(self, statement: str) -> bytes:
-        name = self._names.get(statement)
-        if name is not None:
-            self._names.move_to_end(statement)
-            return name
-        if len(self._names) >= PREPARED_MAX:
-            _, old = self._names.popitem(last=False)
-            self._conn.pgconn.send_query_params(b"DEALLOCATE " + old, None)
-            self._result()
-        name = b"agentrio_%d" % self._made
-        self._made += 1
-        parts = statement.split("%s")
-        text = "".join(part + f"${i}" for i, part in enumerate(parts[:-1], 1)) + parts[-1]
-        self._conn.pgconn.send_prepare(name, text.encode(self._encoding))
-        self._result()
-        self._names[statement] = name
-        return name
-
-    def _result(self) -> pq.abc.PGresult:
+    def _result(self) -> Generator[int, None, pq.abc.PGresult]:
         """The result of the statement sent, once every result of it is in
-        (the connection is then ready for the next); waits on the socket,
-        not holding the GIL."""
+        (the connection is then ready for the next)."""
         pgconn = self._conn.pgconn
-        poller = select.poll()
-        poller.register(pgconn.socket, select.POLLIN | select.POLLOUT)
         while pgconn.flush():
-            poller.poll()
-        poller.modify(pgconn.socket, select.POLLIN)
+            yield WRITE
         results: list[pq.abc.PGresult] = []
         while True:
             pgconn.consume_input()
@@ -88,7 +117,7 @@ class Statements:
                 if result is None:
                     return _checked(results, self._encoding)
                 results.append(result)
-            poller.poll()
+            yield READ
 
 
 _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
