@@ -136,3 +136,17 @@ async def test_synchronous_commit_is_set_on_each_connection_the_store_makes(dsn:
 def test_synchronous_commit_takes_on_off_or_the_servers_setting() -> None:
     with pytest.raises(ValueError, match="synchronous_commit must be 'on', 'off' or None"):
         PostgresStore("host=/nowhere", synchronous_commit="remote_apply")  # type: ignore[arg-type]
+
+
+async def test_a_commit_of_one_session_taken_over_writes_nothing_of_it(dsn: str) -> None:
+    async with PostgresStore(dsn, lease=60) as former, PostgresStore(dsn) as taker:
+        await former.create_session(SessionInfo("s1"))
+        await former.append("s1", [StepStarted(1)])
+        await former.sync("s1")
+        with psycopg.connect(dsn, autocommit=True) as admin:  # the lease ran out
+            admin.execute("UPDATE agentrio.leases SET expires_at = now() - interval '1 second'")
+        await taker.acquire("s1")
+        await former.append("s1", [StepEnded(1)])  # one session's batch, refused by its commit
+        with pytest.raises(LeaseLost, match="taken over"):
+            await former.sync("s1")
+        assert (await taker.load_session("s1"))[1] == [StepStarted(1)]

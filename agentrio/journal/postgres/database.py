@@ -70,7 +70,9 @@ _RENEW = """
 # the sessions whose lease (holder and token) is still the store's, in one
 # statement of the parts a batch needs. The rows come as ``VALUES`` lists of
 # plain parameters (``_relation``): text arrays would have every JSON quote
-# escaped, in Python, on each commit.
+# escaped, in Python, on each commit. A batch of one session (an agent's
+# barrier) has a statement of its own: no join of its rows with the held
+# leases, fewer plan nodes for the server to set up at each commit.
 _HELD = """
 WITH held AS (
     UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
@@ -78,30 +80,37 @@ WITH held AS (
     WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %s
     RETURNING leases.session_id
 )"""
+_HELD_ONE = """
+WITH held AS (
+    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
+    WHERE session_id = %s AND token = %s AND holder = %s
+    RETURNING session_id
+)"""
+#: The rows of the sessions held, of each part (``{}``: its alias).
+_OF_HELD = "{}.session_id IN (SELECT session_id FROM held)"
+#: The rows of the one session, if it is held.
+_OF_HELD_ONE = "EXISTS (SELECT FROM held)"
 _RECORDS = """, written AS (
     INSERT INTO records
     SELECT * FROM ({}) AS r(session_id, seq, kind, written_at, data, checksum)
-    WHERE r.session_id IN (SELECT session_id FROM held)
-    RETURNING session_id
-), notified AS (
-    SELECT pg_notify(%s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
+    WHERE {}
 )"""
 _SNAPSHOTS = """, snapshotted AS (
     INSERT INTO snapshots
     SELECT * FROM ({}) AS s(session_id, seq, message_count, state, checksum)
-    WHERE s.session_id IN (SELECT session_id FROM held)
+    WHERE {}
     ON CONFLICT (session_id) DO UPDATE
     SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state,
         checksum = excluded.checksum
 )"""
 _CONSUMED = """, consumed AS (
     DELETE FROM inputs USING ({}) AS c(session_id, id)
-    WHERE inputs.id = c.id AND inputs.session_id = c.session_id
-      AND c.session_id IN (SELECT session_id FROM held)
+    WHERE inputs.id = c.id AND inputs.session_id = c.session_id AND {}
 )"""
 _HELD_SESSIONS = "\nSELECT session_id FROM held"
-# Reads the notifications' CTE, which would not run if nothing read it.
-_HELD_SESSIONS_NOTIFIED = _HELD_SESSIONS + ", (SELECT count(*) FROM notified) AS n"
+# With records, every session held is notified (one whose batch held only a
+# snapshot or inputs taken in too: its followers read nothing new).
+_HELD_SESSIONS_NOTIFIED = "\nSELECT session_id, pg_notify(%s, session_id) FROM held"
 
 _RECORD_TYPES = ("text", "bigint", "text", "float8", "text", "bigint")
 _SNAPSHOT_TYPES = ("text", "bigint", "integer", "text", "bigint")
@@ -135,14 +144,15 @@ def _relation_sql(types: tuple[str, ...], count: int) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _write_statement(records: str | None, snapshots: str | None, consumed: str | None) -> str:
-    """The statement writing what the relations hold (None: nothing of that kind)."""
+def _write_statement(records: str | None, snapshots: str | None, consumed: str | None, one: bool) -> str:
+    """The statement writing what the relations hold (None: nothing of that
+    kind), for one session or for several."""
     return "".join(
         (
-            _HELD,
-            _RECORDS.format(records) if records else "",
-            _SNAPSHOTS.format(snapshots) if snapshots else "",
-            _CONSUMED.format(consumed) if consumed else "",
+            _HELD_ONE if one else _HELD,
+            _RECORDS.format(records, _OF_HELD_ONE if one else _OF_HELD.format("r")) if records else "",
+            _SNAPSHOTS.format(snapshots, _OF_HELD_ONE if one else _OF_HELD.format("s")) if snapshots else "",
+            _CONSUMED.format(consumed, _OF_HELD_ONE if one else _OF_HELD.format("c")) if consumed else "",
             _HELD_SESSIONS_NOTIFIED if records else _HELD_SESSIONS,
         )
     )
@@ -390,7 +400,7 @@ class Database:
         self._insert_blobs(batch.blobs)
         statement, params = self._write_statement(batch, tokens)
         with self._writing():
-            held = {session_id for (session_id,) in self._statements.rows(statement, params)}
+            held = {row[0] for row in self._statements.rows(statement, params)}
         return set(tokens) - held
 
     def can_write_here(self, batch: Batch) -> bool:
@@ -415,7 +425,7 @@ class Database:
                 rows = await self._statements.rows_here(statement, params)
         finally:
             self._used_at = time.monotonic()
-        return set(tokens) - {session_id for (session_id,) in rows}
+        return set(tokens) - {row[0] for row in rows}
 
     def _write_statement(self, batch: Batch, tokens: dict[str, int]) -> tuple[str, list[Param]]:
         """The statement committing ``batch`` of the sessions of ``tokens``, and its parameters."""
@@ -426,11 +436,19 @@ class Database:
         snapshotted, snapshot_params = _relation(_SNAPSHOT_TYPES, snapshots)
         consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
         # In the order of the statement's placeholders.
-        params: list[Param] = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
+        one = len(sessions) == 1
+        params: list[Param] = [
+            self.lease_seconds,
+            sessions[0] if one else sessions,
+            tokens[sessions[0]] if one else [tokens[s] for s in sessions],
+            self.holder,
+            *record_params,
+            *snapshot_params,
+            *consumed_params,
+        ]
         if records:
-            params += [*record_params, self.channels.records]
-        params += snapshot_params + consumed_params
-        return _write_statement(records, snapshotted, consumed), params
+            params.append(self.channels.records)
+        return _write_statement(records, snapshotted, consumed, one), params
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
