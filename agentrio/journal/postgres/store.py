@@ -60,9 +60,12 @@ class PostgresStore(BufferedStore[Database, Batch]):
     """Sessions in a PostgreSQL database (``dsn``: a libpq connection
     string or URI), in the schema ``schema``, created on first use unless
     ``create=False``. Same barriers as ``SQLiteStore``: ``append`` encodes
-    and buffers, the store's own thread commits the buffer in batches, and
-    ``sync`` returns once everything appended before it is committed (with
-    PostgreSQL's default ``synchronous_commit``, flushed to its disk).
+    and buffers, the buffer is committed in batches, each in one statement
+    and one round trip, and ``sync`` returns once everything appended before
+    it is committed (with PostgreSQL's default ``synchronous_commit``,
+    flushed to its disk). The store's own thread makes every other call; a
+    commit is sent from the trio thread, waiting on the socket there, while
+    that thread leaves the connection alone.
 
     **Ownership.** A session is written by one store at a time: the one
     holding its lease. Creating a session, or restoring it with
