@@ -432,7 +432,11 @@ class Database:
         sessions = sorted(tokens)
         # The latest snapshot of each session: a statement changes a row once.
         snapshots = list({row[0]: row for row in batch.snapshots}.values())
-        records, record_params = _relation(_RECORD_TYPES, batch.records)
+        if len(batch.records) > VALUES_MAX:
+            records, record_params = _relation(_RECORD_TYPES, batch.records)
+        else:  # the commit's path
+            records = _relation_sql(_RECORD_TYPES, len(batch.records)) if batch.records else None
+            record_params = self._statements.record_texts(batch.records)
         snapshotted, snapshot_params = _relation(_SNAPSHOT_TYPES, snapshots)
         consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
         # In the order of the statement's placeholders.

@@ -16,8 +16,11 @@ import psycopg
 import trio
 from psycopg import pq
 
-#: A parameter as the store sends it (a list: a one-dimensional array).
-Param = str | int | float | None | list[str] | list[int] | list[float]
+from ..rows import RecordRow
+
+#: A parameter as the store sends it (a list: a one-dimensional array;
+#: bytes: already in PostgreSQL's text format, see ``record_texts``).
+Param = bytes | str | int | float | None | list[str] | list[int] | list[float]
 
 #: Prepared statements kept on a connection; the least recently used one
 #: beyond this is deallocated.
@@ -44,6 +47,22 @@ class Statements:
         #: Statement text -> its name on the connection, least recent first.
         self._names: OrderedDict[str, bytes] = OrderedDict()
         self._made = 0
+
+    def record_texts(self, rows: Sequence[RecordRow]) -> list[bytes]:
+        """The values of record rows, in order, as parameters: one
+        expression a row, not a call a value, on the commit's path."""
+        encoding = self._encoding
+        texts: list[bytes] = []
+        for session_id, seq, kind, written_at, data, checksum in rows:
+            texts += (
+                session_id.encode(encoding),
+                b"%d" % seq,
+                kind.encode(encoding),
+                b"%r" % written_at,
+                data.encode(encoding),
+                b"%d" % checksum,
+            )
+        return texts
 
     def rows(self, statement: str, params: Sequence[Param]) -> list[tuple[str | None, ...]]:
         """Run ``statement`` (preparing it first if this connection has not
@@ -93,7 +112,7 @@ class Statements:
             self._names[statement] = name
         else:
             self._names.move_to_end(statement)
-        pgconn.send_query_prepared(name, [_text(p, encoding) for p in params])
+        pgconn.send_query_prepared(name, [p if type(p) is bytes else _text(p, encoding) for p in params])
         result = yield from self._result()
         return [
             tuple(
@@ -134,6 +153,8 @@ def _checked(results: list[pq.abc.PGresult], encoding: str) -> pq.abc.PGresult:
 
 def _text(value: Param, encoding: str) -> bytes | None:
     """A parameter in PostgreSQL's text format (typed by the statement's casts)."""
+    if isinstance(value, bytes):
+        return value
     if isinstance(value, str):
         return value.encode(encoding)
     if isinstance(value, int):
