@@ -154,7 +154,7 @@ async def test_a_store_from_before_agent_names_keeps_its_sessions_and_names_new_
         assert list(old.messages) == SessionState.replay(records).messages
         child = await rt.create(AgentSpec("child", ScriptedModel([])), parent=old)
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(4,)]
+        assert conn.execute("SELECT version FROM agentrio.store").fetchall() == [(SCHEMA_VERSION,)] == [(5,)]
     async with PostgresStore(dsn) as store:
         *before, new = await store.list_sessions()
     # The old rows as they were, without the fields they never had.

@@ -1,5 +1,6 @@
 """The blocking half of the PostgreSQL store: one connection, used from the
-store's own thread."""
+store's own thread, or for a commit from the trio thread while the store's
+thread leaves it alone (``write_here``)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from ..store import (
 from .connection import bound_statements, connect, describe, lost, one, redacted, unavailable
 from .listener import Listener
 from .schema import MIGRATIONS, Step, check_identity, migrate
+from .statements import Param, Statements
 
 T = TypeVar("T")
 
@@ -68,7 +70,9 @@ _RENEW = """
 # the sessions whose lease (holder and token) is still the store's, in one
 # statement of the parts a batch needs. The rows come as ``VALUES`` lists of
 # plain parameters (``_relation``): text arrays would have every JSON quote
-# escaped, in Python, on each commit.
+# escaped, in Python, on each commit. A batch of one session (an agent's
+# barrier) has a statement of its own: no join of its rows with the held
+# leases, fewer plan nodes for the server to set up at each commit.
 _HELD = """
 WITH held AS (
     UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
@@ -76,30 +80,37 @@ WITH held AS (
     WHERE leases.session_id = h.session_id AND leases.token = h.token AND leases.holder = %s
     RETURNING leases.session_id
 )"""
+_HELD_ONE = """
+WITH held AS (
+    UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => %s)
+    WHERE session_id = %s AND token = %s AND holder = %s
+    RETURNING session_id
+)"""
+#: The rows of the sessions held, of each part (``{}``: its alias).
+_OF_HELD = "{}.session_id IN (SELECT session_id FROM held)"
+#: The rows of the one session, if it is held.
+_OF_HELD_ONE = "EXISTS (SELECT FROM held)"
 _RECORDS = """, written AS (
     INSERT INTO records
     SELECT * FROM ({}) AS r(session_id, seq, kind, written_at, data, checksum)
-    WHERE r.session_id IN (SELECT session_id FROM held)
-    RETURNING session_id
-), notified AS (
-    SELECT pg_notify(%s, session_id) FROM (SELECT DISTINCT session_id FROM written) AS w
+    WHERE {}
 )"""
 _SNAPSHOTS = """, snapshotted AS (
     INSERT INTO snapshots
     SELECT * FROM ({}) AS s(session_id, seq, message_count, state, checksum)
-    WHERE s.session_id IN (SELECT session_id FROM held)
+    WHERE {}
     ON CONFLICT (session_id) DO UPDATE
     SET seq = excluded.seq, message_count = excluded.message_count, state = excluded.state,
         checksum = excluded.checksum
 )"""
 _CONSUMED = """, consumed AS (
     DELETE FROM inputs USING ({}) AS c(session_id, id)
-    WHERE inputs.id = c.id AND inputs.session_id = c.session_id
-      AND c.session_id IN (SELECT session_id FROM held)
+    WHERE inputs.id = c.id AND inputs.session_id = c.session_id AND {}
 )"""
-_HELD_SESSIONS = "\nSELECT array(SELECT session_id FROM held)"
-# Waits for the notifications (a CTE that nothing reads is not run).
-_HELD_SESSIONS_NOTIFIED = _HELD_SESSIONS + " FROM (SELECT count(*) FROM notified) AS n"
+_HELD_SESSIONS = "\nSELECT session_id FROM held"
+# With records, every session held is notified (one whose batch held only a
+# snapshot or inputs taken in too: its followers read nothing new).
+_HELD_SESSIONS_NOTIFIED = "\nSELECT session_id, pg_notify(%s, session_id) FROM held"
 
 _RECORD_TYPES = ("text", "bigint", "text", "float8", "text", "bigint")
 _SNAPSHOT_TYPES = ("text", "bigint", "integer", "text", "bigint")
@@ -133,14 +144,15 @@ def _relation_sql(types: tuple[str, ...], count: int) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _write_statement(records: str | None, snapshots: str | None, consumed: str | None) -> str:
-    """The statement writing what the relations hold (None: nothing of that kind)."""
+def _write_statement(records: str | None, snapshots: str | None, consumed: str | None, one: bool) -> str:
+    """The statement writing what the relations hold (None: nothing of that
+    kind), for one session or for several."""
     return "".join(
         (
-            _HELD,
-            _RECORDS.format(records) if records else "",
-            _SNAPSHOTS.format(snapshots) if snapshots else "",
-            _CONSUMED.format(consumed) if consumed else "",
+            _HELD_ONE if one else _HELD,
+            _RECORDS.format(records, _OF_HELD_ONE if one else _OF_HELD.format("r")) if records else "",
+            _SNAPSHOTS.format(snapshots, _OF_HELD_ONE if one else _OF_HELD.format("s")) if snapshots else "",
+            _CONSUMED.format(consumed, _OF_HELD_ONE if one else _OF_HELD.format("c")) if consumed else "",
             _HELD_SESSIONS_NOTIFIED if records else _HELD_SESSIONS,
         )
     )
@@ -204,6 +216,7 @@ class Database:
         #: connection was lost before the answer came).
         self._maybe_written = False
         self._conn = self._connect()
+        self._statements = Statements(self._conn)
         self._used_at = time.monotonic()
         try:
             with self.translated():
@@ -252,7 +265,7 @@ class Database:
         conn = self._connect()
         with self.translated(conn):
             bound_statements(conn, self.lease_seconds)
-        self._conn = conn
+        self._conn, self._statements = conn, Statements(conn)
 
     def abandon(self) -> None:
         """End the connection under a call that waits on it (from another
@@ -381,34 +394,81 @@ class Database:
         leases, in one statement: one round trip, and the lease rows stay
         locked until the commit, so no takeover falls in between. Returns
         the sessions whose lease is lost, none of whose rows were written."""
-        sessions = sorted(batch.sessions())
-        # The latest snapshot of each session: a statement changes a row once.
-        snapshots = list({row[0]: row for row in batch.snapshots}.values())
-        records, record_params = _relation(_RECORD_TYPES, batch.records)
-        snapshotted, snapshot_params = _relation(_SNAPSHOT_TYPES, snapshots)
-        consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
-        statement = _write_statement(records, snapshotted, consumed)
-        # In the order of the statement's placeholders.
-        params = [self.lease_seconds, sessions, [tokens[s] for s in sessions], self.holder]
-        if records:
-            params += [*record_params, self.channels.records]
-        params += snapshot_params + consumed_params
         if self._maybe_written and self._written_before(batch.records):
             self._maybe_written = False
             return set()
         self._insert_blobs(batch.blobs)
+        statement, params = self._write_statement(batch, tokens)
+        with self._writing():
+            held = {row[0] for row in self._statements.rows(statement, params)}
+        return set(tokens) - held
+
+    def can_write_here(self, batch: Batch) -> bool:
+        """Whether ``write_here`` can commit the batch: one statement on a
+        connection used lately (else ``write``, in the store's thread, checks
+        the connection, writes the blobs, or finds out whether the last
+        commit, unanswered, was made)."""
+        return (
+            not batch.blobs
+            and not self._maybe_written
+            and time.monotonic() - self._used_at <= IDLE_CHECK
+            and not (self._conn.closed or self._conn.broken)
+        )
+
+    async def write_here(self, batch: Batch, tokens: dict[str, int]) -> set[str]:
+        """``write``, from the trio thread while the store's thread leaves
+        the connection alone (``can_write_here``): the same statement,
+        without a hop to the thread and back."""
+        statement, params = self._write_statement(batch, tokens)
+        try:
+            with self._writing():
+                rows = await self._statements.rows_here(statement, params)
+        finally:
+            self._used_at = time.monotonic()
+        return set(tokens) - {row[0] for row in rows}
+
+    def _write_statement(self, batch: Batch, tokens: dict[str, int]) -> tuple[str, list[Param]]:
+        """The statement committing ``batch`` of the sessions of ``tokens``, and its parameters."""
+        sessions = sorted(tokens)
+        # The latest snapshot of each session: a statement changes a row once.
+        snapshots = list({row[0]: row for row in batch.snapshots}.values())
+        if len(batch.records) > VALUES_MAX:
+            records, record_params = _relation(_RECORD_TYPES, batch.records)
+        else:  # the commit's path
+            records = _relation_sql(_RECORD_TYPES, len(batch.records)) if batch.records else None
+            record_params = self._statements.record_texts(batch.records)
+        snapshotted, snapshot_params = _relation(_SNAPSHOT_TYPES, snapshots)
+        consumed, consumed_params = _relation(_CONSUMED_TYPES, batch.consumed)
+        # In the order of the statement's placeholders.
+        one = len(sessions) == 1
+        params: list[Param] = [
+            self.lease_seconds,
+            sessions[0] if one else sessions,
+            tokens[sessions[0]] if one else [tokens[s] for s in sessions],
+            self.holder,
+            *record_params,
+            *snapshot_params,
+            *consumed_params,
+        ]
+        if records:
+            params.append(self.channels.records)
+        return _write_statement(records, snapshotted, consumed, one), params
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Errors of a commit as store errors; one lost unanswered may have
+        been made (``_written_before`` finds out before the next)."""
         try:
             with self.translated():
-                (held,) = one(self._conn.execute(statement, params))
+                yield
         except StoreUnavailable:
-            self._maybe_written = True  # the commit may have happened, unanswered
+            self._maybe_written = True
             raise
         except StoreError as exc:
             if isinstance(exc.__cause__, errors.UniqueViolation):
                 raise StoreError(f"{exc}: a session is written by two stores at once") from exc.__cause__
             raise
         self._maybe_written = False
-        return set(sessions) - set(held)
 
     def _written_before(self, rows: Sequence[RecordRow]) -> bool:
         """Whether a batch whose commit went unanswered was committed: its

@@ -108,6 +108,11 @@ MIGRATIONS: tuple[tuple[Step, ...], ...] = (
     # Images and documents, once each, keyed by the SHA-256 of their bytes
     # (see ``journal.blobs``); records name them.
     ("CREATE TABLE blobs (key text PRIMARY KEY, data bytea NOT NULL)",),
+    # No foreign key from records to sessions: its check ran a query and
+    # locked the session's row for each record written. A record is only
+    # written with its session's lease, whose row references the session,
+    # and a session is deleted with its records, in one transaction.
+    ("ALTER TABLE records DROP CONSTRAINT records_session_id_fkey",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

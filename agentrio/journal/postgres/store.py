@@ -60,9 +60,12 @@ class PostgresStore(BufferedStore[Database, Batch]):
     """Sessions in a PostgreSQL database (``dsn``: a libpq connection
     string or URI), in the schema ``schema``, created on first use unless
     ``create=False``. Same barriers as ``SQLiteStore``: ``append`` encodes
-    and buffers, the store's own thread commits the buffer in batches, and
-    ``sync`` returns once everything appended before it is committed (with
-    PostgreSQL's default ``synchronous_commit``, flushed to its disk).
+    and buffers, the buffer is committed in batches, each in one statement
+    and one round trip, and ``sync`` returns once everything appended before
+    it is committed (with PostgreSQL's default ``synchronous_commit``,
+    flushed to its disk). The store's own thread makes every other call; a
+    commit is sent from the trio thread, waiting on the socket there, while
+    that thread leaves the connection alone.
 
     **Ownership.** A session is written by one store at a time: the one
     holding its lease. Creating a session, or restoring it with
@@ -146,6 +149,11 @@ class PostgresStore(BufferedStore[Database, Batch]):
         self._starting_listener = trio.Lock()
         self._claims = Claims()
         self._channels = Channels.of(schema)
+        #: Set once the commit being made from the trio thread is done (None: there is none).
+        self._writing_here: trio.Event | None = None
+        #: Calls waiting for it: the next commit goes through the thread,
+        #: after them, so that commits never hold them off.
+        self._calls_waiting = 0
         super().__init__(f"agentrio store {self.holder}")
 
     def __repr__(self) -> str:
@@ -172,14 +180,55 @@ class PostgresStore(BufferedStore[Database, Batch]):
         return Batch()
 
     def _commit(self, db: Database, batch: Batch) -> Callable[[], tuple[dict[str, int], float, set[str]]]:
-        # The tokens as they are when the batch is handed over; records
-        # appended to a session while it was being released are refused.
-        tokens = {
+        tokens, sent = self._tokens(batch), time.monotonic()
+        return lambda: (tokens, sent, db.fresh(Database.write, batch, tokens))
+
+    def _tokens(self, batch: Batch) -> dict[str, int]:
+        """The tokens as they are when the batch is handed over; records
+        appended to a session while it was being released are refused."""
+        return {
             session_id: lease.token if (lease := self._leases.get(session_id)) else 0
             for session_id in batch.sessions()
         }
-        sent = time.monotonic()
-        return lambda: (tokens, sent, db.fresh(Database.write, batch, tokens))
+
+    def _write(self) -> None:
+        """A batch that one statement commits, on a connection the store's
+        thread is not using, is committed from the trio thread
+        (``Database.write_here``), sparing two hops between threads; any
+        other goes to the thread."""
+        thread, db, nursery = self._thread, self._db, self._nursery
+        if (
+            self._writing
+            or not self._batch
+            or self._failure is not None
+            or thread is None
+            or db is None
+            or nursery is None
+            or not thread.idle
+            or self._calls_waiting
+            or not db.can_write_here(self._batch)
+        ):
+            super()._write()
+            return
+        batch, upto = self._batch, self._buffered
+        self._batch, self._writing = self._new_batch(), True
+        self._writing_here = trio.Event()  # from now on, until it is set, the connection is the commit's
+        nursery.start_soon(self._write_here_task, db, batch, upto, self._writing_here)
+
+    async def _write_here_task(self, db: Database, batch: Batch, upto: int, done: trio.Event) -> None:
+        tokens, sent = self._tokens(batch), time.monotonic()
+        try:
+            # Once sent, its outcome must be known, as of a call in the thread.
+            with trio.CancelScope(shield=True):
+                lost = await db.write_here(batch, tokens)
+        except Exception as exc:  # noqa: BLE001 - the store's failure, as if the thread had raised it
+            result: tuple[Any, BaseException | None] = (None, exc)
+        else:
+            result = ((tokens, sent, lost), None)
+        finally:
+            self._writing_here = None
+            done.set()
+        self._written(upto, batch, result)
 
     def _committed(self, value: tuple[dict[str, int], float, set[str]]) -> None:
         tokens, sent, lost = value
@@ -243,10 +292,19 @@ class PostgresStore(BufferedStore[Database, Batch]):
         )
         # A call stuck on a silent connection would hold up the store's
         # thread for good: end the connection, and the store reconnects.
-        if self._thread is not None and not self._thread.idle and self._db is not None:
+        busy = self._writing_here is not None or (self._thread is not None and not self._thread.idle)
+        if busy and self._db is not None:
             self._db.abandon()
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        # Not while a commit from the trio thread uses the connection; the
+        # call is handed to the thread without a checkpoint after this.
+        self._calls_waiting += 1
+        try:
+            while self._writing_here is not None:
+                await self._writing_here.wait()
+        finally:
+            self._calls_waiting -= 1
         result: T = await super()._call(Database.fresh, fn, *args)
         return result
 
