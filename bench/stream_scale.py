@@ -28,6 +28,15 @@ which makes that client (``DEFAULT_LIMITS``: no cap on connections, at most
   subscriber (ours) or the parser (the floor) seeing it; the loopback
   socket's part is the same in both, so the difference is what the path
   adds (target: ours ≤ 2× the floor).
+
+At full size each side of a run reads 2,000,000 tokens: 80 s of streaming
+at the default rate, and about as much CPU time (the floor costs some 30 µs
+a token), so the default 5 runs take 15 minutes or more. A faster rate
+would not shorten that much: the process would then be busy all the time
+and the latency would measure its queue. ``--agents`` and ``--tokens``
+give a quicker look; the latency's p99 of short streams is mostly the
+start of 1,000 streams at once, since every stream's first tokens wait for
+it.
 """
 
 from __future__ import annotations
