@@ -17,7 +17,10 @@ was written. ``--agents`` streams run at once:
   same bytes: an ``httpx`` streaming POST, the body split into events at
   blank lines, each event's JSON parsed and its text taken.
 
-Both use one ``httpx.AsyncClient`` with no connection limit. Figures, median
+Both read through one ``httpx.AsyncClient`` made the same way: ours the
+Runtime's shared client, the floor ``agentrio.models.http.new_client()``,
+which makes that client (``DEFAULT_LIMITS``: no cap on connections, at most
+20 idle ones kept; ``DEFAULT_TIMEOUT``). Figures, median
 [min–max] of the runs, ours and the floor alternating in each run:
 
 * CPU time of this process per streamed token (target: ours ≤ 1.5× the floor);
@@ -25,6 +28,15 @@ Both use one ``httpx.AsyncClient`` with no connection limit. Figures, median
   subscriber (ours) or the parser (the floor) seeing it; the loopback
   socket's part is the same in both, so the difference is what the path
   adds (target: ours ≤ 2× the floor).
+
+At full size each side of a run reads 2,000,000 tokens: 80 s of streaming
+at the default rate, and about as much CPU time (the floor costs some 30 µs
+a token), so the default 5 runs take 15 minutes or more. A faster rate
+would not shorten that much: the process would then be busy all the time
+and the latency would measure its queue. ``--agents`` and ``--tokens``
+give a quicker look; the latency's p99 of short streams is mostly the
+start of 1,000 streams at once, since every stream's first tokens wait for
+it.
 """
 
 from __future__ import annotations
@@ -51,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 from agentrio import AgentSpec, MemoryStore, Runtime
 from agentrio.events import MessageUpdate, TurnEnd
 from agentrio.models.events import TextDelta
+from agentrio.models.http import new_client
 from agentrio.models.openai_chat import OpenAIChat
 
 TARGET_CPU = 1.5
@@ -152,7 +165,7 @@ async def floor_stream(client: httpx.AsyncClient, url: str, latencies: list[floa
 
 async def floor(url: str, agents: int, latencies: list[float]) -> int:
     counts: list[int] = []
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=None), timeout=None) as client:
+    async with new_client() as client:
 
         async def one() -> None:
             counts.append(await floor_stream(client, url, latencies))
@@ -165,33 +178,30 @@ async def floor(url: str, agents: int, latencies: list[float]) -> int:
 
 async def ours(url: str, agents: int, latencies: list[float]) -> int:
     counts: list[int] = []
-    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=None), timeout=None) as client:
-        model = OpenAIChat(
-            "bench", base_url=url.removesuffix("/chat/completions"), api_key="x", http_client=client
-        )
-        async with Runtime(MemoryStore()) as rt:
+    model = OpenAIChat("bench", base_url=url.removesuffix("/chat/completions"), api_key="x")
+    async with Runtime(MemoryStore()) as rt:
 
-            async def one() -> None:
-                agent = await rt.create(AgentSpec("bench", model))
-                tokens = 0
-                async with trio.open_nursery() as nursery, agent.subscribe() as events:
+        async def one() -> None:
+            agent = await rt.create(AgentSpec("bench", model))
+            tokens = 0
+            async with trio.open_nursery() as nursery, agent.subscribe() as events:
 
-                    async def read() -> None:
-                        # Every event up to the turn's end, however late.
-                        nonlocal tokens
-                        async for event in events:
-                            if isinstance(event, MessageUpdate) and isinstance(event.delta, TextDelta):
-                                tokens += _stamps(event.delta.text, time.monotonic(), latencies)
-                            elif isinstance(event, TurnEnd):
-                                return
+                async def read() -> None:
+                    # Every event up to the turn's end, however late.
+                    nonlocal tokens
+                    async for event in events:
+                        if isinstance(event, MessageUpdate) and isinstance(event.delta, TextDelta):
+                            tokens += _stamps(event.delta.text, time.monotonic(), latencies)
+                        elif isinstance(event, TurnEnd):
+                            return
 
-                    nursery.start_soon(read)
-                    await agent.run("go")
-                counts.append(tokens)
+                nursery.start_soon(read)
+                await agent.run("go")
+            counts.append(tokens)
 
-            async with trio.open_nursery() as nursery:
-                for _ in range(agents):
-                    nursery.start_soon(one)
+        async with trio.open_nursery() as nursery:
+            for _ in range(agents):
+                nursery.start_soon(one)
     return sum(counts)
 
 

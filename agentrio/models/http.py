@@ -9,7 +9,7 @@ agent that never calls a remote model should not pay for.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,19 +19,39 @@ import httpx
 #: minutes) but should notice quickly that a server cannot be reached.
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 
+#: The shared client's pool: no cap on connections, so that no agent's
+#: stream waits for another's to end, and at most 20 idle ones kept. The
+#: bound matters at scale: httpcore looks at every connection of the pool
+#: each time a request starts or ends, and counts the whole pool for each
+#: idle one, so a pool that kept all of 1,000 finished streams' connections
+#: would cost each request a million checks.
+DEFAULT_LIMITS: Mapping[str, int | None] = {"max_connections": None, "max_keepalive_connections": 20}
+
+
+def client_limits(**limits: Any) -> httpx.Limits:
+    """``DEFAULT_LIMITS``, each replaced by its ``limits`` argument if given."""
+    return httpx.Limits(**{**DEFAULT_LIMITS, **limits})
+
+
+def new_client(
+    *, timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT, limits: httpx.Limits | None = None
+) -> httpx.AsyncClient:
+    """A client made as the shared one is (``client_limits()`` by default)."""
+    return httpx.AsyncClient(timeout=timeout, limits=limits or client_limits())
+
 
 class SharedClient:
     """An ``httpx.AsyncClient`` created on first use and closed by its owner."""
 
     def __init__(self, *, timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT, **limits: Any) -> None:
         self._timeout = timeout
-        self._limits = httpx.Limits(**limits)
+        self._limits = client_limits(**limits)
         self._client: httpx.AsyncClient | None = None
 
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, limits=self._limits)
+            self._client = new_client(timeout=self._timeout, limits=self._limits)
         return self._client
 
     @property
@@ -53,8 +73,9 @@ async def open_http_client(
     *, timeout: httpx.Timeout | float | None = DEFAULT_TIMEOUT, **limits: Any
 ) -> AsyncIterator[SharedClient]:
     """Publish a shared client (``limits`` are ``httpx.Limits`` arguments,
-    e.g. ``max_connections=20``) in ``shared_http_client`` for the duration
-    of the block, and close it on exit."""
+    e.g. ``max_connections=20``, each replacing that of ``DEFAULT_LIMITS``)
+    in ``shared_http_client`` for the duration of the block, and close it
+    on exit."""
     shared = SharedClient(timeout=timeout, **limits)
     token = shared_http_client.set(shared)
     try:

@@ -345,6 +345,18 @@ async def test_requests_reuse_the_shared_client(server):
     assert server.accepted_connections == 1
 
 
+async def test_the_shared_pool_keeps_few_idle_connections(server):
+    # Every connection of the pool costs each request a look, and each idle
+    # one a look at the whole pool: 30 streams at once leave at most 20.
+    async with open_http_client() as shared:
+        async with trio.open_nursery() as nursery:
+            for _ in range(30):
+                server.reply(Reply(chunks=[ANTHROPIC_START, ANTHROPIC_END], pause=0.05))
+                nursery.start_soon(collect, anthropic(server))
+        assert server.accepted_connections == 30  # no cap: no stream waited for another
+        assert len(shared.client._transport._pool.connections) <= 20
+
+
 async def test_without_a_shared_client_each_request_has_its_own(server):
     for _ in range(2):
         server.reply(Reply(chunks=[ANTHROPIC_START, ANTHROPIC_END]))
