@@ -127,10 +127,11 @@ class ToolBatch:
         self._running = 0
         # What workers reported and the batch has not taken yet: each worker
         # reports exactly once, so it holds at most one entry per call. (A
-        # list and a parking lot: a memory channel per batch costs more than
-        # the rest of a small batch's bookkeeping.)
+        # list, and the batch's task while it waits for a report: a memory
+        # channel, or even a parking lot, per batch costs more than the rest
+        # of a small batch's bookkeeping.)
         self._reports: list[tuple[Slot, Any]] = []
-        self._reported = trio.lowlevel.ParkingLot()
+        self._parked: trio.lowlevel.Task | None = None
         self._settled = False
         self.stop: RunStopReason | None = None
         #: What stopped the run, when a tool did (``ToolFatal``).
@@ -209,7 +210,7 @@ class ToolBatch:
 
         async def waiting() -> None:
             answer.append(await wait())
-            self._reported.unpark()  # the batch parks only in _receive_one
+            self._wake()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(waiting)
@@ -217,8 +218,23 @@ class ToolBatch:
                 if self._reports:
                     await self._receive_one()
                 else:
-                    await self._reported.park()
+                    await self._park()
         return answer[0]
+
+    async def _park(self) -> None:
+        """Wait until a worker reports (or the answer ``_while_receiving``
+        waits for comes). Only the batch's own task waits, one wait at a time."""
+        self._parked = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._unparked)
+
+    def _unparked(self, _: object) -> trio.lowlevel.Abort:
+        self._parked = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _wake(self) -> None:
+        if self._parked is not None:
+            trio.lowlevel.reschedule(self._parked)
+            self._parked = None
 
     # -- execution ------------------------------------------------------------
 
@@ -374,7 +390,7 @@ class ToolBatch:
             # a worker that has ended (unless the batch was settled without it).
             if not self._settled:
                 self._reports.append((slot, outcome))
-                self._reported.unpark()
+                self._wake()
 
     def _report(self, slot: Slot, progress: Any) -> None:
         if not slot.committed:
@@ -403,7 +419,7 @@ class ToolBatch:
         if self._reports:
             await trio.lowlevel.checkpoint_if_cancelled()
         while not self._reports:
-            await self._reported.park()
+            await self._park()
         reports, self._reports = self._reports, []
         for slot, outcome in reports:
             self._take(slot, outcome)
