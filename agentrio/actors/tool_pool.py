@@ -91,7 +91,10 @@ class BatchPorts:
     does through its activity."""
 
     agent: ActivityPorts
-    state: Callable[[str], Awaitable[None]]
+    #: Enter a state of the step machine (``Activity.state``).
+    state: Callable[[str], None]
+    #: Journal records, after the transitions entered (``Activity.append``).
+    append: Callable[..., Awaitable[None]]
     tool_started: Callable[[ToolCall, str | None], None]
     commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
     add_usage: Callable[[Usage], None]
@@ -242,13 +245,13 @@ class ToolBatch:
         """Run the batch; returns the turn's outcome: None when the model is
         owed another request, else a stop reason."""
         state = self._ports.state
-        await state("validate_tools")
+        state("validate_tools")
         for slot in self.slots:
             self._validate(slot)
         # Checks and dispatch interleave (see ``_execute``); the machine
         # still names both states.
-        await state("check_permission")
-        await state("execute_tools")
+        state("check_permission")
+        state("execute_tools")
         try:
             await self._execute()
         finally:
@@ -257,9 +260,9 @@ class ToolBatch:
             for slot in self.slots:
                 if slot.scope is not None and slot.result is None:
                     slot.scope.cancel()
-        await state("append_results")
+        state("append_results")
         if any(slot.result is not None and slot.result.is_error for slot in self.slots):  # (all have one)
-            await state("recover")
+            state("recover")
         if self.stop:
             return self.stop
         return "completed" if any(slot.concludes_turn for slot in self.slots) else None
@@ -349,10 +352,9 @@ class ToolBatch:
         a crash we know which calls may have had effects."""
         if not calls:
             return
-        journal = self._agent.journal
         self._ports.count_calls(len(calls))
-        await journal.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
-        await journal.sync()
+        await self._ports.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
+        await self._agent.journal.sync()
         now = trio.current_time()
         for slot, tool in calls:
             slot.started_at = now
@@ -437,9 +439,7 @@ class ToolBatch:
             for slot in early:
                 slot.recorded = True
             if early:
-                await self._agent.journal.append(
-                    *(ToolCallFinished(r) for s in early if (r := s.result) is not None)
-                )
+                await self._ports.append(*(ToolCallFinished(r) for s in early if (r := s.result) is not None))
         await self._agent.journal.sync()
 
     def _take(self, slot: Slot, outcome: Any) -> None:
