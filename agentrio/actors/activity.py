@@ -282,6 +282,8 @@ class Activity:
 
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent on the run's behalf (a sub-agent's, say)."""
+        if usage.cost is None and not usage.total_tokens:
+            return  # no tokens at no known cost: adding it changes no sum
         self.usage = self.usage + usage
         if self._mark is not None:
             self._mark.usage = self._mark.usage + usage
@@ -295,7 +297,8 @@ class Activity:
         events; an assistant message with its usage's cost."""
         if isinstance(message, AssistantMessage) and message.usage.cost is None:
             usage = self.ports.prices.priced(message.usage, message.provider, message.model)
-            message = attrs.evolve(message, usage=usage)
+            if usage.cost is not None:  # (unpriced, the message stays as it is)
+                message = attrs.evolve(message, usage=usage)
         await self.append(MessageAppended(message))
         self._context.append(message)
         self.new_messages.append(message)
@@ -857,12 +860,12 @@ class Activity:
         live = self._live
         assert live is not None  # events come while a message streams
         live.assembler.feed(event)
-        if isinstance(event, StreamStart):
+        if type(event) is StreamStart:  # (stream events are final classes)
             live.announced = True
             self.emit(MessageStart, role="assistant", attempt=live.attempt)
         else:
             self.emit(MessageUpdate, delta=event, attempt=live.attempt)
-            if isinstance(event, TextDelta) and self.spec.output_spec is not None:
+            if self.spec.output_spec is not None and isinstance(event, TextDelta):
                 self._follow_output(live, event.text)
 
     def _follow_output(self, live: LiveMessage, text: str) -> None:

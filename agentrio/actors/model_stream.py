@@ -109,18 +109,29 @@ class _StreamActor:
         self._writer = None
         return trio.lowlevel.Abort.SUCCEEDED
 
-    def take(self) -> StreamEvent | StreamEnded:
-        """The next event posted (there must be one); the actor, if it
-        waits for room, gets it."""
-        if self._writer is not None:
-            trio.lowlevel.reschedule(self._writer)
-            self._writer = None
-        return self.items.popleft()
-
-    async def wait(self) -> None:
-        """Wait until the actor posts (a checkpoint)."""
-        self._reader = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort_reader)
+    async def read(
+        self,
+        on_event: Callable[[StreamEvent], None],
+        observe: Callable[[StreamEvent], Awaitable[None]] | None,
+    ) -> ProviderError | None:
+        """Take each event the actor posts, in order, until its
+        ``StreamEnded``; returns the error the stream ended with. It waits
+        (a checkpoint) only when nothing is posted; an actor waiting for
+        room gets it as soon as an event is taken."""
+        items = self.items
+        while True:
+            while items:
+                if self._writer is not None:
+                    trio.lowlevel.reschedule(self._writer)
+                    self._writer = None
+                item = items.popleft()
+                if isinstance(item, StreamEnded):
+                    return item.error
+                on_event(item)
+                if observe is not None:
+                    await observe(item)
+            self._reader = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort_reader)
 
     def _abort_reader(self, _: object) -> trio.lowlevel.Abort:
         self._reader = None
@@ -152,17 +163,7 @@ async def stream_model(
     only once the actor's task has ended."""
     actor = _StreamActor()
     start(actor.run, model, request)
-    items = actor.items
     try:
-        while True:
-            if not items:
-                await actor.wait()
-                continue
-            item = actor.take()
-            if isinstance(item, StreamEnded):
-                return item.error
-            on_event(item)
-            if observe is not None:
-                await observe(item)
+        return await actor.read(on_event, observe)
     finally:
         await actor.join()

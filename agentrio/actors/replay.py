@@ -30,6 +30,10 @@ COALESCED_TEXT_LIMIT = 64 * 1024
 DELTA_TYPES = frozenset((MessageUpdate, ToolExecutionUpdate))
 
 
+#: The deltas of a ``message_update`` that a later one may continue.
+_TEXT_DELTAS = frozenset((TextDelta, ThinkingDelta))
+
+
 def continues(earlier: Event, later: Event) -> bool:
     """Whether delta ``later`` goes on with the same text as ``earlier``."""
     if isinstance(earlier, MessageUpdate) and isinstance(later, MessageUpdate):
@@ -155,6 +159,9 @@ class ReplayLog:
         entries = self.entries
         entry: Event | _Run = event
         if type(event) in DELTA_TYPES:  # (events are final classes: no isinstance walk for the rest)
+            if type(event) is MessageUpdate and type(event.delta) not in _TEXT_DELTAS:
+                entries.append(event)  # a block's start or end, a call's arguments: nothing continues them
+                return
             last = entries[-1] if entries else None
             if type(last) is _Run and last.last_seq == event.seq - 1 and continues(last.first, event):
                 last.add(event)
