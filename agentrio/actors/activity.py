@@ -117,6 +117,9 @@ ERROR_STOPS = frozenset(
 #: messages back out of history.
 FAILURE_STOPS = ERROR_STOPS | {"aborted", "timeout"}
 
+#: A run's usage before it spends any (``Usage`` is frozen: one serves every run).
+NO_USAGE = Usage()
+
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
     r"<\s*(?:invoke|function_calls|function_call|tool_call|tool_use|antml:invoke)\b"
@@ -145,7 +148,7 @@ class TurnMark:
     requests: int
     tool_calls: int
     claimed: int
-    usage: Usage = attrs.field(factory=Usage)
+    usage: Usage = NO_USAGE
     #: The input that started the turn (its next-turn prompt, else the
     #: first next-step input); every other input claimed in the turn joined it.
     owner: str | None = None
@@ -213,7 +216,7 @@ class Activity:
         #: The output budget of this run's requests (None: the adapter's).
         self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.turns = 0
         self.requests = 0
         self.tool_calls = 0
