@@ -423,8 +423,9 @@ class ToolBatch:
         while not self._reports:
             await self._park()
         reports, self._reports = self._reports, []
+        now = trio.current_time()
         for slot, outcome in reports:
-            self._take(slot, outcome)
+            self._take(slot, outcome, now)
         await self._commit_ready()
         hooks = self._agent.spec.hooks
         if hooks is None or hooks.post_tool is None:
@@ -442,10 +443,10 @@ class ToolBatch:
                 await self._ports.append(*(ToolCallFinished(r) for s in early if (r := s.result) is not None))
         await self._agent.journal.sync()
 
-    def _take(self, slot: Slot, outcome: Any) -> None:
+    def _take(self, slot: Slot, outcome: Any, now: float) -> None:
         self._running -= 1
         slot.ended = True
-        slot.finished_at = trio.current_time()
+        slot.finished_at = now
         if slot.usage is not None:
             self._ports.add_usage(slot.usage)
         if outcome is not None:  # None: the worker was cancelled
@@ -457,10 +458,12 @@ class ToolBatch:
                 self.error = f"{slot.call.name}: {slot.result.text}"
 
     async def _commit_ready(self) -> None:
+        hooks = self._agent.spec.hooks
         while self._next_commit < len(self.slots) and self.slots[self._next_commit].result is not None:
             slot = self.slots[self._next_commit]
             self._next_commit += 1
-            await self._post(slot)
+            if hooks is not None and hooks.post_tool is not None:
+                await self._post(slot)
             slot.committed = True
             assert slot.result is not None  # (the hook may replace it, never remove it)
             await self._ports.commit_result(slot.call, slot.result, slot.duration)
