@@ -586,10 +586,11 @@ class Activity:
         self.state("call_model")
         self.requests += 1
         message = await self._continue_cut_reply(await self._call_model(request))
-        self._more_tools = bool(message.tool_calls) and not message.truncated
+        calls = message.tool_calls  # (a property that builds the list)
+        self._more_tools = bool(calls) and not message.truncated
         if message.truncated:
             self.error = message.error
-            for call in message.tool_calls:
+            for call in calls:
                 await self.commit_tool_result(
                     call,
                     error_result(
@@ -600,9 +601,9 @@ class Activity:
                     ),
                 )
             return TRUNCATION_STOPS[message.stop_reason]
-        if not message.tool_calls:
+        if not calls:
             return await self._check_output(message)
-        self._batch = ToolBatch(self._batch_ports(), message.tool_calls)
+        self._batch = ToolBatch(self._batch_ports(), calls)
         outcome = await self._batch.run()
         if self._batch.error is not None:
             self.error = self._batch.error
