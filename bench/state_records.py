@@ -32,7 +32,7 @@ from agentrio.events import State
 JOURNALED = Activity.state
 
 
-async def _announced_only(self: Activity, name: str) -> None:
+def _announced_only(self: Activity, name: str) -> None:
     self.emit(State, name=name)
 
 

@@ -46,6 +46,7 @@ from ..events import (
 from ..initiator import Initiator, with_initiator
 from ..journal.records import (
     MessageAppended,
+    Record,
     RequestFailed,
     RolledBack,
     StateEntered,
@@ -116,6 +117,9 @@ ERROR_STOPS = frozenset(
 #: messages back out of history.
 FAILURE_STOPS = ERROR_STOPS | {"aborted", "timeout"}
 
+#: A run's usage before it spends any (``Usage`` is frozen: one serves every run).
+NO_USAGE = Usage()
+
 #: Tool calls written as text instead of through the native protocol.
 TEXT_TOOL_CALL = re.compile(
     r"<\s*(?:invoke|function_calls|function_call|tool_call|tool_use|antml:invoke)\b"
@@ -144,7 +148,7 @@ class TurnMark:
     requests: int
     tool_calls: int
     claimed: int
-    usage: Usage = attrs.field(factory=Usage)
+    usage: Usage = NO_USAGE
     #: The input that started the turn (its next-turn prompt, else the
     #: first next-step input); every other input claimed in the turn joined it.
     owner: str | None = None
@@ -198,6 +202,8 @@ class Activity:
         self.spec = ports.spec
         self.journal = ports.journal
         self._state = ports.journal.state
+        #: State transitions announced and not journaled yet (see ``state``).
+        self._transitions: list[Record] = []
         self._hooks = ports.spec.hooks
         self.scope = trio.CancelScope()
         self.cancel_cause: str | None = None
@@ -210,7 +216,7 @@ class Activity:
         #: The output budget of this run's requests (None: the adapter's).
         self._max_tokens: int | None = None
         self.new_messages: list[Message] = []
-        self.usage = Usage()
+        self.usage = NO_USAGE
         self.turns = 0
         self.requests = 0
         self.tool_calls = 0
@@ -233,6 +239,7 @@ class Activity:
         return BatchPorts(
             agent=self.ports,
             state=self.state,
+            append=self.append,
             tool_started=self.tool_started,
             commit_result=self.commit_tool_result,
             add_usage=self.add_usage,
@@ -254,14 +261,32 @@ class Activity:
 
     # -- plumbing -------------------------------------------------------------
 
-    async def state(self, name: str) -> None:
-        """Enter state ``name`` of the step machine: journaled (a compact
-        record, made durable with the step), then announced."""
-        await self.journal.append(StateEntered(name))
+    def state(self, name: str) -> None:
+        """Enter state ``name`` of the step machine: announced, and journaled
+        (a compact record, made durable with the step) with the next record
+        the run appends, ahead of it: transitions reach the journal in the
+        order of their ``state`` events, without a write of their own."""
+        self._transitions.append(StateEntered(name))
         self.emit(State, name=name)
+
+    async def append(self, *records: Record) -> None:
+        """Journal ``records``, after the state transitions not journaled yet.
+        Every record the run writes goes through here, or follows ``flush``."""
+        if self._transitions:
+            records = (*self._transitions, *records)
+            self._transitions.clear()
+        await self.journal.append(*records)
+
+    async def flush(self) -> None:
+        """Journal the state transitions not journaled yet: before anything
+        else of the run (the inbox, a compaction) writes to the journal."""
+        if self._transitions:
+            await self.append()
 
     def add_usage(self, usage: Usage) -> None:
         """Count usage spent on the run's behalf (a sub-agent's, say)."""
+        if usage.cost is None and not usage.total_tokens:
+            return  # no tokens at no known cost: adding it changes no sum
         self.usage = self.usage + usage
         if self._mark is not None:
             self._mark.usage = self._mark.usage + usage
@@ -275,8 +300,9 @@ class Activity:
         events; an assistant message with its usage's cost."""
         if isinstance(message, AssistantMessage) and message.usage.cost is None:
             usage = self.ports.prices.priced(message.usage, message.provider, message.model)
-            message = attrs.evolve(message, usage=usage)
-        await self.journal.append(MessageAppended(message))
+            if usage.cost is not None:  # (unpriced, the message stays as it is)
+                message = attrs.evolve(message, usage=usage)
+        await self.append(MessageAppended(message))
         self._context.append(message)
         self.new_messages.append(message)
         if isinstance(message, AssistantMessage):
@@ -406,10 +432,10 @@ class Activity:
         )
         turn = self._state.turn + 1
         with tracing.turn_span(turn, self.ports.session_id) as span:
-            await self.journal.append(TurnStarted(turn))
+            await self.append(TurnStarted(turn))
             self.emit(TurnStart, turn=turn)
             stop = await self._steps()
-            await self.state("done")
+            self.state("done")
             await self._end_turn(stop)
             span.ended(stop)
         return stop
@@ -420,7 +446,7 @@ class Activity:
         turn = self._state.turn
         cause = self.cancel_cause if stop == "aborted" else None
         error = self.error if stop in ERROR_STOPS else None
-        await self.journal.append(TurnEnded(turn, stop, cause, error))
+        await self.append(TurnEnded(turn, stop, cause, error))
         rolled_back = await self._roll_back(turn, stop)
         await self.journal.sync()
         self.emit(
@@ -447,7 +473,7 @@ class Activity:
             return 0
         taken = len(self._state.messages) - mark.history
         if taken > 0:
-            await self.journal.append(RolledBack(mark.history, turn))
+            await self.append(RolledBack(mark.history, turn))
             self._context = self.journal.context()
             self._compactor = Compactor(self.ports)
         return taken
@@ -476,7 +502,7 @@ class Activity:
 
     async def _end_step(self) -> None:
         step = self._state.step
-        await self.journal.append(StepEnded(step))
+        await self.append(StepEnded(step))
         self.emit(StepEnd, step=step, has_more_tool_calls=self._more_tools)
 
     async def _steps(self) -> RunStopReason:
@@ -491,6 +517,7 @@ class Activity:
         while True:
             if target == "next_turn":
                 prompt = inbox.next_turn[0].id if inbox.next_turn else None
+            await self.flush()
             claimed = await inbox.claim(target)
             if target == "next_turn" and claimed:
                 ids = [q.id for q in claimed]
@@ -535,7 +562,7 @@ class Activity:
     async def _step(self, admitted: list[UserMessage]) -> RunStopReason | None:
         step = self._state.step + 1
         with tracing.step_span(step, self.ports.session_id):
-            await self.journal.append(StepStarted(step))
+            await self.append(StepStarted(step))
             self.emit(StepStart, step=step)
             for message in admitted:
                 await self.commit(message)
@@ -544,7 +571,7 @@ class Activity:
         return outcome
 
     async def _step_body(self) -> RunStopReason | None:
-        await self.state("build_context")
+        self.state("build_context")
         max_turns = self.spec.limits.max_turns
         if max_turns is not None and self.requests - self._open_turn.requests >= max_turns:
             await self.commit(UserMessage(MAX_TURNS_NOTE.format(max_turns)))
@@ -556,13 +583,14 @@ class Activity:
             return "budget"
         await self._journal_prompt()
         request = await self._build_request()
-        await self.state("call_model")
+        self.state("call_model")
         self.requests += 1
         message = await self._continue_cut_reply(await self._call_model(request))
-        self._more_tools = bool(message.tool_calls) and not message.truncated
+        calls = message.tool_calls  # (a property that builds the list)
+        self._more_tools = bool(calls) and not message.truncated
         if message.truncated:
             self.error = message.error
-            for call in message.tool_calls:
+            for call in calls:
                 await self.commit_tool_result(
                     call,
                     error_result(
@@ -573,9 +601,9 @@ class Activity:
                     ),
                 )
             return TRUNCATION_STOPS[message.stop_reason]
-        if not message.tool_calls:
+        if not calls:
             return await self._check_output(message)
-        self._batch = ToolBatch(self._batch_ports(), message.tool_calls)
+        self._batch = ToolBatch(self._batch_ports(), calls)
         outcome = await self._batch.run()
         if self._batch.error is not None:
             self.error = self._batch.error
@@ -648,7 +676,7 @@ class Activity:
         """Journal the system prompt before the first request built on it."""
         if self._state.system_prompt is None:
             prompt = self.spec.system_prompt
-            await self.journal.append(SystemPromptSet(prompt, prompt_digest(prompt)))
+            await self.append(SystemPromptSet(prompt, prompt_digest(prompt)))
 
     async def _build_request(self) -> ModelRequest:
         system_prompt = self.system_prompt
@@ -751,7 +779,7 @@ class Activity:
             else:
                 # A failed request that said nothing leaves no empty message
                 # in history (providers refuse one), but a marker in the journal.
-                await self.journal.append(RequestFailed(str(error), message.stop_reason))
+                await self.append(RequestFailed(str(error), message.stop_reason))
                 if live.announced:
                     self.emit(MessageDiscard, reason=message.stop_reason, attempt=live.attempt)
             return message
@@ -764,6 +792,7 @@ class Activity:
         job = self._background
         if job is not None and job.done.is_set():
             self._background = None
+            await self.flush()
             outcome = await self._compactor.finish(job, self._context.history)
             self._compacted(outcome)
             failed = outcome.error is not None
@@ -785,6 +814,7 @@ class Activity:
     async def _compact(self, reason: str) -> CompactionOutcome:
         """Compact the run's history; the run goes on from what is left."""
         await self._drop_background()  # superseded
+        await self.flush()
         outcome = await self._compactor.compact(self._context.history, len(self._state.messages), reason)
         self._compacted(outcome)
         return outcome
@@ -834,12 +864,12 @@ class Activity:
         live = self._live
         assert live is not None  # events come while a message streams
         live.assembler.feed(event)
-        if isinstance(event, StreamStart):
+        if type(event) is StreamStart:  # (stream events are final classes)
             live.announced = True
             self.emit(MessageStart, role="assistant", attempt=live.attempt)
         else:
             self.emit(MessageUpdate, delta=event, attempt=live.attempt)
-            if isinstance(event, TextDelta) and self.spec.output_spec is not None:
+            if self.spec.output_spec is not None and isinstance(event, TextDelta):
                 self._follow_output(live, event.text)
 
     def _follow_output(self, live: LiveMessage, text: str) -> None:
@@ -870,10 +900,16 @@ class Activity:
     # -- settling after a cancel, a time-out or a failure ---------------------
 
     def _left_open(self) -> bool:
-        """Whether the run left a stream, a tool batch, a step or a turn for
-        ``_settle`` to close."""
+        """Whether the run left a stream, a tool batch, a step, a turn or a
+        state transition for ``_settle`` to close (or journal)."""
         state = self._state
-        return self._live is not None or self._batch is not None or state.step_open or state.turn_open
+        return (
+            self._live is not None
+            or self._batch is not None
+            or state.step_open
+            or state.turn_open
+            or bool(self._transitions)
+        )
 
     async def _settle(self, stop: RunStopReason) -> None:
         """Close whatever the run left open so that history stays valid: keep
@@ -901,8 +937,9 @@ class Activity:
                 await self.commit_tool_result(call, result, duration)
             await self._end_step()
         if state.turn_open:
-            await self.state("done")
+            self.state("done")
             await self._end_turn(stop)
+        await self.flush()
 
 
 @attrs.frozen

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..events import Event, Lagged, MessageEnd
-from .replay import MessageSeqs, ReplayLog
+from .replay import DELTA_TYPES, MessageSeqs, ReplayLog
 from .stamp import STAMPERS
 
 if TYPE_CHECKING:
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 #: Events a subscriber may have waiting. A subscriber further behind reads on
 #: from the agent's replay (see ``Subscription``).
 SUBSCRIBER_CAPACITY = 1024
+#: ``current_time`` of trio's system clock (its offset plus ``perf_counter``).
+_SYSTEM_CLOCK_TIME = trio._core._run.SystemClock.current_time
+
 #: A reader takes at most this many events from its buffer between two
 #: checkpoints (see ``Subscription.receive``).
 YIELD_EVERY = 64
@@ -69,19 +73,6 @@ class Subscription:
     def reader_waiting(self) -> bool:
         """Whether a task waits in ``receive`` (so it has read everything)."""
         return bool(self._waiting)
-
-    def offer(self, event: Event) -> None:
-        if self._closed or self._behind_after is not None:
-            return
-        events = self._events
-        if len(events) >= SUBSCRIBER_CAPACITY:
-            # Fall behind: read on from the replay after the last event held.
-            self._behind_after = events[-1].seq
-            self._fell_behind = True
-        else:
-            events.append(event)
-        if self._waiting:  # (a reader that is not waiting finds it without a wake-up)
-            self._wake()
 
     def _catch_up(self, after: int) -> None:
         """Buffer what comes after seq ``after``, at most about
@@ -200,7 +191,11 @@ class EventBus:
         self._seq = 0
         self._subscribers: list[Subscription] = []
         self._log: ReplayLog | None = None
-        self._now = trio.current_time
+        #: The log's entries, which every event but a delta is appended to.
+        self._logged: deque[Any] = deque()
+        #: ``time`` of an event is ``_clock() + _clock_offset`` (see ``_read_clock``).
+        self._clock: Callable[[], float] = trio.current_time
+        self._clock_offset = 0.0
         self._closed = False
         #: The session's state, whose messages ``message_end`` events announce
         #: (set by the agent; None: messages are not noted).
@@ -220,7 +215,7 @@ class EventBus:
             agent_id=self._agent_id,
             session_id=self._session_id,
             seq=self._seq if seq is None else seq,
-            time=self._now(),
+            time=self._clock() + self._clock_offset,
             **fields,
         )
 
@@ -230,10 +225,27 @@ class EventBus:
             self._announced(fields["message"])
         if self._log is None:
             return  # nobody has listened: build nothing, but keep counting
-        event = STAMPERS[event_type](self._agent_id, self._session_id, self._seq, self._now(), fields)
-        self._log.add(event)
+        event = STAMPERS[event_type](
+            self._agent_id, self._session_id, self._seq, self._clock() + self._clock_offset, fields
+        )
+        if event_type in DELTA_TYPES:
+            self._log.add(event)
+        else:
+            self._logged.append(event)  # (what ``ReplayLog.add`` does with it)
+        # Into each subscriber's buffer, inline (an agent emits about sixty
+        # events a turn, and this loop is the whole of their fan-out).
         for subscriber in self._subscribers:
-            subscriber.offer(event)
+            if subscriber._closed or subscriber._behind_after is not None:
+                continue
+            events = subscriber._events
+            if len(events) >= SUBSCRIBER_CAPACITY:
+                # Fall behind: read on from the replay after the last event held.
+                subscriber._behind_after = events[-1].seq
+                subscriber._fell_behind = True
+            else:
+                events.append(event)
+            if subscriber._waiting:  # (a reader that is not waiting finds it without a wake-up)
+                subscriber._wake()
 
     def _announced(self, message: Message) -> None:
         """Note the seq of the ``message_end`` of ``message``, which the
@@ -255,6 +267,17 @@ class EventBus:
         if self._message_seqs is None:
             self._message_seqs = MessageSeqs(record)
         self._message_seqs.add(record, self._seq)
+
+    def _read_clock(self) -> None:
+        """Read trio's clock through its own method, cheaper per event than
+        trio's module-level lookup; the system clock (its offset plus
+        ``perf_counter``) through ``perf_counter`` itself, which costs no
+        Python call at all."""
+        clock = trio.lowlevel.current_clock()
+        if type(clock).current_time is _SYSTEM_CLOCK_TIME:
+            self._clock, self._clock_offset = time.perf_counter, clock.offset  # type: ignore[attr-defined]
+        else:
+            self._clock, self._clock_offset = clock.current_time, 0.0
 
     @property
     def lost_through(self) -> int:
@@ -292,10 +315,9 @@ class EventBus:
                 "(seqs count from the agent's start in this process)"
             )
         if self._log is None:
-            # Read trio's clock through its own method: cheaper per event
-            # than trio's module-level lookup.
-            self._now = trio.lowlevel.current_clock().current_time
+            self._read_clock()
             self._log = ReplayLog(self._seq, functools.partial(self.make, Lagged))
+            self._logged = self._log.entries
         subscription = Subscription(self, since if since is not None and since < self._seq else None)
         if self._closed:
             subscription.close()

@@ -1,7 +1,7 @@
 """The model-stream actor: one model request, streamed in a task of its own.
 
 The actor runs the adapter's stream and posts each event into a bounded
-mailbox that the activity reads, then a final ``StreamEnded`` with the error
+buffer that the activity reads, then a final ``StreamEnded`` with the error
 the stream ended with, if any. A slow reader makes the actor wait (the HTTP
 stream is read no faster than the agent folds it), and a cancel closes the
 stream, and its connection, in the task that opened it.
@@ -13,7 +13,7 @@ it returns only once the actor's task has ended, cancelling it first when
 the reader leaves early.
 
 Handing over costs no task switch while there is room: the actor posts
-without waiting until the mailbox is full, and the activity takes every
+without waiting until its buffer is full, and the activity takes every
 event that waits before it waits itself, so a burst of events (a chunk of
 the HTTP stream holds many) crosses in one switch, not three an event.
 """
@@ -21,13 +21,13 @@ the HTTP stream holds many) crosses in one switch, not three an event.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
 import attrs
 import trio
 
-from ..mailbox import Mailbox
 from ..models import Model, ModelRequest, ProviderError
 from ..models.events import StreamError, StreamEvent
 
@@ -44,39 +44,26 @@ class StreamEnded:
     error: ProviderError | None
 
 
-async def _stream(model: Model, request: ModelRequest, outbox: Mailbox[StreamEvent | StreamEnded]) -> None:
-    error = None
-    try:
-        async with aclosing(model.stream(request)) as events:
-            async for event in events:
-                if isinstance(event, StreamError):
-                    error = event.error
-                    break
-                await _post(outbox, event)
-    except ProviderError as exc:
-        error = exc
-    except Exception as exc:
-        log.exception("model adapter %r failed", model)
-        error = ProviderError(type="adapter_error", message=f"{type(exc).__name__}: {exc}")
-    await _post(outbox, StreamEnded(error))
-
-
-async def _post(outbox: Mailbox[StreamEvent | StreamEnded], item: StreamEvent | StreamEnded) -> None:
-    """Post without a task switch while there is room; wait when full."""
-    try:
-        outbox.send_nowait(item)
-    except trio.WouldBlock:
-        await outbox.send(item)
-
-
 class _StreamActor:
-    """One request's actor: its task, its cancel scope, and whether its task
-    has ended (``join`` waits for that)."""
+    """One request's actor: its task, its cancel scope, the events it has
+    posted and the activity has not taken yet, and whether its task has
+    ended (``join`` waits for that).
 
-    __slots__ = ("_ended", "_joined", "_scope", "outbox")
+    The hand-off is a deque and the two parked tasks, not a ``Mailbox``: a
+    stream is one-way, with one writer and one reader, so it needs neither
+    envelopes nor replies, and each delta crosses as one append and one pop.
+    At most ``STREAM_MAILBOX_CAPACITY`` events wait: the actor posts without
+    waiting until then, and waits for the reader to take one after that."""
+
+    __slots__ = ("_ended", "_joined", "_reader", "_scope", "_writer", "items")
 
     def __init__(self) -> None:
-        self.outbox: Mailbox[StreamEvent | StreamEnded] = Mailbox(STREAM_MAILBOX_CAPACITY, "model stream")
+        #: Posted and not taken yet; ends with a ``StreamEnded``.
+        self.items: deque[StreamEvent | StreamEnded] = deque()
+        #: The reader's task while it waits for an event, and the actor's
+        #: while it waits for room.
+        self._reader: trio.lowlevel.Task | None = None
+        self._writer: trio.lowlevel.Task | None = None
         self._scope = trio.CancelScope()
         self._ended = False
         #: Set when the task ends, made only when someone waits for it.
@@ -85,11 +72,70 @@ class _StreamActor:
     async def run(self, model: Model, request: ModelRequest) -> None:
         try:
             with self._scope:
-                await _stream(model, request, self.outbox)
+                await self._stream(model, request)
         finally:
             self._ended = True
             if self._joined is not None:
                 self._joined.set()
+
+    async def _stream(self, model: Model, request: ModelRequest) -> None:
+        error = None
+        try:
+            async with aclosing(model.stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, StreamError):
+                        error = event.error
+                        break
+                    await self._post(event)
+        except ProviderError as exc:
+            error = exc
+        except Exception as exc:
+            log.exception("model adapter %r failed", model)
+            error = ProviderError(type="adapter_error", message=f"{type(exc).__name__}: {exc}")
+        await self._post(StreamEnded(error))
+
+    async def _post(self, item: StreamEvent | StreamEnded) -> None:
+        """Post without a task switch while there is room; wait when full."""
+        items = self.items
+        items.append(item)
+        if self._reader is not None:
+            trio.lowlevel.reschedule(self._reader)
+            self._reader = None
+        if len(items) >= STREAM_MAILBOX_CAPACITY:
+            self._writer = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort_writer)
+
+    def _abort_writer(self, _: object) -> trio.lowlevel.Abort:
+        self._writer = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def read(
+        self,
+        on_event: Callable[[StreamEvent], None],
+        observe: Callable[[StreamEvent], Awaitable[None]] | None,
+    ) -> ProviderError | None:
+        """Take each event the actor posts, in order, until its
+        ``StreamEnded``; returns the error the stream ended with. It waits
+        (a checkpoint) only when nothing is posted; an actor waiting for
+        room gets it as soon as an event is taken."""
+        items = self.items
+        while True:
+            while items:
+                if self._writer is not None:
+                    trio.lowlevel.reschedule(self._writer)
+                    self._writer = None
+                item = items.popleft()
+                if isinstance(item, StreamEnded):
+                    return item.error
+                on_event(item)
+                if observe is not None:
+                    await observe(item)
+            self._reader = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort_reader)
+
+    def _abort_reader(self, _: object) -> trio.lowlevel.Abort:
+        self._reader = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     async def join(self) -> None:
         """Cancel the actor unless its task has ended, and wait until it has,
@@ -117,15 +163,7 @@ async def stream_model(
     only once the actor's task has ended."""
     actor = _StreamActor()
     start(actor.run, model, request)
-    inbox = actor.outbox
     try:
-        while True:
-            envelope = inbox.receive_nowait() or await inbox.receive()
-            item = envelope.message
-            if isinstance(item, StreamEnded):
-                return item.error
-            on_event(item)
-            if observe is not None:
-                await observe(item)
+        return await actor.read(on_event, observe)
     finally:
         await actor.join()

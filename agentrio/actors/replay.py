@@ -25,7 +25,13 @@ REPLAY_CAPACITY = 4096
 #: ``tool_execution_end`` still carry the whole message or result.
 COALESCED_TEXT_LIMIT = 64 * 1024
 
-_DELTA_TYPES = frozenset((MessageUpdate, ToolExecutionUpdate))
+#: The events a run of text may coalesce; ``ReplayLog.add`` appends every
+#: other event to ``entries`` as it is.
+DELTA_TYPES = frozenset((MessageUpdate, ToolExecutionUpdate))
+
+
+#: The deltas of a ``message_update`` that a later one may continue.
+_TEXT_DELTAS = frozenset((TextDelta, ThinkingDelta))
 
 
 def continues(earlier: Event, later: Event) -> bool:
@@ -138,21 +144,24 @@ class ReplayLog:
         #: Every event since, in seq order with no gap (a run spans its
         #: seqs), so the oldest entry says what was evicted; appending to
         #: a full deque evicts the oldest.
-        self._entries: deque[Event | _Run] = deque(maxlen=REPLAY_CAPACITY)
+        self.entries: deque[Event | _Run] = deque(maxlen=REPLAY_CAPACITY)
         self._make_lagged = make_lagged
 
     @property
     def lost_through(self) -> int:
         """The latest seq the log does not hold: it holds every event after it."""
-        if not self._entries:
+        if not self.entries:
             return self._started_after
-        oldest = self._entries[0]
+        oldest = self.entries[0]
         return (oldest.first.seq if isinstance(oldest, _Run) else oldest.seq) - 1
 
     def add(self, event: Event) -> None:
-        entries = self._entries
+        entries = self.entries
         entry: Event | _Run = event
-        if type(event) in _DELTA_TYPES:  # (events are final classes: no isinstance walk for the rest)
+        if type(event) in DELTA_TYPES:  # (events are final classes: no isinstance walk for the rest)
+            if type(event) is MessageUpdate and type(event.delta) not in _TEXT_DELTAS:
+                entries.append(event)  # a block's start or end, a call's arguments: nothing continues them
+                return
             last = entries[-1] if entries else None
             if type(last) is _Run and last.last_seq == event.seq - 1 and continues(last.first, event):
                 last.add(event)
@@ -168,7 +177,7 @@ class ReplayLog:
         nothing is missing)."""
         missed = max(0, self.lost_through - since)
         out: list[Event] = []
-        for entry in self._entries:
+        for entry in self.entries:
             if isinstance(entry, _Run):
                 if entry.last_seq > since:
                     out += entry.after(since, self._make_lagged)

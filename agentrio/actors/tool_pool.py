@@ -91,7 +91,10 @@ class BatchPorts:
     does through its activity."""
 
     agent: ActivityPorts
-    state: Callable[[str], Awaitable[None]]
+    #: Enter a state of the step machine (``Activity.state``).
+    state: Callable[[str], None]
+    #: Journal records, after the transitions entered (``Activity.append``).
+    append: Callable[..., Awaitable[None]]
     tool_started: Callable[[ToolCall, str | None], None]
     commit_result: Callable[[ToolCall, ToolResultMessage, float], Awaitable[None]]
     add_usage: Callable[[Usage], None]
@@ -127,10 +130,11 @@ class ToolBatch:
         self._running = 0
         # What workers reported and the batch has not taken yet: each worker
         # reports exactly once, so it holds at most one entry per call. (A
-        # list and a parking lot: a memory channel per batch costs more than
-        # the rest of a small batch's bookkeeping.)
+        # list, and the batch's task while it waits for a report: a memory
+        # channel, or even a parking lot, per batch costs more than the rest
+        # of a small batch's bookkeeping.)
         self._reports: list[tuple[Slot, Any]] = []
-        self._reported = trio.lowlevel.ParkingLot()
+        self._parked: trio.lowlevel.Task | None = None
         self._settled = False
         self.stop: RunStopReason | None = None
         #: What stopped the run, when a tool did (``ToolFatal``).
@@ -209,7 +213,7 @@ class ToolBatch:
 
         async def waiting() -> None:
             answer.append(await wait())
-            self._reported.unpark()  # the batch parks only in _receive_one
+            self._wake()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(waiting)
@@ -217,8 +221,23 @@ class ToolBatch:
                 if self._reports:
                     await self._receive_one()
                 else:
-                    await self._reported.park()
+                    await self._park()
         return answer[0]
+
+    async def _park(self) -> None:
+        """Wait until a worker reports (or the answer ``_while_receiving``
+        waits for comes). Only the batch's own task waits, one wait at a time."""
+        self._parked = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._unparked)
+
+    def _unparked(self, _: object) -> trio.lowlevel.Abort:
+        self._parked = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def _wake(self) -> None:
+        if self._parked is not None:
+            trio.lowlevel.reschedule(self._parked)
+            self._parked = None
 
     # -- execution ------------------------------------------------------------
 
@@ -226,13 +245,13 @@ class ToolBatch:
         """Run the batch; returns the turn's outcome: None when the model is
         owed another request, else a stop reason."""
         state = self._ports.state
-        await state("validate_tools")
+        state("validate_tools")
         for slot in self.slots:
             self._validate(slot)
         # Checks and dispatch interleave (see ``_execute``); the machine
         # still names both states.
-        await state("check_permission")
-        await state("execute_tools")
+        state("check_permission")
+        state("execute_tools")
         try:
             await self._execute()
         finally:
@@ -241,9 +260,9 @@ class ToolBatch:
             for slot in self.slots:
                 if slot.scope is not None and slot.result is None:
                     slot.scope.cancel()
-        await state("append_results")
+        state("append_results")
         if any(slot.result is not None and slot.result.is_error for slot in self.slots):  # (all have one)
-            await state("recover")
+            state("recover")
         if self.stop:
             return self.stop
         return "completed" if any(slot.concludes_turn for slot in self.slots) else None
@@ -333,10 +352,9 @@ class ToolBatch:
         a crash we know which calls may have had effects."""
         if not calls:
             return
-        journal = self._agent.journal
         self._ports.count_calls(len(calls))
-        await journal.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
-        await journal.sync()
+        await self._ports.append(*(ToolCallStarted(slot.call.id) for slot, _ in calls))
+        await self._agent.journal.sync()
         now = trio.current_time()
         for slot, tool in calls:
             slot.started_at = now
@@ -374,7 +392,7 @@ class ToolBatch:
             # a worker that has ended (unless the batch was settled without it).
             if not self._settled:
                 self._reports.append((slot, outcome))
-                self._reported.unpark()
+                self._wake()
 
     def _report(self, slot: Slot, progress: Any) -> None:
         if not slot.committed:
@@ -403,10 +421,11 @@ class ToolBatch:
         if self._reports:
             await trio.lowlevel.checkpoint_if_cancelled()
         while not self._reports:
-            await self._reported.park()
+            await self._park()
         reports, self._reports = self._reports, []
+        now = trio.current_time()
         for slot, outcome in reports:
-            self._take(slot, outcome)
+            self._take(slot, outcome, now)
         await self._commit_ready()
         hooks = self._agent.spec.hooks
         if hooks is None or hooks.post_tool is None:
@@ -421,15 +440,13 @@ class ToolBatch:
             for slot in early:
                 slot.recorded = True
             if early:
-                await self._agent.journal.append(
-                    *(ToolCallFinished(r) for s in early if (r := s.result) is not None)
-                )
+                await self._ports.append(*(ToolCallFinished(r) for s in early if (r := s.result) is not None))
         await self._agent.journal.sync()
 
-    def _take(self, slot: Slot, outcome: Any) -> None:
+    def _take(self, slot: Slot, outcome: Any, now: float) -> None:
         self._running -= 1
         slot.ended = True
-        slot.finished_at = trio.current_time()
+        slot.finished_at = now
         if slot.usage is not None:
             self._ports.add_usage(slot.usage)
         if outcome is not None:  # None: the worker was cancelled
@@ -441,10 +458,12 @@ class ToolBatch:
                 self.error = f"{slot.call.name}: {slot.result.text}"
 
     async def _commit_ready(self) -> None:
+        hooks = self._agent.spec.hooks
         while self._next_commit < len(self.slots) and self.slots[self._next_commit].result is not None:
             slot = self.slots[self._next_commit]
             self._next_commit += 1
-            await self._post(slot)
+            if hooks is not None and hooks.post_tool is not None:
+                await self._post(slot)
             slot.committed = True
             assert slot.result is not None  # (the hook may replace it, never remove it)
             await self._ports.commit_result(slot.call, slot.result, slot.duration)

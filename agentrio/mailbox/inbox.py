@@ -110,8 +110,9 @@ class Inbox:
         when ``target`` is next-turn, the first next-turn message. Injected
         context therefore comes before the queued prompt, and the next
         follow-up waits for the next turn."""
-        claimed = await self.splice("next_step", 0, None, reason="claim")
-        if target == "next_turn":
+        # (An empty queue is skipped before a splice: most steps claim nothing.)
+        claimed = await self.splice("next_step", 0, None, reason="claim") if self._queues("next_step") else []
+        if target == "next_turn" and self._queues("next_turn"):
             claimed += await self.splice("next_turn", 0, 1, reason="claim")
         return claimed
 
