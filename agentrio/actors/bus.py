@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 #: Events a subscriber may have waiting. A subscriber further behind reads on
 #: from the agent's replay (see ``Subscription``).
 SUBSCRIBER_CAPACITY = 1024
-#: ``current_time`` of trio's system clock (its offset plus ``perf_counter``).
-_SYSTEM_CLOCK_TIME = trio._core._run.SystemClock.current_time
+#: trio's system clock class, whose time is its ``offset`` plus ``perf_counter``
+#: (None if this trio has no such class: it is not a public name).
+_SYSTEM_CLOCK = getattr(getattr(getattr(trio, "_core", None), "_run", None), "SystemClock", None)
 
 #: A reader takes at most this many events from its buffer between two
 #: checkpoints (see ``Subscription.receive``).
@@ -274,8 +275,9 @@ class EventBus:
         ``perf_counter``) through ``perf_counter`` itself, which costs no
         Python call at all."""
         clock = trio.lowlevel.current_clock()
-        if type(clock).current_time is _SYSTEM_CLOCK_TIME:
-            self._clock, self._clock_offset = time.perf_counter, clock.offset  # type: ignore[attr-defined]
+        offset = getattr(clock, "offset", None)
+        if _SYSTEM_CLOCK is not None and type(clock) is _SYSTEM_CLOCK and isinstance(offset, float):
+            self._clock, self._clock_offset = time.perf_counter, offset
         else:
             self._clock, self._clock_offset = clock.current_time, 0.0
 
