@@ -21,17 +21,26 @@ Figures, in CPU time:
   turn (fresh call ids): the same history, without paying 5 times for the
   runs that built it;
 * K agents, one tool turn each (``--agents``): K one-turn conversations at
-  once; for agentrio, entering a Runtime, creating K agents, running them
-  and leaving the Runtime; a peer shares one agent (or graph) between its K
-  conversations.
+  once, each with one reader taking every event. The two sides do not do
+  the same work, and agentrio does more: it enters a Runtime, creates K
+  agents (each with its own AgentSpec and ScriptedModel, its own session
+  in the in-memory store that journals every record, its own actor,
+  mailbox and event log), runs one turn of each, and disposes of them all
+  by leaving the Runtime; the Tool is one object they share. A peer makes
+  one agent (or compiles one graph) and runs its K conversations on it,
+  each from an empty history, gathering the K histories they return.
 
 The frameworks take turns: each round runs every framework once, so a
-machine that drifts during the benchmark weighs on all of them alike. The
-ratios are the peer's median over agentrio's. Targets: per turn, at least
-30x for pydantic-ai and openai-agents and 10x for langgraph; for the agents
-run at once, 10x for every peer. ``--json`` prints the rows for
-bench/report.py (see bench/_rows.py) instead of the tables; a peer that is
-not installed has rows that say so.
+machine that drifts during the benchmark weighs on all of them alike. They
+share one process, which imports every one of them (about 290,000 objects
+the garbage collector tracks): each full collection walks all of them,
+whichever framework's allocations set it off. With many agents at once,
+those collections are most of the CPU of the agents row, for agentrio as
+for the peers. The ratios are the peer's median over agentrio's. Targets:
+per turn, at least 30x for pydantic-ai and openai-agents and 10x for
+langgraph; for the agents run at once, 10x for every peer. ``--json``
+prints the rows for bench/report.py (see bench/_rows.py) instead of the
+tables; a peer that is not installed has rows that say so.
 """
 
 from __future__ import annotations
@@ -81,7 +90,8 @@ async def _agentrio_crowd(count: int, calls: int) -> float:
 AGENTRIO = Framework(
     "agentrio",
     "agent.run(prompt) on one agent, which keeps the history; ScriptedModel streamed in chunks, "
-    "each reply handed over in one burst (yield_every=0); 4 calls of a Tool in parallel; one subscriber reading every event",
+    "each reply handed over in one burst (yield_every=0); 4 calls of a Tool in parallel; one subscriber reading every event; "
+    "many agents: one Runtime, an agent and its session created for each conversation and disposed of at the end",
     _agentrio_conversation,
     _agentrio_crowd,
     trio.run,

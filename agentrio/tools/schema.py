@@ -13,7 +13,8 @@ exception.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import jsonschema
@@ -77,11 +78,80 @@ ArgumentValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-cal
 """Draft 2020-12, with the regular expressions of schemas matched by RE2."""
 
 
+#: How many distinct schemas ``schema_problems`` remembers the answer for.
+PROBLEMS_CACHED = 256
+
+
 def schema_problems(schema: dict[str, Any]) -> list[tuple[str, str]]:
     """Why ``schema`` cannot be a tool's parameters, as (where, why) pairs
     (where as ``['properties']['x']``, "" for the schema itself); nothing
     when it can. It must be a valid JSON Schema (the 2020-12 metaschema
-    says), of type object, whose patterns RE2 can run."""
+    says), of type object, whose patterns RE2 can run.
+
+    Checking a schema against the metaschema costs about half a
+    millisecond, so the answer is remembered for the last
+    ``PROBLEMS_CACHED`` distinct schemas, by their exact content (see
+    ``_content_key``): tools made afresh for each agent from one schema
+    are checked once. A schema holding anything but JSON values is checked
+    every time."""
+    key = _content_key(schema)
+    if key is None:
+        return _problems_of(schema)
+    return list(_known_problems(key))
+
+
+@functools.lru_cache(maxsize=PROBLEMS_CACHED)
+def _known_problems(key: Hashable) -> tuple[tuple[str, str], ...]:
+    # Checked on a copy rebuilt from the key: the caller's dict may change later.
+    return tuple(_problems_of(_content(key)))
+
+
+class _NotJSON(Exception):
+    pass
+
+
+def _content_key(value: Any) -> Hashable | None:
+    """A hashable value equal for two JSON values exactly when they are the
+    same: same types (``1``, ``1.0`` and ``True`` differ, as a list and a
+    tuple do), same keys in the same order, floats bit for bit; None when
+    ``value`` holds anything else, or nests too deeply to be walked."""
+    try:
+        return _key(value)
+    except (_NotJSON, RecursionError):
+        return None
+
+
+def _key(value: Any) -> Hashable:
+    kind = type(value)
+    if kind is dict:
+        items = []
+        for name, item in value.items():
+            if type(name) is not str:
+                raise _NotJSON
+            items.append((name, _key(item)))
+        return (dict, tuple(items))
+    if kind is list:
+        return (list, tuple(_key(item) for item in value))
+    if kind is float:
+        return (float, value.hex())
+    if kind in _SCALARS:
+        return (kind, value)
+    raise _NotJSON
+
+
+def _content(key: Any) -> Any:
+    """The JSON value ``_key`` made ``key`` of."""
+    kind, value = key
+    if kind is dict:
+        return {name: _content(item) for name, item in value}
+    if kind is list:
+        return [_content(item) for item in value]
+    if kind is float:
+        return float.fromhex(value)
+    return value
+
+
+def _problems_of(schema: dict[str, Any]) -> list[tuple[str, str]]:
     if schema.get("type", "object") != "object":
         return [("", f"parameters must be a JSON Schema of type 'object', got type {schema['type']!r}")]
     try:

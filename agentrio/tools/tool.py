@@ -252,10 +252,23 @@ class Tool:
     )
     preview: Preview | None = attrs.field(default=None, kw_only=True, validator=_valid_preview)
     _validator: Any = attrs.field(init=False, default=None, repr=False)
+    _spec: ToolSpec | None = attrs.field(init=False, default=None, repr=False)
 
     @property
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.parameters)
+        """The tool as a model sees it (read for every request): one
+        ``ToolSpec`` while the name, description and parameters stay the
+        objects they are (it holds the same parameters dict, so a schema
+        changed in place shows in it as it did in a new one)."""
+        spec = self._spec
+        if (
+            spec is None
+            or spec.name is not self.name
+            or spec.description is not self.description
+            or spec.parameters is not self.parameters
+        ):
+            spec = self._spec = ToolSpec(self.name, self.description, self.parameters)
+        return spec
 
     def mode_for(self, args: dict[str, Any]) -> ExecutionMode:
         mode = self.execution_mode(args) if callable(self.execution_mode) else self.execution_mode

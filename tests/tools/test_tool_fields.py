@@ -118,3 +118,19 @@ def test_a_field_changed_later_is_checked_too():
     with pytest.raises(ValueError, match="Tool.parameters"):
         t.parameters = {"type": "string"}
     assert t.execution_mode == "parallel" and t.parameters == OBJECT
+
+
+def test_the_spec_a_model_sees_follows_every_change():
+    t = make(parameters={"type": "object", "properties": {}})
+    spec = t.spec
+    assert t.spec is spec  # (read for every request: made once)
+    t.parameters["properties"]["x"] = {"type": "integer"}  # changed in place
+    assert t.spec.parameters == {"type": "object", "properties": {"x": {"type": "integer"}}}
+    t.description = "new words"
+    t.name = "renamed"
+    t.parameters = {"type": "object"}
+    assert (t.spec.name, t.spec.description, t.spec.parameters) == (
+        "renamed",
+        "new words",
+        {"type": "object"},
+    )

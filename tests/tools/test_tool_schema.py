@@ -140,3 +140,61 @@ def test_a_schema_changed_in_place_applies_to_the_next_call():
     assert t.argument_errors({"n": 1}) == []
     t.parameters["properties"]["n"]["type"] = "string"
     assert t.argument_errors({"n": 1}) == ["n: 1 is not of type 'string'"]
+
+
+def counting_schema_checks(monkeypatch):
+    """The schemas checked against the metaschema from now on."""
+    from jsonschema import Draft202012Validator
+
+    checked = []
+    check = Draft202012Validator.check_schema
+
+    def counted(schema, *args, **kwargs):
+        checked.append(schema)
+        return check(schema, *args, **kwargs)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", counted)
+    return checked
+
+
+def test_tools_made_afresh_from_one_schema_are_checked_once(monkeypatch):
+    checked = counting_schema_checks(monkeypatch)
+
+    def fresh():  # a new dict each time, as a tool made for each agent has
+        return {"type": "object", "description": "afresh", "properties": {"n": {"type": "integer"}}}
+
+    tools = [Tool("t", "", fresh(), execute) for _ in range(3)]
+    assert len(checked) == 1
+    # Each keeps its own dict, and a call is judged by it.
+    tools[0].parameters["properties"]["n"]["type"] = "string"
+    assert tools[0].argument_errors({"n": 1}) == ["n: 1 is not of type 'string'"]
+    assert tools[1].argument_errors({"n": 1}) == []
+    # The remembered answer is of the schema as it was checked, not as its first dict became.
+    Tool("t", "", fresh(), execute)
+    assert len(checked) == 1
+
+
+def test_schemas_that_differ_only_in_json_types_are_each_checked(monkeypatch):
+    checked = counting_schema_checks(monkeypatch)
+
+    def with_min_length(value):
+        return {
+            "type": "object",
+            "title": "json types",
+            "properties": {"s": {"type": "string", "minLength": value}},
+        }
+
+    Tool("t", "", with_min_length(1), execute)
+    with pytest.raises(ValueError, match="True is not of type 'integer'"):
+        Tool("t", "", with_min_length(True), execute)
+    with pytest.raises(ValueError, match="True is not of type 'integer'"):
+        Tool("t", "", with_min_length(True), execute)  # refused again, from what was remembered
+    Tool("t", "", with_min_length(2), execute)
+    # A tuple is no JSON array: such a schema is checked each time, never taken for its list twin.
+    with pytest.raises(ValueError, match="is not of type 'array'"):
+        Tool("t", "", {"type": "object", "title": "json types", "required": ("s",)}, execute)
+    with pytest.raises(ValueError, match="is not of type 'array'"):
+        Tool("t", "", {"type": "object", "title": "json types", "required": ("s",)}, execute)
+    Tool("t", "", {"type": "object", "title": "json types", "required": ["s"]}, execute)
+    assert [schema["properties"]["s"]["minLength"] for schema in checked[:3]] == [1, True, 2]
+    assert len(checked) == 6
