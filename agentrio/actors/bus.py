@@ -152,14 +152,19 @@ class Subscription:
             if self._events:
                 event = self._events.popleft()
             else:
+                blocked = False
                 try:
                     event = self.receive_nowait()
                 except trio.WouldBlock:
+                    blocked = True
+                except trio.EndOfChannel:
+                    raise end from None
+                if blocked:
+                    # Waited for outside the handler, so that the exception
+                    # and its traceback do not stay alive while the reader waits.
                     self._unyielded = 0
                     await self._wait()
                     continue
-                except trio.EndOfChannel:
-                    raise end from None
             self._unyielded += 1
             if self._unyielded >= YIELD_EVERY:
                 self._unyielded = 0
