@@ -22,6 +22,13 @@ log = logging.getLogger(__name__)
 RETRY_FIRST = 0.1
 RETRY_MAX = 1.0
 
+#: A store whose barriers commit in the trio thread (``_commits_here``)
+#: commits what no barrier asked for at the latest this many seconds after
+#: it was appended, or once this many appends wait: bounded in time and in
+#: memory, and no commit of its own between two barriers close together.
+FLUSH_AFTER = 0.05
+FLUSH_APPENDS = 256
+
 
 class Batch(Protocol):
     def __bool__(self) -> bool: ...
@@ -247,14 +254,22 @@ class BufferedStore(Generic[D, B]):
 
     def _buffer(self) -> None:
         self._buffered += 1
+        if self._commits_here and self._buffered - self._committed_upto >= FLUSH_APPENDS:
+            self._write()
         self._flush_wanted.set()
 
     async def _flush_when_asked(self) -> None:
         # Runs once the appending task yields, so that what it appends until
-        # then joins the batch.
+        # then joins the batch; a store that commits here waits longer for a
+        # barrier to take it.
         while True:
             await self._flush_wanted.wait()
-            self._flush_wanted = trio.Event()
+            if self._commits_here:
+                await trio.sleep(FLUSH_AFTER)
+                self._flush_wanted = trio.Event()
+                self._write_here()
+            else:
+                self._flush_wanted = trio.Event()
             self._write()
 
     def _write(self) -> None:
@@ -291,8 +306,10 @@ class BufferedStore(Generic[D, B]):
     def _write_here(self) -> None:
         """Commit the buffer in the trio thread if the store's thread is idle
         and ``_try_commit_here`` can; else leave it."""
+        if self._writing or not self._batch or self._failure is not None or self._thread is None:
+            return
         thread, db = self._running()
-        if self._writing or not self._batch or self._failure is not None or not thread.idle:
+        if not thread.idle:
             return
         upto = self._buffered
         try:

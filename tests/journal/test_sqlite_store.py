@@ -11,6 +11,7 @@ import trio
 
 from agentrio import SQLiteStore
 from agentrio.journal import SessionInfo, StoreError
+from agentrio.journal import buffered as buffered_module
 from agentrio.journal.records import MessageAppended
 from agentrio.journal.rows import record_rows
 from agentrio.journal.sqlite import database as database_module
@@ -127,6 +128,64 @@ async def test_a_barrier_that_finds_the_thread_idle_commits_in_trio_only_if_noth
         assert threads == [where, where]
     async with SQLiteStore(db) as other:
         assert (await other.load_session("s1"))[1] == tool_turn(1, 1) + tool_turn(2, 3)
+
+
+def _committed_records(db) -> int:
+    """How many records another connection sees in the file."""
+    other = sqlite3.connect(db)
+    try:
+        return other.execute("SELECT count(*) FROM records").fetchone()[0]
+    finally:
+        other.close()
+
+
+async def test_appends_between_barriers_take_one_commit_in_the_trio_thread(db, monkeypatch):
+    """No commit of its own, nor a trip to the store's thread, for what the
+    next barrier commits anyway."""
+    threads = []
+    count = Database._count
+
+    def recorded(self, batch):
+        threads.append(("trio" if threading.current_thread() is threading.main_thread() else "store", batch))
+        count(self, batch)
+
+    monkeypatch.setattr(Database, "_count", recorded)
+    records = tool_turn(1, 1)
+    async with SQLiteStore(db) as store:
+        await store.create_session(SessionInfo("s1"))
+        for record in records:
+            await store.append("s1", [record])
+            await trio.sleep(0.001)  # the appending task yields, as an agent does
+        assert threads == []
+        assert _committed_records(db) == 0
+        await store.sync("s1")
+        assert [(where, len(batch.records)) for where, batch in threads] == [("trio", len(records))]
+        assert _committed_records(db) == len(records)
+
+
+async def test_what_no_barrier_asks_for_is_committed_soon_all_the_same(db):
+    async with SQLiteStore(db) as store:
+        await store.create_session(SessionInfo("s1"))
+        await store.append("s1", tool_turn(1, 1))
+        await trio.sleep(buffered_module.FLUSH_AFTER / 2)
+        assert _committed_records(db) == 0
+        with trio.fail_after(5):
+            while _committed_records(db) < len(tool_turn(1, 1)):
+                await trio.sleep(buffered_module.FLUSH_AFTER / 4)
+
+
+async def test_many_appends_without_a_barrier_are_handed_to_the_thread(db, monkeypatch):
+    """The buffer is bounded by count too, not only by ``FLUSH_AFTER``."""
+    monkeypatch.setattr(buffered_module, "FLUSH_AFTER", 3600)
+    monkeypatch.setattr(buffered_module, "FLUSH_APPENDS", 4)
+    async with SQLiteStore(db) as store:
+        await store.create_session(SessionInfo("s1"))
+        records = tool_turn(1, 1)[:4]
+        for record in records:
+            await store.append("s1", [record])
+        with trio.fail_after(5):
+            while _committed_records(db) < len(records):
+                await trio.sleep(0.01)
 
 
 async def test_the_store_checkpoints_so_the_wal_stays_small(db, monkeypatch):

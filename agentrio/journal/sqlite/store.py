@@ -45,16 +45,20 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     the file, each writing its own sessions.
 
     ``append`` encodes its records at once (a record that is not JSON fails
-    there) and buffers them. Once the appending task yields, the buffer goes
-    to the store's own thread, which commits it in one transaction; what is
-    appended meanwhile waits for the next one. So batches grow with the
-    load. ``sync`` waits for the commit that covers everything appended
-    before it. The trio thread never waits for the disk nor for another
-    process: with ``synchronous="NORMAL"`` a commit only writes to the OS's
-    cache, so a ``sync`` that finds the store's thread idle commits right
-    there, without a round trip to the thread, unless another process holds
-    the write lock; checkpoints, which sync the file, and every commit with
-    ``synchronous="FULL"`` run in the store's thread.
+    there) and buffers them. ``sync`` waits for the commit that covers
+    everything appended before it. The trio thread never waits for the disk
+    nor for another process: with ``synchronous="NORMAL"`` a commit only
+    writes to the OS's cache, so a ``sync`` that finds the store's thread
+    idle commits right there, without a round trip to the thread, unless
+    another process holds the write lock; and what is appended between two
+    barriers waits for the next one, so that it takes one commit (what no
+    barrier asks for is committed ``buffered.FLUSH_AFTER`` seconds after it
+    was appended at the latest, or handed to the thread once
+    ``buffered.FLUSH_APPENDS`` appends wait). With ``synchronous="FULL"``
+    the buffer goes to the store's own thread once the appending task
+    yields, and is committed there in one transaction; what is appended
+    meanwhile waits for the next one, so batches grow with the load.
+    Checkpoints, which sync the file, run in the store's thread.
 
     A crash loses what was appended but not yet committed. That is safe
     because the agent syncs wherever it matters: before a tool's body runs,
@@ -117,8 +121,9 @@ class SQLiteStore(BufferedStore[Database, Batch]):
         self._locked: dict[str, Lock] = {}
         #: The last sequence number of each session this store writes.
         self._last_seq: dict[str, int] = {}
-        #: Set by the next commit (see ``committed_event``).
-        self._commit_event = trio.Event()
+        #: Set by the next commit (see ``committed_event``); made when asked
+        #: for, so that a commit nobody waits for sets nothing.
+        self._commit_event: trio.Event | None = None
         super().__init__(f"agentrio store {self.path.name}")
 
     def __repr__(self) -> str:
@@ -282,11 +287,14 @@ class SQLiteStore(BufferedStore[Database, Batch]):
     # -- the fleet, on one host (see ``fleet``) ---------------------------------
 
     def _committed(self, value: object) -> None:
-        event, self._commit_event = self._commit_event, trio.Event()
-        event.set()
+        event, self._commit_event = self._commit_event, None
+        if event is not None:
+            event.set()
 
     def committed_event(self) -> trio.Event:
         """An event set by this store's next commit."""
+        if self._commit_event is None:
+            self._commit_event = trio.Event()
         return self._commit_event
 
     async def submit(self, session_id: str, prompt: str | UserMessage, *, spec: str | Named) -> str:
