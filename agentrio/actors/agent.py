@@ -300,7 +300,8 @@ class Agent:
         #: Which agent and tool call created this agent (None: the host).
         self.initiator: Initiator | None = current_initiator()
         self._runtime = runtime
-        #: The live tool registry (``tools``), while it is not the spec's.
+        #: The live tool registry (``tools``), made when first asked for (a
+        #: run asks): kept for good then, since its holders may change it.
         self._tools: dict[str, Tool] | None = None
         self._bus_or_none: EventBus | None = None
         self._inbox: Inbox | None = None
@@ -360,19 +361,11 @@ class Agent:
         self._asleep = False
 
     def _drop_live_parts(self) -> None:
-        """Hibernate: drop what ``_revive`` made, and what can be made again
-        (the inbox, and the tool registry while it is still the spec's)."""
+        """Hibernate: drop what ``_revive`` made, and the inbox (made again
+        when needed)."""
         del self._mailbox, self._owned, self._waiters, self._approvals, self._workers, self._maintenance
         self._journal.guard = None
         self._inbox = None
-        tools = self._tools
-        spec_tools = self.spec.tools
-        if (
-            tools is not None
-            and len(tools) == len(spec_tools)
-            and all(tools.get(tool.name) is tool for tool in spec_tools)
-        ):
-            self._tools = None
         self._nursery = None
 
     @property
@@ -401,8 +394,9 @@ class Agent:
     @property
     def hibernating(self) -> bool:
         """Whether the agent has no actor task now (created or gone to sleep
-        idle; see the class docstring). False once it is disposed."""
-        return self._asleep and not self._ended
+        idle; see the class docstring), nor is one starting or ending.
+        False once it is disposed."""
+        return self._asleep and self._transition is None and not self._ended
 
     @property
     def _stopped(self) -> trio.Event:
@@ -492,11 +486,11 @@ class Agent:
 
     @asynccontextmanager
     async def _awake_host(self) -> AsyncIterator[trio.Nursery]:
-        """This agent awake, and kept awake for the block: the nursery a
-        child starts in."""
+        """This agent awake and serving, and kept awake for the block: the
+        nursery a child starts in."""
         self._holds += 1
         try:
-            while self._asleep:
+            while self._asleep or self._transition is not None:
                 await self._rouse()
             yield self.children_nursery
         finally:
@@ -506,9 +500,11 @@ class Agent:
 
     async def _rouse(self) -> None:
         """Start the actor of a hibernating agent again, in its supervisor's
-        nursery; or wait for the start, or the fall asleep, under way (the
-        caller then looks again). A failure fails this agent alone: it is
-        reported (``agent_failed``) and the agent disposed, and the error
+        nursery (a child's parent woken first); or wait for the start, or
+        the fall asleep, under way (the caller then looks again). The
+        mailbox is made here, so callers post at once: the actor finds their
+        messages when it first runs. A failure fails this agent alone: it is
+        reported (``agent_failed``), the agent disposed, and the error
         raised to the caller."""
         if self._transition is not None:
             await self._transition.wait()
@@ -517,21 +513,26 @@ class Agent:
             raise MailboxClosed(f"agent {self.id} is disposed")
         transition = self._transition = trio.Event()
         failure: Exception | None = None
+        started = False
         try:
-            # Bounded (nothing before the actor serves waits for long), and
-            # a waker cancelled half-way must not leave the agent half-woken.
-            with trio.CancelScope(shield=True):
-                await self._start_actor()
+            if self.parent_id is None:
+                started = self._start_actor(self._runtime.nursery)
+            else:
+                parent = self._runtime.registry.get(self.parent_id)
+                if parent is None:
+                    raise AgentDisposed(f"agent {self.id}: its parent {self.parent_id} is gone")
+                async with parent._awake_host() as host:
+                    started = self._start_actor(host)
         except (AgentDisposed, MailboxClosed):
             # Its parent is gone, or going: so is the agent.
             failure = MailboxClosed(f"agent {self.id} is disposed")
         except Exception as exc:  # noqa: BLE001 - reported, then raised to the caller
             failure = exc
-            if not self._ended:  # (else the actor reported it)
-                self._fail_for_good(exc)
+            self._fail_for_good(exc)
         finally:
-            self._transition = None
-            transition.set()
+            if not started:  # (else the actor ends the transition once it serves)
+                self._transition = None
+                transition.set()
         if failure is not None:
             with trio.CancelScope(shield=True):
                 try:
@@ -540,17 +541,16 @@ class Agent:
                     log.exception("agent %s: disposing it after it failed to wake failed", self.id)
             raise failure
 
-    async def _start_actor(self) -> None:
-        """Start the actor task where it belongs: the Runtime's nursery, or
-        its parent's (woken first)."""
-        if self.parent_id is None:
-            await self._runtime.nursery.start(self.main)
-            return
-        parent = self._runtime.registry.get(self.parent_id)
-        if parent is None:
-            raise AgentDisposed(f"agent {self.id}: its parent {self.parent_id} is gone")
-        async with parent._awake_host() as host:
-            await host.start(self.main)
+    def _start_actor(self, host: trio.Nursery) -> bool:
+        """Make the actor's parts and start its task in ``host``."""
+        self._revive()
+        try:
+            host.start_soon(self._act, None)
+        except BaseException:
+            self._drop_live_parts()
+            self._asleep = True
+            raise
+        return True
 
     def _rearm(self) -> None:
         """Start the idle countdown, if the actor waits for a message and the
@@ -846,19 +846,26 @@ class Agent:
         self._starting = task_status
         del task_status
         self._scoped = setup is not None
-        woken = self._transition is not None  # (a waker holds the transition)
-        asleep = False
         try:
             self._revive()
-            self._owned.add(trio.lowlevel.current_task())
-            # The agent's own work is attributed to the agent, never to
-            # whatever created it (a tool call of another agent, say).
-            clear_initiator()
+        except BaseException:
+            self._starting = None
+            self._close_handle()
+            raise
+        await self._act(setup)
+
+    async def _act(self, setup: Setup | None) -> None:
+        """The actor's body, from its first start (``main``) or a wake-up
+        (``_rouse``, which made its parts)."""
+        self._owned.add(trio.lowlevel.current_task())
+        # The agent's own work is attributed to the agent, never to whatever
+        # created it (a tool call of another agent, say).
+        clear_initiator()
+        asleep = False
+        try:
             asleep = await self._live(setup)
         except Exception as exc:
             if self._starting is not None:
-                if woken:  # reported as the agent's own failure, before its handle closes
-                    self._fail_for_good(exc)
                 raise
             self._fail_for_good(exc)
         finally:
@@ -938,6 +945,9 @@ class Agent:
                     if self._starting is not None:
                         self._starting.started()
                         self._starting = None
+                    if self._transition is not None:  # woken: its wakers may go on
+                        self._transition.set()
+                        self._transition = None
                     self._start_if_woken()
                     # After a countdown that found the nursery still running
                     # a task (a background job), wait without one.
@@ -983,7 +993,7 @@ class Agent:
         for ``hibernate_after`` seconds (counted from when it became idle:
         see ``_rearm``)."""
         after = self._runtime.hibernate_after
-        if after is None or self._scoped:
+        if after is None or self._scoped or len(mailbox):
             return await mailbox.receive()
         deadline = trio.current_time() + after if not patient and self._may_hibernate() else math.inf
         with trio.CancelScope(deadline=deadline) as self._idle_scope:
@@ -1369,6 +1379,9 @@ class Agent:
         self._ended = True
         if self._stop_event is not None:
             self._stop_event.set()
+        if self._transition is not None:  # (a wake-up that never served)
+            self._transition.set()
+            self._transition = None
 
     # -- phases ---------------------------------------------------------------
 
