@@ -1292,7 +1292,7 @@ class Agent:
             raise AgentDisposed(f"agent {self.id} is not running")
         return self._nursery
 
-    def check_hosting(self) -> None:
+    def _check_hosting(self) -> None:
         """Raise ``AgentDisposed`` once this agent takes no new children (it
         is being disposed), awake or hibernating."""
         if self._closing or self._disposing:

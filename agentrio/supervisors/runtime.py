@@ -340,7 +340,7 @@ class Runtime:
             # Nothing to set up or repair: created hibernating, its task
             # started by its first use (``Agent``).
             if parent is not None:
-                parent.check_hosting()
+                parent._check_hosting()
             self.registry.add(agent)
         else:
             # Registered while setup runs, so that setup sees the tree it joins.
