@@ -201,8 +201,8 @@ class Agent:
     approval or awake child; its mailbox empty) hibernates. Its actor task
     and nursery end and its mailbox is dropped; what it needs to wake stays
     in the handle, which the registry holds: its spec, its journal and the
-    session state projected from it, its event bus once anyone subscribed,
-    and the tools it was given beyond its spec's. A new agent that has
+    session state projected from it, and its event bus and tool registry
+    once made. A new agent that has
     nothing to repair and no ``setup`` is created hibernating: it gets a
     task only when first used. Guarantees:
 
@@ -516,13 +516,14 @@ class Agent:
         started = False
         try:
             if self.parent_id is None:
-                started = self._start_actor(self._runtime.nursery)
+                self._start_actor(self._runtime.nursery)
             else:
                 parent = self._runtime.registry.get(self.parent_id)
                 if parent is None:
                     raise AgentDisposed(f"agent {self.id}: its parent {self.parent_id} is gone")
                 async with parent._awake_host() as host:
-                    started = self._start_actor(host)
+                    self._start_actor(host)
+            started = True
         except (AgentDisposed, MailboxClosed):
             # Its parent is gone, or going: so is the agent.
             failure = MailboxClosed(f"agent {self.id} is disposed")
@@ -541,7 +542,7 @@ class Agent:
                     log.exception("agent %s: disposing it after it failed to wake failed", self.id)
             raise failure
 
-    def _start_actor(self, host: trio.Nursery) -> bool:
+    def _start_actor(self, host: trio.Nursery) -> None:
         """Make the actor's parts and start its task in ``host``."""
         self._revive()
         try:
@@ -550,7 +551,6 @@ class Agent:
             self._drop_live_parts()
             self._asleep = True
             raise
-        return True
 
     def _rearm(self) -> None:
         """Start the idle countdown, if the actor waits for a message and the
