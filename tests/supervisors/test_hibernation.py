@@ -120,14 +120,25 @@ async def test_without_hibernate_after_agents_keep_their_task(autojump_clock):
 
 
 async def test_an_agent_with_a_setup_scope_never_hibernates(autojump_clock):
+    opened = []
+
+    @asynccontextmanager
+    async def resource():
+        opened.append("open")
+        yield
+        opened.append("closed")
+
     async def setup(agent, scope):
-        return None
+        await scope.enter_async_context(resource())
 
     async with Runtime(hibernate_after=0) as rt:
+        before = _tasks()
         agent = await rt.create(_spec(say("ok")), setup=setup)
         assert (await agent.run("go")).stop_reason == "completed"
         await trio.sleep(3600)
-        assert not agent.hibernating
+        # What setup opened lives as long as the agent's task: both are still there.
+        assert opened == ["open"] and not agent.hibernating and _tasks() > before
+    assert opened == ["open", "closed"]
 
 
 @pytest.mark.parametrize("value", [-1, "1", float("nan")])
