@@ -58,8 +58,11 @@ class Runtime:
     used again (see ``Agent``: waking is transparent); a new agent with
     nothing to repair and no ``setup`` is created hibernating. ``0``:
     hibernate as soon as idle; ``None``: never (every agent keeps its task
-    for life). Leaving the block disposes hibernating agents without waking
-    them."""
+    for life). An agent with a ``setup`` scope never hibernates, and so
+    neither does one whose session a store leases (``PostgresStore``, and
+    every session ``serve`` runs): its scope keeps the lease and takes the
+    input posted from anywhere. Leaving the block disposes hibernating
+    agents without waking them."""
 
     def __init__(
         self,
