@@ -23,6 +23,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import trio.lowlevel
 from _measure import allocated, cpu
 
 from agentrio import (
@@ -124,7 +125,9 @@ async def _one_turn(agent: Agent) -> None:
 
 
 async def idle(count: int) -> dict[str, float]:
-    """Create ``count`` idle agents: CPU per creation, and to leave the Runtime."""
+    """Create ``count`` idle agents: CPU per creation, and to leave the
+    Runtime. (With the Runtime's default ``hibernate_after``, an agent is
+    created hibernating: it gets its task when first used.)"""
     model = ScriptedModel([])
     async with Runtime() as rt:
         await rt.create(spec(model))  # imports and caches warm
@@ -136,13 +139,54 @@ async def idle(count: int) -> dict[str, float]:
     return {"create": (created - start) / count, "exit": left - created}
 
 
-async def idle_memory(count: int) -> dict[str, float]:
-    """Python memory held per idle agent, traced over ``count`` agents."""
+async def idle_memory(count: int, hibernate_after: float | None = 1.0) -> dict[str, float]:
+    """Python memory held per idle agent, traced over ``count`` agents (with
+    ``hibernate_after=None`` they never hibernate: each keeps its task)."""
     model = ScriptedModel([])
-    async with Runtime() as rt:
+    async with Runtime(hibernate_after=hibernate_after) as rt:
         await rt.create(spec(model))
         with allocated() as held:
             for _ in range(count):
                 await rt.create(spec(model))
             kept, _ = held()
     return {"memory": kept / count}
+
+
+async def wakes(count: int) -> dict[str, float]:
+    """What hibernation costs, per agent over ``count`` agents, in one run:
+
+    * ``create``: creating an agent, which hibernates from the start;
+    * ``wake``: waking it: the cheapest call that needs its actor
+      (withdrawing an input it does not hold) on a hibernating agent, its
+      actor started for it, and the agent hibernating again at once
+      (``hibernate_after=0``), until every agent sleeps again;
+    * ``call``: the same call to an agent that is awake (it never hibernates);
+    * ``turn``: one turn (``agent.run``, the workload above) of an agent
+      that is awake.
+    """
+    model = ScriptedModel([])
+    async with Runtime(hibernate_after=0) as rt:
+        await rt.create(spec(model))  # imports and caches warm
+        start = cpu()
+        agents = [await rt.create(spec(model)) for _ in range(count)]
+        created = cpu()
+        for agent in agents:
+            await agent.withdraw("in_none")
+        while not all(agent.hibernating for agent in agents):
+            await trio.lowlevel.checkpoint()
+        woken = cpu()
+    async with Runtime(hibernate_after=None) as rt:
+        awake = [await rt.create(spec(scripted(1))) for _ in range(count)]
+        called = cpu()
+        for agent in awake:
+            await agent.withdraw("in_none")
+        ran = cpu()
+        for agent in awake:
+            await _one_turn(agent)
+        turned = cpu()
+    return {
+        "create": (created - start) / count,
+        "wake": (woken - created) / count,
+        "call": (ran - called) / count,
+        "turn": (turned - ran) / count,
+    }

@@ -80,7 +80,7 @@ def test_loop_overhead_quick_reports_each_turn_and_the_fixed_costs():
     ]
 
 
-def test_scale_quick_reports_idle_and_running_agents():
+def test_scale_quick_reports_idle_running_and_waking_agents():
     lines = _bench("bench/scale.py", "--quick")
     assert [row[0] for row in _rows(lines)] == [
         "idle agents",
@@ -89,7 +89,26 @@ def test_scale_quick_reports_idle_and_running_agents():
         "running agents, one turn of 4 calls each",
         "10",
         "30",
+        "hibernating agents",
+        "100",
     ]
+    wake = _rows(lines)[-1]
+    assert len(wake) == 5 and all(
+        "×" in cell for cell in wake[2:]
+    )  # the ratios to a creation, a call and a turn
+
+
+def test_scale_json_rows_give_the_wake_up_against_its_references():
+    rows = json.loads(_bench("bench/scale.py", "--quick", "--json")[-1])  # (not every row has a reference)
+    wakes = [row for row in rows if "wake-up" in row["name"]]
+    assert [row["reference"] for row in wakes] == [
+        "a creation",
+        "the same call, awake",
+        "a one-turn run, awake",
+    ]
+    assert all(row["ratio"] > 0 and len(row["range"]) == 2 for row in wakes)
+    (memory,) = [row for row in rows if row["name"] == "100 idle agents: memory per agent" and row["target"]]
+    assert memory["median"] <= 2048
 
 
 def test_journal_runs_at_small_sizes_and_states_its_targets():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
@@ -30,6 +31,7 @@ from ..journal.repair import repair
 from ..mailbox import (
     TARGETS,
     ActorStopped,
+    Envelope,
     Inbox,
     InboxSpliced,
     Input,
@@ -193,22 +195,62 @@ class Agent:
       restored from its journal and carries on with its pending input, at
       most ``restart_intensity`` times; past that it stops for good.
 
-    An idle agent is a task waiting on its mailbox and a few small objects:
-    attributes live in slots, and what only some agents need (a restart
-    budget, a settled event while busy, a list of teardown errors) is made
-    when needed, since the garbage collector walks every live agent's
-    objects on each full collection.
+    Hibernation. An agent with nothing to do need not keep a task: with the
+    Runtime's ``hibernate_after`` (seconds; ``None`` turns it off), an agent
+    idle that long (no activity, maintenance, tool worker, pending run,
+    approval or awake child; its mailbox empty) hibernates. Its actor task
+    and nursery end and its mailbox is dropped; what it needs to wake stays
+    in the handle, which the registry holds: its spec, its journal and the
+    session state projected from it, and its event bus and tool registry
+    once made. A new agent that has
+    nothing to repair and no ``setup`` is created hibernating: it gets a
+    task only when first used. Guarantees:
+
+    - Transparent: any call that needs the actor (``run``, ``stream``,
+      ``send``/``steer``/``followup``/``inject``, ``withdraw``,
+      ``replace``, ``answer``, ``set_goal``, ``rename``, ``compact``,
+      ``run_maintenance``; ``resume`` and ``cancel`` when they have
+      pending input to act on) wakes it first, in its supervisor's nursery
+      (a child wakes its parent first), and then behaves as on an agent
+      that never slept. Reading state (``status``, ``messages``,
+      ``usage``, ``pending_input``, ``children``, ``title``...),
+      ``wait_idle`` and ``subscribe`` do not wake it: a subscriber of a
+      hibernating agent sees every event from the next wake-up on, with
+      ``seq`` going on where it stopped.
+    - ``dispose`` of a hibernating agent, and the Runtime's exit, close it
+      without waking it (its children hibernate too: a parent hibernates
+      only once its children have).
+    - A failure while waking fails that agent alone, as a failed start
+      would: the caller gets the error, the agent emits ``agent_failed``
+      (on its own stream and the Runtime's) and is disposed, and later
+      calls raise ``AgentDisposed``.
+    - Never hibernating: an agent with a ``setup`` scope (what setup opened
+      lives as long as the task), so also an agent of a store that takes
+      remote input and leases its sessions (``PostgresStore``: its scope
+      takes the posted input and keeps the lease, which hibernation would
+      give up) and an ACP session with MCP servers.
+
+    An idle agent is a handful of small objects: attributes live in slots,
+    and what only some agents need (a restart budget, a settled event while
+    busy, a list of teardown errors, the event bus before anyone listens)
+    is made when needed, since the garbage collector walks every live
+    agent's objects on each full collection.
     """
 
     __slots__ = (
         "__weakref__",
         "_activity",
         "_approvals",
-        "_bus",
+        "_asleep",
+        "_bus_or_none",
         "_closing",
         "_continue",
         "_disposing",
+        "_ended",
         "_failed",
+        "_holds",
+        "_idle_scope",
+        "_inbox",
         "_intensity",
         "_journal",
         "_mailbox",
@@ -221,20 +263,32 @@ class Agent:
         "_settled",
         "_starting",
         "_state",
-        "_status",
-        "_stopped",
+        "_stop_event",
         "_teardown_errors",
+        "_tools",
+        "_transition",
         "_waiters",
         "_wake_pending",
         "_workers",
         "id",
-        "inbox",
         "initiator",
         "parent_id",
         "session_id",
         "spec",
-        "tools",
     )
+
+    # Made when the actor (re)starts, dropped when it hibernates (``_revive``,
+    # ``_drop_live_parts``): a hibernating agent has none of them.
+    _mailbox: Mailbox[Any]
+    _owned: OwnedTasks
+    _waiters: dict[str, _RunWaiter]
+    _approvals: dict[str, _PendingApproval]
+    #: Ids of the calls whose workers run. A dict of str, unlike a set, is
+    #: not tracked by the garbage collector.
+    _workers: dict[str, None]
+    # A list, not a deque: rarely more than one waits, and an empty deque
+    # costs every idle agent ~600 bytes.
+    _maintenance: list[Any]
 
     def __init__(
         self, runtime: AgentHost, spec: AgentSpec, journal: Journal, *, parent_id: str | None = None
@@ -245,15 +299,16 @@ class Agent:
         self.parent_id = parent_id
         #: Which agent and tool call created this agent (None: the host).
         self.initiator: Initiator | None = current_initiator()
-        #: The live tool registry: changes apply to calls not yet dispatched.
-        self.tools: dict[str, Tool] = {t.name: t for t in spec.tools}
         self._runtime = runtime
-        self._bus = EventBus(self.id, self.session_id)
-        self._mailbox: Mailbox[Any] = Mailbox(MAILBOX_CAPACITY, f"agent {self.id}")
-        self._owned = OwnedTasks(f"agent {self.id}")
+        #: The live tool registry (``tools``), made when first asked for (a
+        #: run asks): kept for good then, since its holders may change it.
+        self._tools: dict[str, Tool] | None = None
+        self._bus_or_none: EventBus | None = None
+        self._inbox: Inbox | None = None
+        #: No actor task: not started yet, hibernating, or ended.
+        self._asleep = True
         self._attach(journal)
         self._phase: Literal["idle", "maintenance", "running"] = "idle"
-        self._status: Literal["idle", "running"] = "idle"
         #: Set when the agent settles; None while it is settled.
         self._settled: trio.Event | None = None
         self._wake_pending = False
@@ -263,32 +318,94 @@ class Agent:
         self._closing = False  # the actor accepts no more input
         self._disposing = False  # dispose() has begun
         self._failed: str | None = None
-        self._stopped = trio.Event()
-        self._waiters: dict[str, _RunWaiter] = {}
-        self._approvals: dict[str, _PendingApproval] = {}
+        #: The handle is closed (``_stopped``, made when waited for, is set).
+        self._ended = False
+        self._stop_event: trio.Event | None = None
         self._teardown_errors: tuple[Exception, ...] = ()
         #: The restart budget, for an agent that restarts.
         self._intensity = RestartIntensity(*spec.restart_intensity) if spec.restart == "on_crash" else None
-        #: Ids of the calls whose workers run. A dict of str, unlike a set,
-        #: is not tracked by the garbage collector.
-        self._workers: dict[str, None] = {}
-        # A list, not a deque: rarely more than one waits, and an empty deque
-        # costs every idle agent ~600 bytes.
-        self._maintenance: list[Any] = []
         self._nursery: trio.Nursery | None = None
         #: The supervisor's task status, until the actor serves.
         self._starting: trio.TaskStatus[None] | None = None
         #: Whether a setup gave the agent a scope of its own.
         self._scoped = False
+        #: Set while the actor starts or goes to sleep: wait for it, then look again.
+        self._transition: trio.Event | None = None
+        #: Calls between deciding to post and their reply: the agent stays awake.
+        self._holds = 0
+        #: The scope of the actor's wait for its next message, while it waits.
+        self._idle_scope: trio.CancelScope | None = None
 
     def __repr__(self) -> str:
         return f"<Agent {self.id} {self.spec.name!r} {self.status}>"
 
     def _attach(self, journal: Journal) -> None:
         self._journal = journal
-        self._state = self._bus.history = journal.state
-        journal.guard = self._owned
-        self.inbox = Inbox(self._state.queue, journal.append, self._inbox_changed)
+        self._state = journal.state
+        self._inbox = None
+        if self._bus_or_none is not None:
+            self._bus_or_none.history = journal.state
+        if not self._asleep:
+            journal.guard = self._owned
+
+    def _revive(self) -> None:
+        """Make what only a running actor needs (at its start and at each
+        wake-up)."""
+        self._mailbox = Mailbox(MAILBOX_CAPACITY, f"agent {self.id}")
+        self._owned = OwnedTasks(f"agent {self.id}")
+        self._journal.guard = self._owned
+        self._waiters = {}
+        self._approvals = {}
+        self._workers = {}
+        self._maintenance = []
+        self._asleep = False
+
+    def _drop_live_parts(self) -> None:
+        """Hibernate: drop what ``_revive`` made, and the inbox (made again
+        when needed)."""
+        del self._mailbox, self._owned, self._waiters, self._approvals, self._workers, self._maintenance
+        self._journal.guard = None
+        self._inbox = None
+        self._nursery = None
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The live tool registry: changes apply to calls not yet dispatched
+        (and survive hibernation)."""
+        if self._tools is None:
+            self._tools = {t.name: t for t in self.spec.tools}
+        return self._tools
+
+    @property
+    def inbox(self) -> Inbox:
+        """The agent's input queues (changed only by the actor)."""
+        if self._inbox is None:
+            self._inbox = Inbox(self._state.queue, self._journal.append, self._inbox_changed)
+        return self._inbox
+
+    @property
+    def _bus(self) -> EventBus:
+        """The agent's event bus, made when first needed."""
+        if self._bus_or_none is None:
+            self._bus_or_none = EventBus(self.id, self.session_id)
+            self._bus_or_none.history = self._state
+        return self._bus_or_none
+
+    @property
+    def hibernating(self) -> bool:
+        """Whether the agent has no actor task now (created or gone to sleep
+        idle; see the class docstring), nor is one starting or ending.
+        False once it is disposed."""
+        return self._asleep and self._transition is None and not self._ended
+
+    @property
+    def _stopped(self) -> trio.Event:
+        """Set once the handle is closed."""
+        if self._stop_event is None:
+            self._stop_event = trio.Event()
+            if self._ended:
+                self._stop_event.set()
+        return self._stop_event
 
     # -- public state (read from any task) ------------------------------------
 
@@ -299,7 +416,7 @@ class Agent:
 
     @property
     def status(self) -> Literal["idle", "running"]:
-        return self._status
+        return "running" if self._phase == "running" else "idle"
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -319,13 +436,13 @@ class Agent:
 
     @property
     def pending_approvals(self) -> tuple[str, ...]:
-        return tuple(self._approvals)
+        return () if self._asleep else tuple(self._approvals)
 
     @property
     def running_tools(self) -> tuple[str, ...]:
         """Ids of the tool calls whose workers are still running (an
         abandoned worker included)."""
-        return tuple(self._workers)
+        return () if self._asleep else tuple(self._workers)
 
     @property
     def failed(self) -> str | None:
@@ -349,9 +466,115 @@ class Agent:
         self._check_open()
         self._check_not_in_setup()
         try:
-            return await self._mailbox.call(message)
+            return await self._post(message)
         except (MailboxClosed, ActorStopped):
             raise AgentDisposed(f"agent {self.id} is disposed") from None
+
+    async def _post(self, message: Any) -> Any:
+        """Call the actor, waking it first if it hibernates; raises
+        ``MailboxClosed``/``ActorStopped`` as the mailbox does. The agent
+        stays awake from the decision to post until the reply."""
+        self._holds += 1
+        try:
+            while self._asleep:
+                await self._rouse()
+            return await self._mailbox.call(message)
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                self._rearm()
+
+    @asynccontextmanager
+    async def _awake_host(self) -> AsyncIterator[trio.Nursery]:
+        """This agent awake and serving, and kept awake for the block: the
+        nursery a child starts in."""
+        self._holds += 1
+        try:
+            while self._asleep or self._transition is not None:
+                await self._rouse()
+            yield self.children_nursery
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                self._rearm()
+
+    async def _rouse(self) -> None:
+        """Start the actor of a hibernating agent again, in its supervisor's
+        nursery (a child's parent woken first); or wait for the start, or
+        the fall asleep, under way (the caller then looks again). The
+        mailbox is made here, so callers post at once: the actor finds their
+        messages when it first runs. A failure fails this agent alone: it is
+        reported (``agent_failed``), the agent disposed, and the error
+        raised to the caller."""
+        if self._transition is not None:
+            await self._transition.wait()
+            return
+        if self._closing or self._disposing or self._ended:
+            raise MailboxClosed(f"agent {self.id} is disposed")
+        transition = self._transition = trio.Event()
+        failure: Exception | None = None
+        started = False
+        try:
+            if self.parent_id is None:
+                self._start_actor(self._runtime.nursery)
+            else:
+                parent = self._runtime.registry.get(self.parent_id)
+                if parent is None:
+                    raise AgentDisposed(f"agent {self.id}: its parent {self.parent_id} is gone")
+                async with parent._awake_host() as host:
+                    self._start_actor(host)
+            started = True
+        except (AgentDisposed, MailboxClosed):
+            # Its parent is gone, or going: so is the agent.
+            failure = MailboxClosed(f"agent {self.id} is disposed")
+        except Exception as exc:  # noqa: BLE001 - reported, then raised to the caller
+            failure = exc
+            self._fail_for_good(exc)
+        finally:
+            if not started:  # (else the actor ends the transition once it serves)
+                self._transition = None
+                transition.set()
+        if failure is not None:
+            with trio.CancelScope(shield=True):
+                try:
+                    await self.dispose()
+                except Exception:
+                    log.exception("agent %s: disposing it after it failed to wake failed", self.id)
+            raise failure
+
+    def _start_actor(self, host: trio.Nursery) -> None:
+        """Make the actor's parts and start its task in ``host``."""
+        self._revive()
+        try:
+            host.start_soon(self._act, None)
+        except BaseException:
+            self._drop_live_parts()
+            self._asleep = True
+            raise
+
+    def _rearm(self) -> None:
+        """Start the idle countdown, if the actor waits for a message and the
+        agent may hibernate."""
+        scope = self._idle_scope
+        after = self._runtime.hibernate_after
+        if scope is not None and after is not None and self._may_hibernate():
+            scope.deadline = trio.current_time() + after
+
+    def _may_hibernate(self) -> bool:
+        """Whether nothing but new input could give the awake agent work
+        (its nursery's tasks are checked when the countdown ends)."""
+        return (
+            not self._holds
+            and self._phase == "idle"
+            and not self._wake_pending
+            and self._activity is None
+            and self._starting is None
+            and not (self._closing or self._disposing or self._scoped)
+            and self._runtime.hibernate_after is not None
+            and not (self._waiters or self._approvals or self._workers or self._maintenance)
+            and not len(self._mailbox)
+            and all(child._asleep for child in self.children())
+        )
 
     async def send(self, message: Input, target: Target, wakeup: bool) -> QueuedInput:
         """Queue ``message`` on ``target`` and, with ``wakeup``, make sure an
@@ -405,7 +628,7 @@ class Agent:
             if not waiter.done.is_set():
                 with trio.CancelScope(shield=True):
                     try:
-                        await self._mailbox.call(_Withdraw(queued.id))
+                        await self._post(_Withdraw(queued.id))
                     except (MailboxClosed, ActorStopped):
                         pass
 
@@ -438,20 +661,22 @@ class Agent:
         ``"hook: <reason>"``."""
         if cause not in CANCEL_CAUSES:
             raise ValueError(f"cause must be one of {CANCEL_CAUSES}, got {cause!r}")
-        if self._stopped.is_set():
+        if self._ended:
             return
         self._check_not_in_setup()
-        try:
-            await self._mailbox.call(_Cancel(f"{cause}: {reason}" if reason else cause, keep_inbox))
-        except (MailboxClosed, ActorStopped):
-            pass  # nothing left to cancel
+        # A hibernating agent runs nothing: it wakes only to discard its input.
+        if not self._asleep or (not keep_inbox and self.pending_input):
+            try:
+                await self._post(_Cancel(f"{cause}: {reason}" if reason else cause, keep_inbox))
+            except (MailboxClosed, ActorStopped):
+                pass  # nothing left to cancel
         for child in self.children():
             await child.cancel("parent")
 
     async def wait_idle(self) -> None:
         """Wait until no activity runs or is about to start (a wake-up latched
         during an abort or a maintenance counts)."""
-        while self._busy and not self._stopped.is_set():
+        while self._busy and not self._ended:
             assert self._settled is not None  # an event while busy (_update_settled)
             await self._settled.wait()
 
@@ -535,7 +760,11 @@ class Agent:
         ``continue_turn``, the run first continues the turn that crash repair
         closed, so that the input it had taken in gets a real answer: the
         model sees the repaired history and the turn runs to its end (no
-        model request if the crash fell after the turn's final answer)."""
+        model request if the crash fell after the turn's final answer). A
+        hibernating agent with nothing to resume is not woken."""
+        if self._asleep and not (continue_turn or self._continue or self.pending_input):
+            self._check_open()
+            return
         await self._call(_Resume(continue_turn))
 
     async def dispose(self) -> None:
@@ -544,17 +773,27 @@ class Agent:
         kept in the journal), wait for the activity and its tools to end,
         close the agent's scope, close its handle (subscriptions end, waiting
         runs return), detach it from the registry. Every error on the way is
-        collected and raised together at the end."""
+        collected and raised together at the end. A hibernating agent is not
+        woken: its children (hibernating too) are disposed, then its handle
+        closed."""
         if self._disposing:
-            await self._stopped.wait()
+            if not self._ended:
+                await self._stopped.wait()
             return
         self._disposing = True
         errors: list[Exception] = []
         try:
-            if not self._has_nothing_to_stop():
-                await self._stop_work(errors)
-            self._mailbox.close()  # the actor's loop ends: it closes the scope, then the handle
-            await self._stopped.wait()
+            while self._transition is not None:  # a wake-up or a fall asleep under way
+                await self._transition.wait()
+            if self._asleep:
+                await self._dispose_children(errors)
+                self._close_handle()
+            else:
+                if not self._has_nothing_to_stop():
+                    await self._stop_work(errors)
+                self._mailbox.close()  # the actor's loop ends: it closes the scope, then the handle
+                if not self._ended:
+                    await self._stopped.wait()
         finally:
             await self._runtime.detach(self)
         if error := self._teardown_error(errors):
@@ -563,6 +802,8 @@ class Agent:
     def _has_nothing_to_stop(self) -> bool:
         """Idle, without children, and nothing waiting in the mailbox (which
         the actor handles before it stops): dispose needs no round trip."""
+        if self._asleep:
+            return self._transition is None and not self.children()
         return not self._busy and self._activity is None and not len(self._mailbox) and not self.children()
 
     def _teardown_error(self, errors: list[Exception]) -> ExceptionGroup | None:
@@ -576,15 +817,21 @@ class Agent:
             idle = await self._mailbox.call(_Close())
         except (MailboxClosed, ActorStopped):
             idle = False
+        children = await self._dispose_children(errors)
+        if children or not idle:  # (an idle agent has nothing to cancel or wait for)
+            await self.cancel("disposed", keep_inbox=True)
+            await self.wait_idle()
+
+    async def _dispose_children(self, errors: list[Exception]) -> tuple[Agent, ...]:
+        """Dispose the children, newest first, their errors into ``errors``;
+        return them."""
         children = self.children()
         for child in reversed(children):
             try:
                 await child.dispose()
             except Exception as exc:  # noqa: BLE001 - each child is disposed; errors told together
                 errors.append(exc)
-        if children or not idle:  # (an idle agent has nothing to cancel or wait for)
-            await self.cancel("disposed", keep_inbox=True)
-            await self.wait_idle()
+        return children
 
     # -- the actor ------------------------------------------------------------
 
@@ -599,21 +846,47 @@ class Agent:
         self._starting = task_status
         del task_status
         self._scoped = setup is not None
+        try:
+            self._revive()
+        except BaseException:
+            self._starting = None
+            self._close_handle()
+            raise
+        await self._act(setup)
+
+    async def _act(self, setup: Setup | None) -> None:
+        """The actor's body, from its first start (``main``) or a wake-up
+        (``_rouse``, which made its parts)."""
         self._owned.add(trio.lowlevel.current_task())
         # The agent's own work is attributed to the agent, never to whatever
         # created it (a tool call of another agent, say).
         clear_initiator()
+        asleep = False
         try:
-            await self._live(setup)
+            asleep = await self._live(setup)
         except Exception as exc:
             if self._starting is not None:
                 raise
             self._fail_for_good(exc)
         finally:
             self._starting = None
-            self._close_handle()
+            if asleep:
+                self._fell_asleep()
+            else:
+                self._close_handle()
 
-    async def _live(self, setup: Setup | None) -> None:
+    def _fell_asleep(self) -> None:
+        """The end of the actor task of an agent that hibernates."""
+        self._drop_live_parts()
+        transition, self._transition = self._transition, None
+        assert transition is not None  # (set when it decided to sleep)
+        transition.set()
+        parent = self._runtime.registry.get(self.parent_id) if self.parent_id is not None else None
+        if parent is not None and not parent._asleep:
+            parent._rearm()  # it may hibernate too, now
+
+    async def _live(self, setup: Setup | None) -> bool:
+        """Repair, set up and serve; returns whether the agent hibernates."""
         # Crash repair happens here, in the actor, so two openers of one
         # session can never both repair it.
         await repair(self._journal)
@@ -622,11 +895,11 @@ class Agent:
             # (A background nursery and an exit stack cost every idle agent
             # about 1.5 KB, and the garbage collector walks them.)
             try:
-                await self._serve()
+                return await self._serve()
             except Exception as exc:
                 if not self._collect_teardown_error(type(exc), exc, exc.__traceback__):
                     raise
-            return
+            return False
         failed = None
         async with trio.open_nursery() as background:
             try:
@@ -636,6 +909,7 @@ class Agent:
             background.cancel_scope.cancel()
         if failed is not None:
             raise failed
+        return False  # (an agent with a scope never hibernates)
 
     async def _live_in_scope(self, setup: Setup, background: trio.Nursery) -> None:
         # The scope's context managers are entered after the background
@@ -657,7 +931,9 @@ class Agent:
             stack.callback(background.cancel_scope.cancel)
             await self._serve()
 
-    async def _serve(self) -> None:
+    async def _serve(self) -> bool:
+        """Handle messages until the mailbox closes (False) or the agent has
+        been idle for the Runtime's ``hibernate_after`` (True)."""
         mailbox = self._mailbox
         while True:
             try:
@@ -669,13 +945,27 @@ class Agent:
                     if self._starting is not None:
                         self._starting.started()
                         self._starting = None
+                    if self._transition is not None:  # woken: its wakers may go on
+                        self._transition.set()
+                        self._transition = None
                     self._start_if_woken()
+                    # After a countdown that found the nursery still running
+                    # a task (a background job), wait without one.
+                    patient = False
                     while True:
                         try:
-                            envelope = await mailbox.receive()
+                            envelope = await self._receive(mailbox, patient)
                         except MailboxClosed:
                             self._closing = True  # disposed: what follows is teardown
                             break
+                        if envelope is None:  # idle for hibernate_after
+                            if nursery.child_tasks or not self._may_hibernate():
+                                patient = True
+                                continue
+                            # From here on, callers wait for the task to end, then wake it.
+                            self._asleep, self._transition = True, trio.Event()
+                            break
+                        patient = False
                         if isinstance(envelope.message, _Maintain):
                             # Answered when it has run, while no activity does.
                             self._maintenance.append(envelope)
@@ -693,10 +983,25 @@ class Agent:
                         del envelope
                         self._start_if_woken()
                     nursery.cancel_scope.cancel()
-                return
+                return self._asleep
             except Exception as exc:
                 if self._starting is not None or not await self._crashed(f"{type(exc).__name__}: {exc}"):
                     raise AgentStoppedForGood(f"{type(exc).__name__}: {exc}") from exc
+
+    async def _receive(self, mailbox: Mailbox[Any], patient: bool) -> Envelope[Any] | None:
+        """The next message; None when the agent may hibernate and none came
+        for ``hibernate_after`` seconds (counted from when it became idle:
+        see ``_rearm``)."""
+        after = self._runtime.hibernate_after
+        if after is None or self._scoped or len(mailbox):
+            return await mailbox.receive()
+        deadline = trio.current_time() + after if not patient and self._may_hibernate() else math.inf
+        with trio.CancelScope(deadline=deadline) as self._idle_scope:
+            try:
+                return await mailbox.receive()
+            finally:
+                self._idle_scope = None
+        return None
 
     async def _handle(self, message: Any) -> Any:
         match message:
@@ -829,15 +1134,18 @@ class Agent:
                 self._tasks.start_soon(self._maintain, envelope)
                 return
         if not self._wake_pending or self._closing:
+            self._rearm()
             return
         self._wake_pending = False
         if _store_down(self._journal.store):
             # Nothing could be journaled: the input stays queued until the
             # Runtime resumes the agent once the store has recovered.
             self._update_settled()
+            self._rearm()
             return
         if not self.inbox and not self._continue:
             self._update_settled()
+            self._rearm()
             return
         self._set_phase("running")
         # Made here, not in its task: a cancel that arrives before the task
@@ -941,6 +1249,7 @@ class Agent:
             await worker()
         finally:
             self._workers.pop(call_id, None)
+            self._rearm()
 
     @asynccontextmanager
     async def _spawn_child(self, spec: AgentSpec, setup: Setup | None = None) -> AsyncIterator[Agent]:
@@ -978,10 +1287,16 @@ class Agent:
 
     @property
     def children_nursery(self) -> trio.Nursery:
-        """Where this agent's children run (for the Runtime)."""
+        """Where this agent's children run (for the Runtime), while it is awake."""
         if self._nursery is None or self._closing:
             raise AgentDisposed(f"agent {self.id} is not running")
         return self._nursery
+
+    def _check_hosting(self) -> None:
+        """Raise ``AgentDisposed`` once this agent takes no new children (it
+        is being disposed), awake or hibernating."""
+        if self._closing or self._disposing:
+            raise AgentDisposed(f"agent {self.id} is not running")
 
     # -- failure and restart ---------------------------------------------------
 
@@ -1022,6 +1337,8 @@ class Agent:
 
     def _tell_store(self, error: str | None) -> None:
         """Tell subscribers that the store failed (``error``), or recovered."""
+        if self._bus_or_none is None:
+            return  # nobody has listened (a hibernating agent)
         if error is None:
             self._bus.emit(StoreRecovered)
         else:
@@ -1049,15 +1366,22 @@ class Agent:
 
     def _close_handle(self) -> None:
         self._closing = True
-        self._mailbox.close()
-        stop: RunStopReason = "error" if self._failed else "aborted"
-        for waiter in self._waiters.values():
-            waiter.resolve(_unhandled(stop, self._failed))
-        self._waiters.clear()
+        if not self._asleep:  # (a hibernating agent has no mailbox and no waiters)
+            self._mailbox.close()
+            stop: RunStopReason = "error" if self._failed else "aborted"
+            for waiter in self._waiters.values():
+                waiter.resolve(_unhandled(stop, self._failed))
+            self._waiters.clear()
         self._phase, self._wake_pending = "idle", False
         self._update_settled()
-        self._bus.close()
-        self._stopped.set()
+        if self._bus_or_none is not None:
+            self._bus_or_none.close()
+        self._ended = True
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._transition is not None:  # (a wake-up that never served)
+            self._transition.set()
+            self._transition = None
 
     # -- phases ---------------------------------------------------------------
 
@@ -1066,12 +1390,11 @@ class Agent:
         return self._phase != "idle" or self._wake_pending
 
     def _set_phase(self, phase: Literal["idle", "maintenance", "running"]) -> None:
+        running = self._phase == "running"
         self._phase = phase
         self._update_settled()
-        status: Literal["idle", "running"] = "running" if phase == "running" else "idle"
-        if status != self._status:
-            self._status = status
-            self._bus.emit(Status, status=status)
+        if running != (phase == "running"):
+            self._bus.emit(Status, status="running" if phase == "running" else "idle")
 
     def _update_settled(self) -> None:
         """Keep ``_settled`` an unset event exactly while the agent is busy."""
@@ -1136,7 +1459,10 @@ async def dispose_in_order(agents: Iterable[Agent]) -> list[Exception]:
     for agent in agents:
         if not agent._disposing and not agent._scoped and agent._has_nothing_to_stop():
             agent._disposing = True
-            agent._mailbox.close()
+            if agent._asleep:
+                agent._close_handle()  # (nothing to wake it for)
+            else:
+                agent._mailbox.close()
             closing.append(agent)
             continue
         errors += await _closed(closing)
@@ -1153,7 +1479,7 @@ async def _closed(agents: list[Agent]) -> list[Exception]:
     """The end of ``dispose`` for agents whose mailboxes were closed."""
     try:
         for agent in agents:
-            if not agent._stopped.is_set():  # (waiting on a set event costs a round of the scheduler)
+            if not agent._ended:  # (waiting on a set event costs a round of the scheduler)
                 await agent._stopped.wait()
     finally:
         if agents:

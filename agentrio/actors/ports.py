@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+import trio
 
 from ..journal import Journal
 from ..mailbox import Inbox
@@ -29,9 +30,15 @@ Emit = Callable[..., None]
 
 class AgentHost(Protocol):
     """What an agent needs of the supervisor that runs it (the Runtime):
-    a way to start children under it, and the registry of the agent tree."""
+    a way to start children under it, the registry of the agent tree, the
+    nursery a root agent's actor runs in, and how long an idle agent stays
+    awake (``None``: for good)."""
 
     registry: Any
+    hibernate_after: float | None
+
+    @property
+    def nursery(self) -> trio.Nursery: ...
 
     async def create(
         self,

@@ -15,9 +15,10 @@ from ..supervision import (
     rest_for_one,
 )
 from .registry import AgentRegistry
-from .runtime import Runtime, run_sync
+from .runtime import HIBERNATE_AFTER, Runtime, run_sync
 
 __all__ = [
+    "HIBERNATE_AFTER",
     "AgentRegistry",
     "ChildExit",
     "ChildRestart",

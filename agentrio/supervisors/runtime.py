@@ -37,6 +37,12 @@ from .remote import RemoteStore, serve_remote, stop_on_lost_lease, takes_remote_
 
 log = logging.getLogger(__name__)
 
+#: Seconds an idle agent stays awake, by default, before it hibernates: long
+#: enough that a conversation's turns in quick succession never pay a
+#: wake-up, short enough that an agent waiting for a person gives its task
+#: and mailbox up.
+HIBERNATE_AFTER = 1.0
+
 
 class Runtime:
     """``async with Runtime(store) as rt``: owns the root nursery in which
@@ -45,11 +51,31 @@ class Runtime:
     agents together, see ``dispose_in_order``), then waits for anything
     they still supervise. The store is opened for the block (unless it
     already is) and closed last. An error raised in the block leaves it as
-    raised, not in an exception group."""
+    raised, not in an exception group.
+
+    ``hibernate_after`` (seconds, default ``HIBERNATE_AFTER``): an agent
+    idle that long hibernates, giving up its task and mailbox until it is
+    used again (see ``Agent``: waking is transparent); a new agent with
+    nothing to repair and no ``setup`` is created hibernating. ``0``:
+    hibernate as soon as idle; ``None``: never (every agent keeps its task
+    for life). An agent with a ``setup`` scope never hibernates, and so
+    neither does one whose session a store leases (``PostgresStore``, and
+    every session ``serve`` runs): its scope keeps the lease and takes the
+    input posted from anywhere. Leaving the block disposes hibernating
+    agents without waking them."""
 
     def __init__(
-        self, store: Store | None = None, *, resume: bool = False, prices: Mapping[str, Price] | None = None
+        self,
+        store: Store | None = None,
+        *,
+        resume: bool = False,
+        prices: Mapping[str, Price] | None = None,
+        hibernate_after: float | None = HIBERNATE_AFTER,
     ) -> None:
+        if hibernate_after is not None and not (
+            isinstance(hibernate_after, int | float) and hibernate_after >= 0
+        ):
+            raise ValueError(f"hibernate_after must be seconds (>= 0) or None, got {hibernate_after!r}")
         self.store: Store = store if store is not None else MemoryStore()
         #: What its agents' usage is costed at: ``prices`` over the built-in
         #: table (a spec's own ``prices`` go over these).
@@ -57,6 +83,8 @@ class Runtime:
         #: Restored agents start their pending input at once (else they wait
         #: for ``agent.resume()`` or new input).
         self.resume = resume
+        #: Seconds an idle agent stays awake before it hibernates (None: never).
+        self.hibernate_after = hibernate_after
         self._opening: set[str] = set()
         self.registry = AgentRegistry()
         self._nursery: trio.Nursery | None = None
@@ -308,18 +336,30 @@ class Runtime:
             self.store, loaded.info.session_id, loaded.state, unsnapshotted=loaded.unsnapshotted
         )
         agent = Agent(self, spec, journal, parent_id=parent.id if parent else None)
-        # A child lives in its parent's nursery: the nursery tree is the
-        # agent tree, and the parent's scope reaches it.
-        host = parent.children_nursery if parent is not None else nursery
         if takes_remote_input(self.store):
             setup = _taking_remote_input(setup, self.store)
-        # Registered while setup runs, so that setup sees the tree it joins.
-        self.registry.add(agent)
-        try:
-            await host.start(agent.main, setup)
-        except BaseException:
-            self.registry.remove(agent)
-            raise
+        state = loaded.state
+        if setup is None and self.hibernate_after is not None and not (state.turn_open or state.step_open):
+            # Nothing to set up or repair: created hibernating, its task
+            # started by its first use (``Agent``).
+            if parent is not None:
+                parent._check_hosting()
+            self.registry.add(agent)
+        else:
+            # Registered while setup runs, so that setup sees the tree it joins.
+            self.registry.add(agent)
+            try:
+                if parent is None:
+                    await nursery.start(agent.main, setup)
+                else:
+                    # A child lives in its parent's nursery (the parent woken
+                    # for it): the nursery tree is the agent tree, and the
+                    # parent's scope reaches it.
+                    async with parent._awake_host() as host:
+                        await host.start(agent.main, setup)
+            except BaseException:
+                self.registry.remove(agent)
+                raise
         self.registry.events.emit(AgentCreated, agent)
         return agent
 
