@@ -14,7 +14,7 @@ from acp.ws import create_websocket_stream
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
-from .acp_harness import ROOT, FakeServerThread, RecordingClient
+from .acp_harness import ROOT, FakeServerThread, RecordingClient, acp_args
 
 
 def test_the_sdk_websocket_client_runs_a_whole_prompt_against_agentrio_serve(tmp_path: Path):
@@ -35,12 +35,7 @@ def test_the_sdk_websocket_client_runs_a_whole_prompt_against_agentrio_serve(tmp
             "0",
             "--token",
             "s3cret-s3cret-s3cret",
-            "--model",
-            "openai:fake",
-            "--base-url",
-            fake.server.base_url,
-            "--db",
-            str(tmp_path / "s.db"),
+            *acp_args(fake, tmp_path),
             "--cwd",
             str(tmp_path),
             "--root",

@@ -10,25 +10,13 @@ from pathlib import Path
 
 from agentrio.messages import AssistantMessage, Text, ToolCall
 
-from .acp_harness import ROOT, FakeServerThread
+from .acp_harness import ROOT, FakeServerThread, acp_args
 from .npm_acp import run_ts_client
 
 
 def agent_command(fake: FakeServerThread, tmp_path: Path, *extra: str) -> list[str]:
     """``agentrio acp`` against the fake model server."""
-    return [
-        sys.executable,
-        "-m",
-        "agentrio",
-        "acp",
-        "--model",
-        "openai:fake",
-        "--base-url",
-        fake.server.base_url,
-        "--db",
-        str(tmp_path / "s.db"),
-        *extra,
-    ]
+    return [sys.executable, "-m", "agentrio", "acp", *acp_args(fake, tmp_path, *extra)]
 
 
 def ts_env() -> dict[str, str]:
