@@ -28,6 +28,7 @@ from contextlib import aclosing
 import attrs
 import trio
 
+from ..mailbox.waiter import Waiter
 from ..models import Model, ModelRequest, ProviderError
 from ..models.events import StreamError, StreamEvent
 
@@ -60,10 +61,9 @@ class _StreamActor:
     def __init__(self) -> None:
         #: Posted and not taken yet; ends with a ``StreamEnded``.
         self.items: deque[StreamEvent | StreamEnded] = deque()
-        #: The reader's task while it waits for an event, and the actor's
-        #: while it waits for room.
-        self._reader: trio.lowlevel.Task | None = None
-        self._writer: trio.lowlevel.Task | None = None
+        #: Where the reader waits for an event, and the actor for room.
+        self._reader = Waiter()
+        self._writer = Waiter()
         self._scope = trio.CancelScope()
         self._ended = False
         #: Set when the task ends, made only when someone waits for it.
@@ -98,16 +98,9 @@ class _StreamActor:
         """Post without a task switch while there is room; wait when full."""
         items = self.items
         items.append(item)
-        if self._reader is not None:
-            trio.lowlevel.reschedule(self._reader)
-            self._reader = None
+        self._reader.wake()
         if len(items) >= STREAM_MAILBOX_CAPACITY:
-            self._writer = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort_writer)
-
-    def _abort_writer(self, _: object) -> trio.lowlevel.Abort:
-        self._writer = None
-        return trio.lowlevel.Abort.SUCCEEDED
+            await self._writer.wait()
 
     async def read(
         self,
@@ -121,21 +114,14 @@ class _StreamActor:
         items = self.items
         while True:
             while items:
-                if self._writer is not None:
-                    trio.lowlevel.reschedule(self._writer)
-                    self._writer = None
+                self._writer.wake()
                 item = items.popleft()
                 if isinstance(item, StreamEnded):
                     return item.error
                 on_event(item)
                 if observe is not None:
                     await observe(item)
-            self._reader = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort_reader)
-
-    def _abort_reader(self, _: object) -> trio.lowlevel.Abort:
-        self._reader = None
-        return trio.lowlevel.Abort.SUCCEEDED
+            await self._reader.wait()
 
     async def join(self) -> None:
         """Cancel the actor unless its task has ended, and wait until it has,

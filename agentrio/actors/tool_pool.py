@@ -13,6 +13,7 @@ from .. import _callbacks, tracing
 from ..events import SandboxDenied, ToolAbandoned, ToolExecutionUpdate
 from ..initiator import Initiator, with_initiator
 from ..journal.records import ToolCallFinished, ToolCallStarted
+from ..mailbox.waiter import Waiter
 from ..messages import (
     PERMISSION_DENIED,
     TOOL_ABORTED,
@@ -130,11 +131,11 @@ class ToolBatch:
         self._running = 0
         # What workers reported and the batch has not taken yet: each worker
         # reports exactly once, so it holds at most one entry per call. (A
-        # list, and the batch's task while it waits for a report: a memory
-        # channel, or even a parking lot, per batch costs more than the rest
-        # of a small batch's bookkeeping.)
+        # list, and a Waiter for the batch's task: a memory channel, or even
+        # a parking lot, per batch costs more than the rest of a small
+        # batch's bookkeeping.) Only the batch's own task waits on it.
         self._reports: list[tuple[Slot, Any]] = []
-        self._parked: trio.lowlevel.Task | None = None
+        self._reported = Waiter()
         self._settled = False
         self.stop: RunStopReason | None = None
         #: What stopped the run, when a tool did (``ToolFatal``).
@@ -213,7 +214,7 @@ class ToolBatch:
 
         async def waiting() -> None:
             answer.append(await wait())
-            self._wake()
+            self._reported.wake()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(waiting)
@@ -221,23 +222,8 @@ class ToolBatch:
                 if self._reports:
                     await self._receive_one()
                 else:
-                    await self._park()
+                    await self._reported.wait()
         return answer[0]
-
-    async def _park(self) -> None:
-        """Wait until a worker reports (or the answer ``_while_receiving``
-        waits for comes). Only the batch's own task waits, one wait at a time."""
-        self._parked = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._unparked)
-
-    def _unparked(self, _: object) -> trio.lowlevel.Abort:
-        self._parked = None
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    def _wake(self) -> None:
-        if self._parked is not None:
-            trio.lowlevel.reschedule(self._parked)
-            self._parked = None
 
     # -- execution ------------------------------------------------------------
 
@@ -392,7 +378,7 @@ class ToolBatch:
             # a worker that has ended (unless the batch was settled without it).
             if not self._settled:
                 self._reports.append((slot, outcome))
-                self._wake()
+                self._reported.wake()
 
     def _report(self, slot: Slot, progress: Any) -> None:
         if not slot.committed:
@@ -421,7 +407,7 @@ class ToolBatch:
         if self._reports:
             await trio.lowlevel.checkpoint_if_cancelled()
         while not self._reports:
-            await self._park()
+            await self._reported.wait()
         reports, self._reports = self._reports, []
         now = trio.current_time()
         for slot, outcome in reports:
